@@ -1,0 +1,149 @@
+"""TraceAwareLayer / TraceAwareMixin as Keras layers: results, config, saving, tracking."""
+
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import PlainSeedLayer, SeedLayer, keras, kinds
+
+import traceguard as tg
+
+
+class Scale(tg.TraceAwareLayer):
+    """A subclass without `get_config`, whose `__init__` takes its own argument."""
+
+    def __init__(self, factor, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = factor
+
+    def call(self, inputs):
+        return inputs * self.factor
+
+
+class TracedDense(tg.TraceAwareMixin, keras.layers.Dense):
+    pass
+
+
+def test_outputs_equal_the_plain_keras_layer(seed_input):
+    traced, plain = SeedLayer(), PlainSeedLayer()
+    traced(seed_input[:1])
+    plain(seed_input[:1])
+    plain.set_weights(traced.get_weights())
+    np.testing.assert_array_equal(traced(seed_input), plain(seed_input))
+    np.testing.assert_array_equal(tf.function(traced)(seed_input), tf.function(plain)(seed_input))
+
+
+def test_mixin_records_a_builtin_layer_and_keeps_its_config():
+    layer = TracedDense(4, activation="relu", max_traces=3)
+    step = tf.function(layer)
+    step(tf.ones((2, 3)))
+    assert kinds(layer) == ["trace", "variable_retrace"]
+    config = layer.get_config()
+    assert config["units"] == 4 and config["activation"] == "relu"
+    assert config["max_traces"] == 3 and config["trace_log_size"] == 1000
+    clone = TracedDense.from_config(config)
+    assert clone.units == 4 and clone.get_config()["max_traces"] == 3
+
+
+def test_call_signature_is_preserved_for_keras():
+    class WithTraining(tg.TraceAwareLayer):
+        def call(self, inputs, training=None, mask=None):
+            return inputs
+
+    import inspect
+
+    assert list(inspect.signature(WithTraining.call).parameters) == ["self", "inputs", "training", "mask"]
+    assert WithTraining.call.__name__ == "call"
+
+
+def test_auto_config_subclass_keeps_its_arguments_and_traceguards():
+    layer = Scale(3.0, max_traces=2, on_excess="raise")
+    config = layer.get_config()
+    assert config["factor"] == 3.0
+    assert (config["max_traces"], config["on_excess"], config["log_eager"]) == (2, "raise", False)
+    restored = Scale.from_config(config)
+    assert restored.factor == 3.0
+    assert restored.get_config()["on_excess"] == "raise"
+
+
+def test_keras_file_round_trip(tmp_path):
+    inputs = keras.Input((4,))
+    scale = Scale(2.0, trace_log_size=7, name="scale")
+    model = keras.Model(inputs, TracedDense(3, name="dense_tg")(scale(inputs)))
+    x = np.random.default_rng(0).random((5, 4)).astype("float32")
+    expected = model.predict(x, verbose=0)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path, custom_objects={"Scale": Scale, "TracedDense": TracedDense})
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), expected)
+    loaded_scale = loaded.get_layer("scale")
+    assert loaded_scale.factor == 2.0 and loaded_scale.trace_log.maxlen == 7
+    assert loaded_scale.trace_log is not scale.trace_log
+    # The loaded log only has what loading and predict ran: nothing carried over.
+    assert all(event.index <= len(loaded_scale.trace_log) for event in loaded_scale.trace_log)
+
+
+def test_log_is_not_keras_state(seed_input):
+    layer = SeedLayer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tf.function(layer)(seed_input)
+    assert len(layer.weights) == 2
+    assert "trace_log" not in layer.get_config()
+    assert all("trace" not in path for path in (v.path for v in layer.variables))
+    assert "_traceguard_state" not in getattr(layer, "_tracker", object()).__dict__.get("stored_ids", {})
+
+
+def test_user_exception_passes_through_unchanged_and_is_recorded():
+    class Fails(tg.TraceAwareLayer):
+        def call(self, inputs):
+            if inputs.shape[0] == 3:
+                raise KeyError("no three")
+            return inputs
+
+    layer = Fails(log_eager=True)
+    with pytest.raises(KeyError, match="no three") as info:
+        layer(tf.ones((3,)))
+    assert info.type is KeyError
+    assert any(entry.name == "call" and str(entry.path) == __file__ for entry in info.traceback)
+    assert layer.trace_log[-1].error == "KeyError('no three')"
+    np.testing.assert_array_equal(layer(tf.ones((2,))), tf.ones((2,)))
+    assert layer.trace_log[-1].error is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"trace_log_size": 0}, "`trace_log_size` expects a positive integer. Received: trace_log_size=0"),
+        ({"trace_log_size": 2.5}, "Received: trace_log_size=2.5"),
+        ({"log_eager": "yes"}, "`log_eager` expects a bool. Received: log_eager='yes'"),
+        ({"max_traces": -1}, "`max_traces` expects None or a non-negative integer. Received: max_traces=-1"),
+        ({"on_excess": "ignore"}, "`on_excess` expects one of warn, raise. Received: on_excess='ignore'"),
+    ],
+)
+def test_bad_constructor_arguments_are_rejected(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        SeedLayer(**kwargs)
+
+
+def test_budget_warns_once_per_excess_trace(seed_input):
+    layer = SeedLayer(max_traces=1, name="budgeted")
+    step = tf.function(layer)
+    expected = r"Layer 'budgeted' traced 2 times, over its budget of max_traces=1"
+    with pytest.warns(UserWarning, match=expected) as record:
+        step(seed_input)
+    assert len(record) == 1
+    assert "variable_retrace" in str(record[0].message)
+    assert record[0].filename == __file__
+
+
+def test_budget_raise_reaches_the_caller_as_retrace_error_after_logging(seed_input):
+    layer = SeedLayer(max_traces=1, on_excess="raise")
+    layer(seed_input)
+    step = tf.function(layer)
+    step(seed_input)
+    with pytest.raises(tg.RetraceError, match=r"Changed: inputs: dim 0 60 -> 5") as info:
+        step(seed_input[:5])
+    assert type(info.value) is tg.RetraceError
+    assert kinds(layer)[-1] == "retrace"

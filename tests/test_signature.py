@@ -1,0 +1,77 @@
+"""Signatures of calls and their differences."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from traceguard._signature import diff_signatures, format_signature, signature_of, spec_of
+
+
+def call(self, inputs, mask=None, training=None, *rest, **options):
+    return inputs
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (tf.zeros((2, 3)), "float32[2,3]"),
+        (np.zeros((4,), np.int64), "int64[4]"),
+        (tf.TensorSpec((None, 3), tf.float16), "TensorSpec float16[None,3]"),
+        (tf.ragged.constant([[1], [2, 3]]), "RaggedTensor int32[2,None]"),
+        (tf.sparse.from_dense(tf.eye(2)), "SparseTensor float32[2,2]"),
+        ([tf.zeros(1), None], "[float32[1], None]"),
+        ((3,), "(3,)"),
+        ({"b": 1, "a": tf.zeros(2)}, "{'a': float32[2], 'b': 1}"),
+        (True, "True"),
+        ("x" * 100, repr("x" * 100)[:37] + "..."),
+    ],
+)
+def test_spec_strings(value, text):
+    assert format_signature({"v": spec_of(value)}) == {"v": text}
+
+
+def test_signature_names_arguments_and_includes_training_default():
+    signature = signature_of(call, (tf.zeros((2,)),), {})
+    assert format_signature(signature) == {"inputs": "float32[2]", "training": "None"}
+
+
+def test_signature_expands_variadic_arguments():
+    signature = signature_of(call, (1, 2, 3, 4, 5), {"scale": 2})
+    assert list(signature) == ["inputs", "mask", "training", "rest[0]", "rest[1]", "scale"]
+
+
+def test_unbindable_call_is_described_positionally():
+    def strict(self, a):
+        return a
+
+    assert list(signature_of(strict, (1, 2), {"z": 3})) == ["arg0", "arg1", "z"]
+
+
+def test_unknown_rank_is_a_question_mark():
+    assert format_signature({"v": spec_of(tf.TensorSpec(None, tf.float32))}) == {"v": "TensorSpec float32[?]"}
+
+
+@pytest.mark.parametrize(
+    "old, new, changes",
+    [
+        (tf.zeros((60, 28)), tf.zeros((32, 28)), ["x: dim 0 60 -> 32"]),
+        (tf.zeros((2, 3)), tf.zeros((4, 5)), ["x: dim 0 2 -> 4", "x: dim 1 3 -> 5"]),
+        (tf.zeros((2,)), tf.zeros((2,), tf.int32), ["x: dtype float32 -> int32"]),
+        (tf.zeros((2,)), tf.zeros((2, 1)), ["x: rank 1 -> 2 (float32[2] -> float32[2,1])"]),
+        (3, 4, ["x: 3 -> 4"]),
+        (True, False, ["x: True -> False"]),
+        ([tf.zeros(1), 1], [tf.zeros(2), 1], ["x[0]: dim 0 1 -> 2"]),
+        ({"a": 1}, {"a": 2}, ["x['a']: 1 -> 2"]),
+        ([1], [1, 2], ["x: [1] -> [1, 2]"]),
+        (tf.zeros(2), None, ["x: float32[2] -> None"]),
+    ],
+)
+def test_diffs_name_the_argument_and_what_changed(old, new, changes):
+    assert diff_signatures({"x": spec_of(old)}, {"x": spec_of(new)}) == changes
+
+
+def test_added_and_removed_arguments():
+    old = {"a": spec_of(1)}
+    new = {"b": spec_of(2)}
+    assert diff_signatures(old, new) == ["b: added (2)", "a: removed"]
+    assert diff_signatures(old, old) == []

@@ -1,0 +1,18 @@
+"""traceguard: see, explain and control when Keras and TensorFlow run your layer's `call`."""
+
+from traceguard._errors import RetraceError
+from traceguard._events import TraceEvent, TraceKind
+from traceguard._layer import TraceAwareLayer, TraceAwareMixin
+from traceguard._log import TraceLog
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "RetraceError",
+    "TraceAwareLayer",
+    "TraceAwareMixin",
+    "TraceEvent",
+    "TraceKind",
+    "TraceLog",
+    "__version__",
+]

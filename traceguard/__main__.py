@@ -1,0 +1,5 @@
+import sys
+
+from traceguard._cli import main
+
+sys.exit(main())

@@ -1,0 +1,147 @@
+"""Why did the body run? A pure function of what was observed around the run.
+
+`classify_run` knows nothing of TensorFlow: the recorder hands it the signals
+it saw (eager? symbolic? saving? which tf.function, in which phase?) and the
+layer's earlier traces of that function, and gets back the kind, what changed,
+the reason and a hint. That keeps every rule here unit-testable without TF.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Sequence
+
+from traceguard._events import TraceKind
+from traceguard._signature import Signature, diff_signatures, format_spec
+
+
+class RunContext(enum.Enum):
+    """Where the body ran, as seen by the recorder."""
+
+    EAGER = "eager"
+    SYMBOLIC = "symbolic"
+    SAVE = "save"
+    GRAPH = "graph"
+
+
+@dataclasses.dataclass(frozen=True)
+class EarlierTrace:
+    """What classification remembers of one earlier trace of a function."""
+
+    signature: Signature
+    in_creation_phase: bool  # Traced by tf.function's first, variable-creating configuration.
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    kind: TraceKind
+    changes: tuple[str, ...]
+    reason: str
+    hint: str | None
+
+
+# Function names Keras gives the steps of fit/evaluate/predict (Keras 3, then
+# tf_keras): a changed batch dimension there is almost always a partial last batch.
+KERAS_STEP_FUNCTIONS = frozenset({
+    "one_step_on_data", "one_step_on_iterator", "multi_step_on_iterator",
+    "one_step_on_data_distributed", "train_function", "test_function", "predict_function",
+    "train_step", "test_step", "predict_step",
+})
+
+SYMBOLIC_HINT = (
+    "Expected once per layer: Keras runs `call` on symbolic inputs to create the "
+    "weights when the layer has no `build()`, and to infer output shapes in a functional "
+    "model. Define `build(input_shape)` to create the weights (and "
+    "`compute_output_shape()` to skip the pass in functional models)."
+)
+VARIABLE_RETRACE_HINT = (
+    "Create the variables before the first traced call: call the layer once on a sample "
+    "input before wrapping it in `tf.function`, or give it a `build(input_shape)` that "
+    "creates its weights (building its sublayers) and call `layer.build(input_shape)` "
+    "first. TensorFlow then traces once."
+)
+
+
+def classify_run(
+    context: RunContext,
+    signature: Signature,
+    function: str | None,
+    in_creation_phase: bool | None,
+    earlier: Sequence[EarlierTrace],
+) -> Verdict:
+    """Classifies one body run.
+
+    Args:
+        context: Where the body ran.
+        signature: The run's argument specs.
+        function: The enclosing tf.function's name, if any.
+        in_creation_phase: True for a trace by tf.function's first,
+            variable-creating configuration; False once an earlier trace created
+            variables; None when unknown.
+        earlier: The layer's earlier traces of the same function, oldest first.
+    """
+    where = f"tf.function `{function}`" if function else "a graph"
+    subject = f"The tf.function `{function}`" if function else "The graph"
+    if context is RunContext.EAGER:
+        return Verdict(TraceKind.EAGER, (), "Ran eagerly: TensorFlow executed `call` op by op, "
+                       "outside any graph.", None)
+    if context is RunContext.SYMBOLIC:
+        place = f" inside {where}" if function else ""
+        return Verdict(TraceKind.SYMBOLIC, (), "Keras ran `call` on symbolic inputs to build the "
+                       f"layer or infer its output shapes{place}; no graph is kept.", SYMBOLIC_HINT)
+    if context is RunContext.SAVE:
+        return Verdict(TraceKind.SAVE, (), f"Traced by SavedModel saving or `export` to write "
+                       f"{where} into the saved model.", None)
+
+    if not earlier:
+        return Verdict(TraceKind.TRACE, (), f"First trace of {where} for this signature: "
+                       "TensorFlow ran the Python body to build a graph.", None)
+
+    same = [trace for trace in earlier if trace.signature == signature]
+    if same:
+        if in_creation_phase is False and any(trace.in_creation_phase for trace in same):
+            return Verdict(TraceKind.VARIABLE_RETRACE, (), f"{subject} traced "
+                           "the same signature again: its first trace created variables, so "
+                           "TensorFlow lifted them out and traced once more with variable creation "
+                           "disabled.", VARIABLE_RETRACE_HINT)
+        return Verdict(TraceKind.RETRACE, (), f"{subject} traced again "
+                       "although this layer's arguments did not change: something outside the "
+                       "layer changed (an argument of the enclosing function, a captured Python "
+                       "value, or the function was created anew).",
+                       "Create the tf.function once and reuse it; pass values that vary as "
+                       "tensors, not Python objects.")
+
+    closest = min(reversed(earlier), key=lambda trace: len(diff_signatures(trace.signature, signature)))
+    changes = tuple(diff_signatures(closest.signature, signature))
+    return Verdict(TraceKind.RETRACE, changes, f"{subject} traced again "
+                   f"because the signature changed: {'; '.join(changes)}.",
+                   retrace_hint(changes, closest.signature, signature, function))
+
+
+def retrace_hint(changes: Sequence[str], old: Signature, new: Signature, function: str | None) -> str:
+    """The fix that matches the first change."""
+    first = changes[0]
+    name = first.split(":", 1)[0].split("[", 1)[0]
+    if name == "training":
+        return ("Expected once per value of `training`: each value gets its own graph. Pass "
+                "a Python bool consistently, not a mix of tensors and bools.")
+    if ": dim " in first:
+        if function in KERAS_STEP_FUNCTIONS:
+            return ("A partial last batch has a new shape and costs a trace: batch with "
+                    "`drop_remainder=True`, or choose a dataset size divisible by the batch size.")
+        return ("Each new shape costs a trace: give the tf.function an `input_signature` with None "
+                "for the dimension that varies, or use `tf.function(reduce_retracing=True)`.")
+    if ": dtype " in first:
+        return "Cast the inputs to one dtype before the call; each dtype costs a trace."
+    if ": rank " in first:
+        return "Each rank costs a trace: reshape inputs to one rank, or use `input_signature`."
+    old_spec, new_spec = old.get(name), new.get(name)
+    if (old_spec or new_spec or ("",))[0] == "value" and (new_spec or old_spec or ("",))[0] == "value":
+        return (f"Each new Python value of `{name}` is a new signature: pass it as a tensor "
+                f"(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed.")
+    return ("Keep the structure of the arguments fixed between calls, or use an "
+            "`input_signature`; each distinct structure costs a trace.")
+
+
+__all__ = ["EarlierTrace", "RunContext", "Verdict", "classify_run", "format_spec"]

@@ -1,0 +1,231 @@
+"""The one place that knows TensorFlow and Keras internals and versions.
+
+Everything else in traceguard asks this module named questions
+(`in_symbolic_build()`, `enclosing_tf_function()`, ...). It decides once, at
+import, which Keras is active, as Keras itself picks its backend layer at the
+top of `keras/src/layers/layer.py`. Every private attribute relied on is looked
+up here, at import, and `tests/test_compat.py` checks each one, so a TF or Keras
+release that moves one fails loudly instead of misclassifying silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
+from tensorflow.python.saved_model import save_context as _save_context
+
+# `import keras` on TF >= 2.16 is Keras 3 unless the user opted into Keras 2 with
+# TF_USE_LEGACY_KERAS=1, in which case `tf.keras` is `tf_keras`. traceguard's
+# base class follows `tf.keras` (https://keras.io/getting_started/#tensorflow--keras-2-backwards-compatibility).
+_LEGACY_REQUESTED = os.environ.get("TF_USE_LEGACY_KERAS", "").lower() in ("1", "true", "yes")
+
+try:
+    import keras as _keras3
+
+    IS_KERAS_3 = int(_keras3.__version__.split(".")[0]) >= 3 and not _LEGACY_REQUESTED
+except ImportError:  # TF 2.12-2.15 without the keras package; handled with Keras 2.
+    IS_KERAS_3 = False
+
+if IS_KERAS_3:
+    from keras.src.backend.common.symbolic_scope import in_symbolic_scope as _in_symbolic_scope
+
+    keras = _keras3
+    KERAS_FLAVOR = "keras3"
+    _KERAS_EXPORT_DIR = os.path.dirname(_keras3.src.export.__file__) + os.sep
+else:  # pragma: no cover - exercised by the Keras 2 CI jobs.
+    raise ImportError(
+        "traceguard currently supports Keras 3 on TensorFlow. Installed: "
+        f"TensorFlow {tf.__version__}; TF_USE_LEGACY_KERAS="
+        f"{os.environ.get('TF_USE_LEGACY_KERAS')!r}."
+    )
+
+LayerBase = keras.layers.Layer
+
+
+def describe_versions() -> str:
+    """The installed stack, for error messages and reports."""
+    return f"TensorFlow {tf.__version__}, Keras {keras.__version__} ({KERAS_FLAVOR})"
+
+
+def _internal_missing(what: str) -> RuntimeError:
+    return RuntimeError(
+        f"traceguard relies on {what}, which this installation does not have "
+        f"({describe_versions()}). Please report this with the versions above."
+    )
+
+
+# --- tf.function's trace phases --------------------------------------------------
+# `Function._initialize` traces the first call through a `wrapped_fn` closure whose
+# `scope` is `variable_capturing_scope`; once that trace created variables, every
+# later trace runs `wrapped_fn` with `scope=invalid_creator_scope` (variable
+# creation forbidden). See `_generate_scoped_tracing_options` and `_call` in
+# tensorflow/python/eager/polymorphic_function/polymorphic_function.py.
+def _find_wrapped_fn_code() -> Any:
+    factory = getattr(_tf_function.Function, "_generate_scoped_tracing_options", None)
+    codes = [c for c in getattr(getattr(factory, "__code__", None), "co_consts", ())
+             if getattr(c, "co_name", None) == "wrapped_fn"]
+    if len(codes) != 1 or "scope" not in codes[0].co_freevars:
+        raise _internal_missing("Function._generate_scoped_tracing_options.<wrapped_fn>")
+    return codes[0]
+
+
+_WRAPPED_FN_CODE = _find_wrapped_fn_code()
+_FUNCTION_METHOD_CODES = frozenset(
+    getattr(_tf_function.Function, name).__code__
+    for name in ("_call", "_get_concrete_function_garbage_collected")
+)
+_NO_VARIABLE_CREATION_SCOPE = "invalid_creator_scope"
+
+
+@dataclasses.dataclass(frozen=True)
+class TfFunctionFrame:
+    """The innermost `tf.function` whose trace is running on this thread."""
+
+    key: Any  # A weak reference to the Function, or its name when none was found.
+    name: str
+    creates_variables: bool | None  # None when the phase could not be seen.
+
+
+def enclosing_tf_function() -> TfFunctionFrame | None:
+    """Returns the innermost tf.function being traced by this thread, if any.
+
+    Walks the Python stack, so call it only off the eager fast path.
+    """
+    frame = sys._getframe(1)
+    phase: bool | None = None
+    while frame is not None:
+        code = frame.f_code
+        if code is _WRAPPED_FN_CODE and phase is None:
+            scope = frame.f_locals.get("scope")
+            phase = getattr(scope, "__name__", "") != _NO_VARIABLE_CREATION_SCOPE
+        elif code in _FUNCTION_METHOD_CODES and phase is not None:
+            function = frame.f_locals.get("self")
+            try:
+                key: Any = weakref.ref(function)
+            except TypeError:
+                key = function.name
+            return TfFunctionFrame(key, function.name, phase)
+        frame = frame.f_back
+    if phase is None:
+        return None
+    return TfFunctionFrame(current_graph_name(), current_graph_name(), phase)
+
+
+# --- execution context -------------------------------------------------------------
+executing_eagerly: Callable[[], bool] = tf.executing_eagerly
+
+
+def in_symbolic_build() -> bool:
+    """True while Keras runs `call` on symbolic inputs to infer shapes or build."""
+    return _in_symbolic_scope()
+
+
+def in_save_context() -> bool:
+    """True while SavedModel saving (or `model.export`) traces functions."""
+    if _save_context.in_save_context():
+        return True
+    # Keras 3 `model.export` traces `__call__` and `serving_default` before it
+    # enters TF's save context (measured on Keras 3.15): recognise its frames.
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_KERAS_EXPORT_DIR):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def current_graph_name() -> str | None:
+    graph = tf.compat.v1.get_default_graph()
+    return getattr(graph, "name", None)
+
+
+def current_replica() -> int | None:
+    """The replica id under `tf.distribute`, else None."""
+    if not tf.distribute.has_strategy():
+        return None
+    context = tf.distribute.get_replica_context()
+    if context is None:  # Cross-replica context.
+        return None
+    return tf.get_static_value(context.replica_id_in_sync_group)
+
+
+# --- variables ---------------------------------------------------------------------
+def variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
+    """A context manager calling `on_create(variable)` for each TF variable created."""
+
+    def creator(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
+        variable = next_creator(**kwargs)
+        on_create(variable)
+        return variable
+
+    return tf.variable_creator_scope(creator)
+
+
+def layer_variables(layer: Any) -> list[Any]:
+    return list(layer.variables)
+
+
+def variable_path(variable: Any) -> str:
+    path = getattr(variable, "path", None) or getattr(variable, "name", "?")
+    return path[:-2] if path.endswith(":0") else path
+
+
+def backing_variable(variable: Any) -> Any:
+    """The TF variable behind a Keras variable, without forcing initialisation.
+
+    Keras 3's public `.value` would run a deferred initializer; `_value` is the
+    backing `tf.Variable` (None until created).
+    """
+    return getattr(variable, "_value", variable) if IS_KERAS_3 else variable
+
+
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(module.__file__) + os.sep
+    for module in (tf, keras, sys.modules[__package__])
+) + (os.path.dirname(os.path.dirname(tf.__file__)) + os.sep + "tf_keras",
+     os.path.dirname(contextlib.__file__) + os.sep + "contextlib.py")
+
+
+def user_stacklevel() -> int:
+    """The `stacklevel` for `warnings.warn` that points at the user's code."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
+        # AutoGraph's converted copies of functions, written to temporary files.
+        or "__autograph_generated_file" in frame.f_code.co_filename
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+# --- wrapping `call` -----------------------------------------------------------------
+def wrap_call(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """Makes `wrapper` stand in for `original` as a layer's `call`.
+
+    Keras 3 reads `call`'s parameters with `inspect.signature`, which follows
+    the `__wrapped__` that `functools.wraps` set.
+    """
+    return wrapper
+
+
+# Keras 3 generates `get_config` for subclasses that do not define one, but only
+# while the method it finds carries `_is_default` (keras/src/utils/python_utils.py).
+_KERAS_DEFAULT_MARK = "_is_default"
+if not getattr(keras.layers.Layer.get_config, _KERAS_DEFAULT_MARK, False):
+    raise _internal_missing("keras.layers.Layer.get_config._is_default")
+
+
+def is_keras_default_method(method: Any) -> bool:
+    return bool(getattr(method, _KERAS_DEFAULT_MARK, False))
+
+
+def mark_keras_default_method(method: Any) -> None:
+    setattr(method, _KERAS_DEFAULT_MARK, True)

@@ -1,0 +1,157 @@
+"""`TraceAwareMixin` and `TraceAwareLayer`: the layer classes users subclass.
+
+The behaviour lives in the mixin; `TraceAwareLayer` is the mixin on the active
+Keras's `Layer`. Subclassing wraps the class's `call` once (in
+`__init_subclass__`), so the runs Keras makes by calling `self.call` directly,
+like Keras 3's symbolic build pass, are recorded as well as `__call__`'s.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+from traceguard import _compat
+from traceguard._log import TraceLog
+from traceguard._recorder import (
+    STATE_ATTRIBUTE,
+    LayerTraceState,
+    TraceSettings,
+    is_recorded,
+    observe_call,
+    record_body,
+)
+
+_SETTING_NAMES = tuple(TraceSettings.__dataclass_fields__)
+
+
+class TraceAwareMixin:
+    """Records every run of the layer's `call` body in `layer.trace_log`.
+
+    Mix it in before any Keras `Layer` class: `class MyDense(TraceAwareMixin,
+    keras.layers.Dense)`. Each run is classified as a `TraceKind` with the
+    reason, what changed since the previous trace, and how to avoid it. The
+    layer's results are never changed.
+
+    Args:
+        trace_log_size: Positive integer, how many events `trace_log` keeps
+            (older ones are dropped and counted). Defaults to `1000`.
+        log_eager: Boolean, whether eager runs become events (they are always
+            counted in `trace_log.eager_calls`). Defaults to `False`.
+        max_traces: None or a non-negative integer: how many graph traces
+            (`trace`, `retrace`, `variable_retrace`) the layer may make.
+            Defaults to `None`, no budget.
+        on_excess: What a trace past `max_traces` does. One of
+            `{"warn", "raise"}`: a `UserWarning`, or `traceguard.RetraceError`
+            raised during the trace. Defaults to `"warn"`.
+        **kwargs: Passed on to the Keras layer.
+
+    Example:
+
+    ```python
+    class MyDense(traceguard.TraceAwareMixin, keras.layers.Dense):
+        pass
+
+    layer = MyDense(4)
+    tf.function(layer)(tf.ones((2, 3)))
+    print(layer.trace_log.summary())
+    ```
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        call = getattr(cls, "call", None)
+        if call is not None and call is not _compat.LayerBase.call and not is_recorded(call):
+            cls.call = _compat.wrap_call(call, record_body(call))
+        if "get_config" not in cls.__dict__:
+            cls.get_config = _config_method(cls)
+
+    def __init__(
+        self,
+        *args: Any,
+        trace_log_size: int = 1000,
+        log_eager: bool = False,
+        max_traces: int | None = None,
+        on_excess: str = "warn",
+        **kwargs: Any,
+    ) -> None:
+        settings = TraceSettings(trace_log_size, log_eager, max_traces, on_excess)
+        super().__init__(*args, **kwargs)
+        # Set around Keras's `__setattr__` so the state is never tracked or saved.
+        object.__setattr__(self, STATE_ATTRIBUTE, LayerTraceState(settings, owner=self.name))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.built and _compat.executing_eagerly():  # The eager fast path.
+            return super().__call__(*args, **kwargs)
+        return observe_call(self, lambda: super(TraceAwareMixin, self).__call__(*args, **kwargs))
+
+    @property
+    def trace_log(self) -> TraceLog:
+        """The `traceguard.TraceLog` of this layer's body runs."""
+        return self.__dict__[STATE_ATTRIBUTE].log
+
+
+def _config_method(cls: type) -> Any:
+    """A `get_config` for `cls` that adds traceguard's arguments to the parent's config.
+
+    Keras 3 generates the config of a subclass without `get_config` from its
+    `__init__` arguments, but only while the `get_config` it finds is marked as
+    Keras's default: the method is marked likewise when the parent's is.
+    """
+
+    def get_config(self: Any) -> dict[str, Any]:
+        config = super(cls, self).get_config()
+        if _accepts_settings(type(self)):
+            config.update(self.__dict__[STATE_ATTRIBUTE].settings.as_config())
+        return config
+
+    parent = getattr(super(cls, cls), "get_config", None)
+    if _compat.is_keras_default_method(parent):
+        _compat.mark_keras_default_method(get_config)
+    get_config.__qualname__ = f"{cls.__qualname__}.get_config"
+    return get_config
+
+
+@functools.cache
+def _accepts_settings(cls: type) -> bool:
+    """Whether `cls(**config)` can take traceguard's arguments back."""
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    names = {p.name for p in parameters}
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters) \
+        or set(_SETTING_NAMES) <= names
+
+
+class TraceAwareLayer(TraceAwareMixin, _compat.LayerBase):
+    """A Keras `Layer` that records every run of its `call` body.
+
+    Subclass it instead of `keras.layers.Layer` and change nothing else; see
+    `TraceAwareMixin` for the arguments.
+
+    Args:
+        trace_log_size: Positive integer, how many events `trace_log` keeps.
+            Defaults to `1000`.
+        log_eager: Boolean, whether eager runs become events. Defaults to
+            `False`.
+        max_traces: None or a non-negative integer, the retrace budget.
+            Defaults to `None`.
+        on_excess: One of `{"warn", "raise"}`. Defaults to `"warn"`.
+        **kwargs: Standard `Layer` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    ```python
+    class Seed(traceguard.TraceAwareLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(32)
+
+        def call(self, inputs):
+            return self.dense(inputs)
+
+    layer = Seed()
+    tf.function(layer)(tf.random.uniform([60, 28, 28]))
+    [event.kind.value for event in layer.trace_log]
+    # ['symbolic', 'trace', 'variable_retrace']
+    ```
+    """

@@ -1,0 +1,172 @@
+"""`TraceLog`: the bounded, thread-safe record of a layer's body runs."""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Iterator
+from typing import Any, overload
+
+from traceguard._events import TRACE_KINDS, TraceEvent, TraceKind
+
+
+def normalize_kinds(kind: Any, argument: str = "kind") -> frozenset[TraceKind] | None:
+    """Turns a kind, a kind name or a collection of them into a set of kinds."""
+    if kind is None:
+        return None
+    kinds = [kind] if isinstance(kind, str) else kind
+    try:
+        kinds = list(kinds)
+    except TypeError:
+        kinds = [kinds]
+    result = set()
+    for item in kinds:
+        if isinstance(item, str) and item in TRACE_KINDS:
+            result.add(TraceKind(item))
+        else:
+            raise ValueError(
+                f"`{argument}` expects a TraceKind, one of {', '.join(TRACE_KINDS)}, "
+                f"or a collection of them. Received: {argument}={kind!r}"
+            )
+    return frozenset(result)
+
+
+class TraceLog:
+    """The newest `TraceEvent`s of one layer, oldest first.
+
+    A sequence: supports `len()`, iteration, indexing and slicing (a slice gives
+    a list). Past `maxlen` events the oldest are dropped and counted in
+    `dropped`. Eager runs are counted in `eager_calls`; they become events only
+    when the layer was built with `log_eager=True`.
+
+    All methods are thread-safe: one lock guards the events and the counters,
+    and iteration works on a snapshot.
+
+    Args:
+        maxlen: Positive integer, how many events to keep.
+
+    Example:
+
+    ```python
+    layer = MyLayer()
+    tf.function(layer)(tf.ones((8, 4)))
+    print(layer.trace_log.summary())
+    layer.trace_log.count("variable_retrace")  # 1
+    ```
+    """
+
+    def __init__(self, maxlen: int, owner: str = "") -> None:
+        self._events: collections.deque[TraceEvent] = collections.deque(maxlen=maxlen)
+        self._lock = threading.Lock()
+        self._dropped = 0
+        self._eager_calls = 0
+        self._next_index = 1
+        self.owner = owner
+
+    # --- written by the recorder ---
+    def _reserve_index(self) -> int:
+        with self._lock:
+            index = self._next_index
+            self._next_index += 1
+            return index
+
+    def _append(self, event: TraceEvent) -> None:
+        with self._lock:
+            if len(self._events) == self._events.maxlen:
+                self._dropped += 1
+            self._events.append(event)
+
+    def _count_eager_call(self) -> None:
+        with self._lock:
+            self._eager_calls += 1
+
+    # --- public ---
+    @property
+    def maxlen(self) -> int:
+        """How many events the log keeps."""
+        return self._events.maxlen  # type: ignore[return-value]
+
+    @property
+    def dropped(self) -> int:
+        """How many events were dropped to keep the log within `maxlen`."""
+        return self._dropped
+
+    @property
+    def eager_calls(self) -> int:
+        """How many eager runs of the body there were (logged or not)."""
+        return self._eager_calls
+
+    def _snapshot(self) -> list[TraceEvent]:
+        with self._lock:
+            return list(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        return iter(self._snapshot())
+
+    @overload
+    def __getitem__(self, item: int) -> TraceEvent: ...
+    @overload
+    def __getitem__(self, item: slice) -> list[TraceEvent]: ...
+
+    def __getitem__(self, item: int | slice) -> TraceEvent | list[TraceEvent]:
+        return self._snapshot()[item]
+
+    def filter(self, kind: Any = None, function: str | None = None) -> list[TraceEvent]:
+        """The events of the given kind(s) and/or enclosing function.
+
+        Args:
+            kind: A `TraceKind`, its name, or a collection of them. Defaults to
+                `None`, any kind.
+            function: Name of the enclosing `tf.function`. Defaults to `None`,
+                any function.
+
+        Raises:
+            ValueError: If `kind` names no `TraceKind`.
+        """
+        kinds = normalize_kinds(kind)
+        if function is not None and not isinstance(function, str):
+            raise ValueError(
+                f"`function` expects a function name (str) or None. Received: function={function!r}"
+            )
+        return [
+            event
+            for event in self._snapshot()
+            if (kinds is None or event.kind in kinds)
+            and (function is None or event.function == function)
+        ]
+
+    def count(self, kind: Any = None) -> int:
+        """How many logged events are of the given kind(s); all when None."""
+        return len(self.filter(kind))
+
+    def clear(self) -> None:
+        """Empties the log and resets `dropped` and `eager_calls`.
+
+        Indices keep counting, and the layer still remembers its earlier traces
+        when classifying the next run.
+        """
+        with self._lock:
+            self._events.clear()
+            self._dropped = 0
+            self._eager_calls = 0
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """The events as JSON-serialisable dicts keyed by field name."""
+        return [event.to_dict() for event in self._snapshot()]
+
+    def summary(self) -> str:
+        """A readable table: counts by kind, then one block per event."""
+        from traceguard._report import format_log
+
+        return format_log(self.owner, self._snapshot(), self._dropped, self._eager_calls)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        counts = collections.Counter(event.kind.value for event in self._snapshot())
+        inner = ", ".join(f"{kind}={counts[kind]}" for kind in TRACE_KINDS if counts[kind])
+        return f"<TraceLog {self.owner!r}: {len(self)} events ({inner or 'none'})>"

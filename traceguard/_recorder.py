@@ -1,0 +1,289 @@
+"""The recorder: wraps a layer's `call` so each body run becomes a `TraceEvent`.
+
+One wrapped `call` per layer class. A run opens a `BodyRun` on a thread-local
+stack (side effects consult it), gathers the signals `classify_run` needs,
+runs the user's body untouched, then logs the event and applies the retrace
+budget. The eager fast path only counts the run, unless `log_eager` is set.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import logging
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from traceguard import _compat
+from traceguard._classify import EarlierTrace, RunContext, classify_run
+from traceguard._errors import RetraceError
+from traceguard._events import GRAPH_TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._log import TraceLog
+from traceguard._signature import format_signature, signature_of
+
+logger = logging.getLogger("traceguard")
+
+STATE_ATTRIBUTE = "_traceguard_state"
+ON_EXCESS_MODES = ("warn", "raise")
+# Per layer, how many tf.functions and how many traces of each classification remembers.
+_REMEMBERED_FUNCTIONS = 64
+_REMEMBERED_TRACES = 64
+
+_local = threading.local()
+
+
+def active_runs() -> list[BodyRun]:
+    """This thread's body runs in progress, innermost last."""
+    try:
+        return _local.runs
+    except AttributeError:
+        _local.runs = []
+        return _local.runs
+
+
+def _active_calls() -> list[_CallFrame]:
+    try:
+        return _local.calls
+    except AttributeError:
+        _local.calls = []
+        return _local.calls
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceSettings:
+    """A layer's traceguard constructor arguments, checked where they are given."""
+
+    trace_log_size: int = 1000
+    log_eager: bool = False
+    max_traces: int | None = None
+    on_excess: str = "warn"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.trace_log_size, bool) or not isinstance(self.trace_log_size, int) \
+                or self.trace_log_size < 1:
+            raise ValueError("`trace_log_size` expects a positive integer. "
+                             f"Received: trace_log_size={self.trace_log_size!r}")
+        if not isinstance(self.log_eager, bool):
+            raise ValueError(f"`log_eager` expects a bool. Received: log_eager={self.log_eager!r}")
+        if self.max_traces is not None and (
+            isinstance(self.max_traces, bool) or not isinstance(self.max_traces, int)
+            or self.max_traces < 0
+        ):
+            raise ValueError("`max_traces` expects None or a non-negative integer. "
+                             f"Received: max_traces={self.max_traces!r}")
+        if self.on_excess not in ON_EXCESS_MODES:
+            raise ValueError(f"`on_excess` expects one of {', '.join(ON_EXCESS_MODES)}. "
+                             f"Received: on_excess={self.on_excess!r}")
+
+    def as_config(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class BodyRun:
+    """One execution of a `call` body in progress on this thread."""
+
+    __slots__ = ("layer", "state", "args", "kwargs", "index", "kind", "context",
+                 "function", "function_key", "in_creation_phase", "signature",
+                 "earlier", "messages", "started", "variables_before", "verdict")
+
+    def __init__(self, layer: Any, state: LayerTraceState | None, args: tuple, kwargs: dict) -> None:
+        self.layer = layer
+        self.state = state
+        self.args = args
+        self.kwargs = kwargs
+        self.index: int | None = None  # None: the run is not logged.
+        self.kind = TraceKind.EAGER
+        self.messages: list[str] = []
+
+
+class _CallFrame:
+    """A `__call__` of a trace-aware layer in progress: variables it saw created."""
+
+    __slots__ = ("layer", "created")
+
+    def __init__(self, layer: Any) -> None:
+        self.layer = layer
+        self.created: list[Any] = []
+
+
+class LayerTraceState:
+    """Everything traceguard keeps on one layer; never Keras-tracked, never saved."""
+
+    def __init__(self, settings: TraceSettings, owner: str) -> None:
+        self.settings = settings
+        self.log = TraceLog(settings.trace_log_size, owner=owner)
+        self.lock = threading.Lock()
+        self.graph_traces = 0
+        self._memory: collections.OrderedDict[Any, collections.deque[EarlierTrace]] = \
+            collections.OrderedDict()
+
+    # Copies (deepcopy, pickle, clone) start with an empty log of their own.
+    def __deepcopy__(self, memo: dict) -> LayerTraceState:
+        return LayerTraceState(self.settings, self.log.owner)
+
+    def __reduce__(self) -> tuple:
+        return (LayerTraceState, (self.settings, self.log.owner))
+
+    def earlier_traces(self, key: Any) -> list[EarlierTrace]:
+        with self.lock:
+            return list(self._memory.get(key, ()))
+
+    def remember(self, key: Any, trace: EarlierTrace) -> None:
+        with self.lock:
+            traces = self._memory.pop(key, None)
+            if traces is None:
+                traces = collections.deque(maxlen=_REMEMBERED_TRACES)
+                if len(self._memory) >= _REMEMBERED_FUNCTIONS:
+                    self._memory.popitem(last=False)
+            traces.append(trace)
+            self._memory[key] = traces
+
+
+# --- the wrapped call --------------------------------------------------------------
+def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps an unbound `call` so every run of its body is recorded."""
+
+    @functools.wraps(original)
+    def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
+        state = layer.__dict__.get(STATE_ATTRIBUTE)
+        runs = active_runs()
+        if state is None or (runs and runs[-1].layer is layer):
+            # Not initialised yet, or `super().call()` of an already recorded run.
+            return original(layer, *args, **kwargs)
+        run = _begin(layer, state, original, args, kwargs)
+        runs.append(run)
+        try:
+            result = original(layer, *args, **kwargs)
+        except BaseException as error:
+            runs.pop()
+            if run.index is not None:
+                _finish(run, error)
+            raise
+        runs.pop()
+        if run.index is not None:
+            _finish(run, None)
+        return result
+
+    call.__traceguard_original__ = original  # type: ignore[attr-defined]
+    return call
+
+
+def is_recorded(function: Any) -> bool:
+    return hasattr(function, "__traceguard_original__")
+
+
+def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
+           args: tuple, kwargs: dict) -> BodyRun:
+    run = BodyRun(layer, state, args, kwargs)
+    try:
+        if _compat.executing_eagerly():
+            state.log._count_eager_call()
+            if not state.settings.log_eager:
+                return run  # The fast path: nothing else to do.
+            run.context = RunContext.EAGER
+            run.function = run.function_key = run.in_creation_phase = frame = None
+        else:
+            if _compat.in_symbolic_build():
+                run.context = RunContext.SYMBOLIC
+            elif _compat.in_save_context():
+                run.context = RunContext.SAVE
+            else:
+                run.context = RunContext.GRAPH
+            frame = _compat.enclosing_tf_function()
+            run.function = frame.name if frame else _compat.current_graph_name()
+            run.function_key = frame.key if frame else run.function
+            run.in_creation_phase = frame.creates_variables if frame else None
+        run.signature = signature_of(original, args, kwargs)
+        run.earlier = (state.earlier_traces(run.function_key)
+                       if run.context is RunContext.GRAPH else [])
+        run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
+                                   run.in_creation_phase, run.earlier)
+        run.kind = run.verdict.kind
+        run.variables_before = {id(v) for v in _compat.layer_variables(layer)}
+        run.index = state.log._reserve_index()
+        run.started = time.time()
+    except Exception:  # Bookkeeping must never break the user's call.
+        _log_internal_error("starting to record a run")
+        run.index = None
+    return run
+
+
+def _finish(run: BodyRun, error: BaseException | None) -> None:
+    state = run.state
+    try:
+        duration = time.time() - run.started
+        created = _created_variables(run)
+        verdict = run.verdict
+        event = TraceEvent(
+            index=run.index, kind=verdict.kind, layer=state.log.owner, function=run.function,
+            signature=format_signature(run.signature), changes=verdict.changes,
+            created_variables=created, reason=verdict.reason, hint=verdict.hint,
+            timestamp=run.started, duration_s=duration,
+            thread=threading.current_thread().name, replica=_compat.current_replica(),
+            messages=tuple(run.messages), error=None if error is None else repr(error),
+        )
+        state.log._append(event)
+        if event.kind not in GRAPH_TRACE_KINDS or error is not None:
+            return
+        state.remember(run.function_key, EarlierTrace(run.signature, bool(run.in_creation_phase)))
+        with state.lock:
+            state.graph_traces += 1
+            excess = (state.settings.max_traces is not None
+                      and state.graph_traces > state.settings.max_traces)
+    except Exception:
+        _log_internal_error("finishing the record of a run")
+        return
+    if excess:
+        _enforce_budget(state, event)
+
+
+def _created_variables(run: BodyRun) -> tuple[str, ...]:
+    """Variables the layer gained during the run, plus TF variables created in its `__call__`."""
+    current = _compat.layer_variables(run.layer)
+    names = [_compat.variable_path(v) for v in current if id(v) not in run.variables_before]
+    frame = next((f for f in reversed(_active_calls()) if f.layer is run.layer), None)
+    if frame is not None and frame.created:
+        by_backing = {id(_compat.backing_variable(v)): _compat.variable_path(v) for v in current}
+        for variable in frame.created:
+            name = by_backing.get(id(variable)) or _compat.variable_path(variable)
+            if name not in names:
+                names.append(name)
+        frame.created.clear()
+    return tuple(names)
+
+
+def observe_call(layer: Any, call: Callable[[], Any]) -> Any:
+    """Runs `layer.__call__` (as `call()`) noting the TF variables it creates."""
+    frame = _CallFrame(layer)
+    calls = _active_calls()
+    calls.append(frame)
+    try:
+        with _compat.variable_creation_watch(frame.created.append):
+            return call()
+    finally:
+        calls.pop()
+
+
+def _enforce_budget(state: LayerTraceState, event: TraceEvent) -> None:
+    from traceguard._report import format_budget_excess
+
+    message = format_budget_excess(state.log.owner, state.settings.max_traces,
+                                   state.graph_traces, event)
+    if state.settings.on_excess == "raise":
+        raise RetraceError(message)
+    warnings.warn(message, UserWarning, stacklevel=_compat.user_stacklevel())
+
+
+_reported_errors: set[str] = set()
+
+
+def _log_internal_error(where: str) -> None:
+    if where not in _reported_errors:
+        _reported_errors.add(where)
+        logger.exception("traceguard failed while %s; the call goes on unrecorded "
+                         "(reported once). Please report this with %s.",
+                         where, _compat.describe_versions())

@@ -1,0 +1,162 @@
+"""The signature of a call (argument specs, not tensors) and what changed between two.
+
+A spec is a small hashable tuple built from public attributes only (`shape`,
+`dtype`, Python values), so it never keeps a tensor alive:
+
+- `("tensor", type_label, dtype, dims)` for anything with `shape` and `dtype`
+  (`dims` is None for an unknown rank);
+- `("seq", "list" | "tuple", children)` and `("map", ((key, child), ...))`;
+- `("value", repr)` for Python values and other objects.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Spec = tuple
+Signature = Mapping[str, Spec]
+
+_MAX_REPR = 40
+_MAX_ITEMS = 16
+_DENSE_TYPES = {"Tensor", "EagerTensor", "SymbolicTensor", "KerasTensor", "ndarray",
+                "Variable", "ResourceVariable", "ArrayImpl", "DynamicJaxprTracer"}
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_REPR else text[: _MAX_REPR - 3] + "..."
+
+
+def _dims(shape: Any) -> tuple[int | None, ...] | None:
+    try:
+        dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
+    except (TypeError, ValueError):  # Unknown rank.
+        return None
+    return tuple(None if dim is None else int(dim) for dim in dims)
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(getattr(dtype, "name", dtype))
+
+
+def spec_of(value: Any) -> Spec:
+    """The spec of one argument value."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return ("value", _short_repr(value))
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        type_name = type(value).__name__
+        label = "" if type_name in _DENSE_TYPES or "Variable" in type_name else type_name
+        return ("tensor", label, _dtype_name(value.dtype), _dims(value.shape))
+    if isinstance(value, (list, tuple)):
+        kind = "list" if isinstance(value, list) else "tuple"
+        return ("seq", kind, tuple(spec_of(item) for item in value[:_MAX_ITEMS]))
+    if isinstance(value, Mapping):
+        items = sorted(value.items(), key=lambda item: repr(item[0]))[:_MAX_ITEMS]
+        return ("map", tuple((repr(key), spec_of(item)) for key, item in items))
+    return ("value", _short_repr(value))
+
+
+def format_spec(spec: Spec) -> str:
+    """`float32[60,28,28]`, `RaggedTensor int32[2,None]`, `[float32[2], None]`, `True`."""
+    tag = spec[0]
+    if tag == "tensor":
+        _, label, dtype, dims = spec
+        shape = "[?]" if dims is None else "[" + ",".join("None" if d is None else str(d) for d in dims) + "]"
+        return f"{label + ' ' if label else ''}{dtype}{shape}"
+    if tag == "seq":
+        inner = ", ".join(format_spec(child) for child in spec[2])
+        return f"[{inner}]" if spec[1] == "list" else f"({inner}{',' if len(spec[2]) == 1 else ''})"
+    if tag == "map":
+        return "{" + ", ".join(f"{key}: {format_spec(child)}" for key, child in spec[1]) + "}"
+    return spec[1]
+
+
+@functools.lru_cache(maxsize=1024)
+def _parameters(function: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+
+
+def signature_of(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Spec]:
+    """Binds a call of `function` (`args` without `self`) to its parameter names.
+
+    Variadic positionals become `name[i]`, variadic keywords their own names;
+    `training` is included with its default when `call` accepts it.
+    """
+    parameters = _parameters(function)
+    bound = None
+    if parameters is not None:
+        try:
+            bound = parameters.bind_partial(None, *args, **kwargs)
+        except TypeError:
+            bound = None
+    if bound is None:  # The call itself will raise; name what we can.
+        named = {f"arg{i}": value for i, value in enumerate(args)}
+        named.update(kwargs)
+        return {name: spec_of(value) for name, value in named.items()}
+    result: dict[str, Spec] = {}
+    names = iter(parameters.parameters.items())
+    next(names)  # self
+    for name, parameter in names:
+        if name in bound.arguments:
+            value = bound.arguments[name]
+            if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+                result.update((f"{name}[{i}]", spec_of(item)) for i, item in enumerate(value))
+            elif parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                result.update((key, spec_of(item)) for key, item in value.items())
+            else:
+                result[name] = spec_of(value)
+        elif name == "training":
+            result[name] = spec_of(parameter.default)
+    return result
+
+
+def format_signature(signature: Signature) -> dict[str, str]:
+    return {name: format_spec(spec) for name, spec in signature.items()}
+
+
+def diff_specs(name: str, old: Spec, new: Spec) -> list[str]:
+    """Human-readable differences between two specs of the argument `name`."""
+    if old == new:
+        return []
+    if old[0] == new[0] == "tensor" and old[1] == new[1]:
+        changes = []
+        if old[2] != new[2]:
+            changes.append(f"{name}: dtype {old[2]} -> {new[2]}")
+        old_dims, new_dims = old[3], new[3]
+        if old_dims is None or new_dims is None or len(old_dims) != len(new_dims):
+            if old_dims != new_dims:
+                changes.append(
+                    f"{name}: rank {'?' if old_dims is None else len(old_dims)} -> "
+                    f"{'?' if new_dims is None else len(new_dims)} "
+                    f"({format_spec(old)} -> {format_spec(new)})"
+                )
+        else:
+            changes.extend(
+                f"{name}: dim {axis} {a} -> {b}"
+                for axis, (a, b) in enumerate(zip(old_dims, new_dims))
+                if a != b
+            )
+        return changes
+    if old[0] == new[0] == "seq" and old[1] == new[1] and len(old[2]) == len(new[2]):
+        return [c for i, (a, b) in enumerate(zip(old[2], new[2])) for c in diff_specs(f"{name}[{i}]", a, b)]
+    if old[0] == new[0] == "map" and [k for k, _ in old[1]] == [k for k, _ in new[1]]:
+        return [c for (key, a), (_, b) in zip(old[1], new[1]) for c in diff_specs(f"{name}[{key}]", a, b)]
+    return [f"{name}: {format_spec(old)} -> {format_spec(new)}"]
+
+
+def diff_signatures(old: Signature, new: Signature) -> list[str]:
+    """What changed from `old` to `new`, one string per difference, in argument order."""
+    changes = []
+    for name, spec in new.items():
+        if name not in old:
+            changes.append(f"{name}: added ({format_spec(spec)})")
+        else:
+            changes.extend(diff_specs(name, old[name], spec))
+    changes.extend(f"{name}: removed" for name in old if name not in new)
+    return changes
