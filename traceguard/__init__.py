@@ -2,12 +2,16 @@
 
 from traceguard._errors import RetraceError
 from traceguard._events import TraceEvent, TraceKind
+from traceguard._explanation import Explanation, LayerRuns
 from traceguard._layer import TraceAwareLayer, TraceAwareMixin
 from traceguard._log import TraceLog
+from traceguard._watch import explain, watch
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Explanation",
+    "LayerRuns",
     "RetraceError",
     "TraceAwareLayer",
     "TraceAwareMixin",
@@ -15,4 +19,6 @@ __all__ = [
     "TraceKind",
     "TraceLog",
     "__version__",
+    "explain",
+    "watch",
 ]

@@ -35,6 +35,32 @@ _REMEMBERED_TRACES = 64
 
 _local = threading.local()
 
+# Set while `watch()` or `explain()` instruments plain Keras layer classes: returns
+# the state that records a layer without traceguard state of its own (or None).
+plain_layer_state: Callable[[Any], LayerTraceState | None] | None = None
+# Reports (`watch()`, `explain()`, `TraceMonitor`, ...) told of every run; see `add_observer`.
+_observers: tuple[Any, ...] = ()
+_observers_lock = threading.Lock()
+
+
+def add_observer(observer: Any) -> None:
+    """Tells `observer` of every run from now on.
+
+    `observer._record_event(layer, event)` receives each logged `TraceEvent`,
+    `observer._record_eager(layer)` each eager run (logged or not). Both may be
+    called from any thread; what they raise is logged once and swallowed.
+    """
+    global _observers
+    with _observers_lock:
+        if all(o is not observer for o in _observers):
+            _observers = (*_observers, observer)
+
+
+def remove_observer(observer: Any) -> None:
+    global _observers
+    with _observers_lock:
+        _observers = tuple(o for o in _observers if o is not observer)
+
 
 def active_runs() -> list[BodyRun]:
     """This thread's body runs in progress, innermost last."""
@@ -150,6 +176,8 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
         state = layer.__dict__.get(STATE_ATTRIBUTE)
+        if state is None and plain_layer_state is not None:
+            state = plain_layer_state(layer)
         runs = active_runs()
         if state is None or (runs and runs[-1].layer is layer):
             # Not initialised yet, or `super().call()` of an already recorded run.
@@ -182,6 +210,8 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
     try:
         if _compat.executing_eagerly():
             state.log._count_eager_call()
+            if _observers:
+                _notify("_record_eager", layer)
             if not state.settings.log_eager:
                 return run  # The fast path: nothing else to do.
             run.context = RunContext.EAGER
@@ -227,6 +257,8 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             messages=tuple(run.messages), error=None if error is None else repr(error),
         )
         state.log._append(event)
+        if _observers:
+            _notify("_record_event", run.layer, event)
         if event.kind not in GRAPH_TRACE_KINDS or error is not None:
             return
         state.remember(run.function_key, EarlierTrace(run.signature, bool(run.in_creation_phase)))
@@ -239,6 +271,14 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         return
     if excess:
         _enforce_budget(state, event)
+
+
+def _notify(method: str, *args: Any) -> None:
+    for observer in _observers:
+        try:
+            getattr(observer, method)(*args)
+        except Exception:
+            _log_internal_error("reporting a run")
 
 
 def _created_variables(run: BodyRun) -> tuple[str, ...]:

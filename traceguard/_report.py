@@ -1,10 +1,11 @@
-"""Plain-text rendering of trace events: log summaries and budget messages."""
+"""Plain-text rendering of trace events: log summaries, budget messages and reports."""
 
 from __future__ import annotations
 
 import collections
 import textwrap
 from collections.abc import Sequence
+from typing import Any
 
 from traceguard._events import TRACE_KINDS, TraceEvent
 
@@ -20,7 +21,7 @@ def format_counts(events: Sequence[TraceEvent]) -> str:
     return ", ".join(f"{counts[kind]} {kind}" for kind in TRACE_KINDS if counts[kind]) or "no events"
 
 
-def format_event(event: TraceEvent, indent: str = "") -> str:
+def format_event(event: TraceEvent, indent: str = "", show_hint: bool = True) -> str:
     """One event as a header line and its why / changed / fix lines."""
     where = f" in {event.function}" if event.function else ""
     lines = [f"{indent}#{event.index} {event.kind.value}{where}  ({_signature_text(event)})"]
@@ -35,7 +36,7 @@ def format_event(event: TraceEvent, indent: str = "") -> str:
         add("created", ", ".join(event.created_variables))
     add("why", event.reason)
     if event.hint:
-        add("fix", event.hint)
+        add("fix", event.hint if show_hint else "as above.")
     if event.error:
         add("error", event.error)
     return "\n".join(lines)
@@ -64,3 +65,53 @@ def format_budget_excess(layer: str, budget: int | None, traces: int, event: Tra
         f"  Fix: {event.hint or 'see the reason above.'}\n"
         f"  All events: layer.trace_log.summary()"
     )
+
+
+def format_layer_table(layers: Sequence[Any]) -> str:
+    """One row of counts by kind per `LayerRuns`; `-` for none."""
+    if not layers:
+        return "(no Keras layer ran its `call` body)"
+    kinds = [kind for kind in TRACE_KINDS if kind != "eager"] + ["eager"]
+    header = ["layer", "class", *kinds]
+    rows = [[runs.name, runs.class_name, *(str(runs.counts()[kind] or "-") for kind in kinds)]
+            for runs in layers]
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        text = [cell.ljust(width) if column < 2 else cell.rjust(width)
+                for column, (cell, width) in enumerate(zip(cells, widths))]
+        return "  ".join(text).rstrip()
+
+    return "\n".join(line(row) for row in [header, *rows])
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def format_explanation(title: str, layers: Sequence[Any]) -> str:
+    """The text of `Explanation.summary()`: totals, table, retraces, then each layer's runs."""
+    events = [event for runs in layers for event in runs.events]
+    traced = [event for event in events if event.kind.value != "eager"]
+    eager = sum(runs.counts()["eager"] for runs in layers)
+    lines = [f"traceguard report for {title}: {_plural(len(layers), 'layer')}; "
+             f"{format_counts(traced) if traced else 'no traced or symbolic runs'}; "
+             f"{_plural(eager, 'eager run')}", "", format_layer_table(layers)]
+    retraces = [(runs, event) for runs in layers for event in runs.events if event.kind.value == "retrace"]
+    if retraces:
+        lines += ["", f"Retraces ({len(retraces)}):"]
+        lines += [f"  {runs.name} #{event.index} in {event.function}: "
+                  f"{'; '.join(event.changes) or 'no argument of the layer changed'}"
+                  for runs, event in retraces]
+    for runs in layers:
+        if not runs.events:
+            continue
+        kind = "TraceAwareLayer" if runs.trace_aware else "plain Keras layer"
+        extras = f"; {runs.dropped} older events dropped" if runs.dropped else ""
+        lines += ["", f"Layer '{runs.name}' ({runs.class_name}, {kind}): "
+                  f"{format_counts(runs.events)}{extras}"]
+        hints_shown: set[str] = set()
+        for event in runs.events:
+            lines.append(format_event(event, "  ", show_hint=event.hint not in hints_shown))
+            hints_shown.add(event.hint)
+    return "\n".join(lines)

@@ -1,0 +1,190 @@
+"""`Explanation`: the body runs of every layer seen during a span of time, grouped per layer.
+
+One report type for `explain()`, `watch()`, `python -m traceguard run` and
+`callbacks.TraceMonitor`. The recorder tells it of each run (it is an observer,
+see `_recorder.add_observer`); it keeps plain data only (`TraceEvent`s and
+counts, never a layer or a tensor), so a report outlives what it describes and
+other renderers can read `layers` and `events` as they are.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+import threading
+import time
+import weakref
+from typing import Any
+
+from traceguard._events import TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._layer import TraceAwareMixin
+from traceguard._log import normalize_kinds
+
+_EVENTS_PER_LAYER = 1000
+
+
+@dataclasses.dataclass
+class LayerRuns:
+    """The body runs of one layer in an `Explanation`.
+
+    Attributes:
+        name: The layer's Keras `name`; `"dense#2"` when an earlier layer of
+            the report already had the name `"dense"`.
+        class_name: Name of the layer's class, e.g. `"Dense"`.
+        trace_aware: Whether the layer is a `TraceAwareLayer` (which also logs
+            each run in its own `trace_log`).
+        events: The `TraceEvent`s, oldest first (at most 1000; older ones are
+            counted in `dropped`).
+        eager_calls: How many eager runs the body made, logged as events or
+            not.
+        dropped: How many older events were dropped.
+    """
+
+    name: str
+    class_name: str
+    trace_aware: bool
+    events: list[TraceEvent] = dataclasses.field(default_factory=list)
+    eager_calls: int = 0
+    dropped: int = 0
+
+    def count(self, kind: Any = None) -> int:
+        """How many events are of the given kind(s); all when None."""
+        kinds = normalize_kinds(kind)
+        return sum(kinds is None or event.kind in kinds for event in self.events)
+
+    def counts(self) -> dict[str, int]:
+        """Events per kind name, every `TraceKind` included; `eager` counts all eager runs."""
+        counts = collections.Counter(event.kind.value for event in self.events)
+        counts[TraceKind.EAGER.value] = max(self.eager_calls, counts[TraceKind.EAGER.value])
+        return {kind: counts[kind] for kind in TRACE_KINDS}
+
+
+class Explanation:
+    """The body runs of every layer seen while traceguard watched, per layer.
+
+    Returned by `traceguard.explain()`, yielded by `traceguard.watch()`, kept by
+    `traceguard.callbacks.TraceMonitor` as `report`. `str()` gives a readable
+    report: a table of counts per layer, then each layer's runs with the
+    reason, what changed and the fix. It is filled while it watches and can be
+    read at any time; reading gives snapshots.
+
+    Attributes:
+        title: What was watched, e.g. `"explain(functional)"`.
+
+    Example:
+
+    ```python
+    explanation = traceguard.explain(tf.function(model), x)
+    print(explanation)
+    explanation.count("retrace")
+    explanation.layers["dense"].events[0].reason
+    ```
+    """
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self._lock = threading.Lock()
+        self._layers: dict[str, LayerRuns] = {}
+        self._layer_of: weakref.WeakKeyDictionary[Any, LayerRuns] = weakref.WeakKeyDictionary()
+        self._order: dict[int, int] = {}  # id(event) -> arrival number, to break timestamp ties.
+        self._arrivals = itertools.count()
+        self._first_run: dict[str, float] = {}  # Layer name -> when its first run started.
+
+    # --- written by the recorder, from any thread ---
+    def _runs_of(self, layer: Any) -> LayerRuns:
+        runs = self._layer_of.get(layer)
+        if runs is None:
+            name = base = str(getattr(layer, "name", type(layer).__name__))
+            for number in itertools.count(2):
+                if name not in self._layers:
+                    break
+                name = f"{base}#{number}"
+            runs = LayerRuns(name, type(layer).__name__, isinstance(layer, TraceAwareMixin))
+            self._layers[name] = runs
+            self._first_run[name] = time.time()
+            self._layer_of[layer] = runs
+        return runs
+
+    def _record_event(self, layer: Any, event: TraceEvent) -> None:
+        with self._lock:
+            runs = self._runs_of(layer)
+            if len(runs.events) >= _EVENTS_PER_LAYER:
+                self._order.pop(id(runs.events.pop(0)), None)
+                runs.dropped += 1
+            runs.events.append(event)
+            # Runs are reported when they end; an outer layer starts before its sublayers.
+            self._first_run[runs.name] = min(self._first_run[runs.name], event.timestamp)
+            self._order[id(event)] = next(self._arrivals)
+
+    def _record_eager(self, layer: Any) -> None:
+        with self._lock:
+            self._runs_of(layer).eager_calls += 1
+
+    # --- public ---
+    @property
+    def layers(self) -> dict[str, LayerRuns]:
+        """Layer name to its `LayerRuns`, in the order the layers' first runs started."""
+        with self._lock:
+            names = sorted(self._layers, key=self._first_run.__getitem__)
+            return {name: dataclasses.replace(self._layers[name], events=list(self._layers[name].events))
+                    for name in names}
+
+    @property
+    def events(self) -> list[TraceEvent]:
+        """Every event, all layers together, in the order the runs started."""
+        with self._lock:
+            events = [event for runs in self._layers.values() for event in runs.events]
+            return sorted(events, key=lambda event: (event.timestamp, self._order[id(event)]))
+
+    def filter(self, kind: Any = None, layer: str | None = None,
+               function: str | None = None) -> list[TraceEvent]:
+        """The events of the given kind(s), layer name and/or enclosing function.
+
+        Args:
+            kind: A `TraceKind`, its name, or a collection of them. Defaults to
+                `None`, any kind.
+            layer: A layer name, as in `layers`. Defaults to `None`, any layer.
+            function: Name of the enclosing `tf.function`. Defaults to `None`,
+                any function.
+
+        Raises:
+            ValueError: If `kind` names no `TraceKind`.
+        """
+        kinds = normalize_kinds(kind)
+        if layer is None:
+            events = self.events
+        else:
+            runs = self.layers.get(layer)
+            events = runs.events if runs is not None else []
+        return [event for event in events
+                if (kinds is None or event.kind in kinds)
+                and (function is None or event.function == function)]
+
+    def count(self, kind: Any = None, layer: str | None = None) -> int:
+        """How many events are of the given kind(s) and layer; all when None."""
+        return len(self.filter(kind, layer))
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """The events, in order, as JSON-serialisable dicts keyed by field name."""
+        return [event.to_dict() for event in self.events]
+
+    def table(self) -> str:
+        """A table of counts by kind, one row per layer."""
+        from traceguard._report import format_layer_table
+
+        return format_layer_table(list(self.layers.values()))
+
+    def summary(self) -> str:
+        """The readable report: totals, the table, then each layer's runs explained."""
+        from traceguard._report import format_explanation
+
+        return format_explanation(self.title, list(self.layers.values()))
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        layers = self.layers.values()
+        return (f"<Explanation {self.title!r}: {sum(len(r.events) for r in layers)} events "
+                f"in {len(layers)} layers>")

@@ -1,0 +1,109 @@
+"""`explain()` and `watch()`: every Keras layer's body runs, with no change to the user's code.
+
+Both open an instrumentation session (`_instrument`), so plain Keras layers are
+recorded for its duration, and register an `Explanation` with the recorder,
+which also hears `TraceAwareLayer`s. Closing the session, even on an exception,
+restores every Keras layer class.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from traceguard import _instrument, _recorder
+from traceguard._explanation import Explanation
+
+
+@contextlib.contextmanager
+def _session(explanation: Explanation, log_eager: bool) -> Iterator[Explanation]:
+    _instrument.open_session(log_eager)
+    try:
+        _recorder.add_observer(explanation)
+        try:
+            yield explanation
+        finally:
+            _recorder.remove_observer(explanation)
+    finally:
+        _instrument.close_session(log_eager)
+
+
+def describe_target(target: Any) -> str:
+    """How a report names what was explained: a layer's `name`, a function's name."""
+    if hasattr(target, "experimental_get_tracing_count"):  # A tf.function.
+        return f"tf.function {getattr(target, 'name', '?')}"
+    name = getattr(target, "name", None)
+    if isinstance(name, str):
+        return name
+    return getattr(target, "__qualname__", None) or type(target).__name__
+
+
+def explain(target: Callable[..., Any], *args: Any, **kwargs: Any) -> Explanation:
+    """Calls `target(*args, **kwargs)` and explains every layer body run it caused.
+
+    Every Keras layer involved is recorded, plain Keras layers included: they
+    are instrumented for the duration of the call only. Each run is classified
+    (`symbolic`, `trace`, `variable_retrace`, `retrace`, `save`, `eager`) with
+    the reason, what changed since the previous trace and how to avoid it.
+    Runs of plain layers are recorded from the first call on: a retrace of a
+    function traced before `explain()` reads as its first trace. A
+    `TraceAwareLayer` also logs in its own `trace_log`, and its eager runs
+    become events only if it has `log_eager=True` (they are always counted).
+
+    Args:
+        target: What to call: a Keras layer or model, a `tf.function`, or any
+            function that calls layers.
+        *args: Positional arguments for `target`.
+        **kwargs: Keyword arguments for `target`.
+
+    Returns:
+        A `traceguard.Explanation`: `str()` is a readable report, `.events`
+        the `TraceEvent`s, `.layers` the runs grouped per layer `name`.
+
+    Raises:
+        ValueError: If `target` is not callable.
+        Whatever `target` raises, unchanged.
+
+    Example:
+
+    ```python
+    step = tf.function(keras.layers.Dense(4))
+    print(traceguard.explain(step, tf.ones((2, 3))))
+    ```
+    """
+    if not callable(target):
+        raise ValueError("`explain()` expects a Keras layer or model, a tf.function or a "
+                         f"function to call. Received: target={target!r}")
+    explanation = Explanation(f"explain({describe_target(target)})")
+    with _session(explanation, log_eager=True):
+        target(*args, **kwargs)
+    return explanation
+
+
+@contextlib.contextmanager
+def watch() -> Iterator[Explanation]:
+    """Records every Keras layer's body runs while the block runs.
+
+    Every Keras layer class (the subclasses of Keras's `Layer` that exist when
+    the block starts, and those defined inside it) runs a recorded `call` for
+    the duration of the block; on leaving it, even by an exception, each class
+    gets its own `call` back. Eager runs of plain layers are counted, not
+    logged, since a script may make millions. Runs made by other threads
+    meanwhile are included.
+
+    Returns:
+        A context manager yielding a `traceguard.Explanation`, filled while the
+        block runs.
+
+    Example:
+
+    ```python
+    with traceguard.watch() as report:
+        model.fit(x, y, batch_size=32)
+        model.fit(x[:70], y[:70], batch_size=32)
+    print(report)
+    ```
+    """
+    with _session(Explanation("watch()"), log_eager=False) as explanation:
+        yield explanation
