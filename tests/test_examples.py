@@ -21,7 +21,10 @@ def run(*args):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(path):
-    assert "TraceLog of layer" in run(str(path))
+    out = run(str(path))
+    # Examples for `python -m traceguard run` are plain Keras scripts: no trace log of their own.
+    if "import traceguard" in path.read_text():
+        assert "TraceLog of layer" in out
 
 
 def test_seed_example_prints_three_times_and_explains_each():

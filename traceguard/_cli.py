@@ -1,4 +1,4 @@
-"""The command line: `python -m traceguard demo`."""
+"""The command line: `python -m traceguard demo` and `python -m traceguard run SCRIPT`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="run the 'why does tf.function trace my layer twice?' "
                         "layer and explain every run of its body")
+    run = commands.add_parser(
+        "run", help="run a Python script under traceguard.watch() and report every Keras "
+        "layer's body runs when it ends",
+        description="Run SCRIPT as `python SCRIPT ARGS...` would, recording every run of every "
+        "Keras layer's `call` body, and print the report to stderr when the script ends (also "
+        "when it raises). The exit code is the script's.")
+    run.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stderr")
+    run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    run.add_argument("arguments", metavar="ARGS", nargs=argparse.REMAINDER,
+                     help="arguments for the script")
     return parser
 
 
@@ -24,4 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from traceguard._demo import run_demo
 
         run_demo(sys.stdout)
+    elif arguments.command == "run":
+        from traceguard._run import run_script
+
+        return run_script(arguments.script, arguments.arguments, arguments.output, sys.stderr)
     return 0

@@ -1,0 +1,132 @@
+"""`python -m traceguard run SCRIPT`: an unmodified script under watch(), as `python SCRIPT` runs it."""
+
+import io
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import keras
+
+from traceguard import _instrument
+from traceguard._run import run_script
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def traceguard_run(*args):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "traceguard", "run", *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=300)
+
+
+def script(tmp_path, body, name="script.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+RETRACING = textwrap.dedent("""
+    import keras
+    import tensorflow as tf
+
+    step = tf.function(keras.layers.Dense(2, name="scripted"))
+    step(tf.ones((3, 2)))
+    step(tf.ones((5, 2)))
+""")
+
+
+def test_run_reports_the_fit_example_partial_batch_retrace():
+    result = traceguard_run("examples/fit_partial_batch.py")
+    assert result.returncode == 0, result.stderr
+    assert "TraceLog of layer 'projection'" in result.stdout  # The script's own output.
+    report = result.stderr[result.stderr.index("traceguard report for run fit_partial_batch.py"):]
+    assert "Layer 'projection' (Projection, TraceAwareLayer): 1 symbolic, 1 trace, 1 retrace" in report
+    assert "  projection #3 in one_step_on_data: inputs: dim 0 32 -> None" in report
+    assert "Layer 'functional' (Functional, plain Keras layer): 1 trace, 1 retrace" in report
+    assert "drop_remainder=True" in report
+
+
+def test_run_finds_the_retrace_in_a_script_that_does_not_import_traceguard():
+    assert "traceguard" not in (ROOT / "examples" / "train_loop_partial_batch.py").read_text().split(
+        '"""', 2)[2]
+    result = traceguard_run("examples/train_loop_partial_batch.py")
+    assert result.returncode == 0, result.stderr
+    assert "train_step traced 2 times" in result.stdout
+    assert "  hidden #2 in train_step: inputs: dim 0 32 -> 6" in result.stderr
+    assert "Layer 'output' (Dense, plain Keras layer): 1 trace, 1 retrace" in result.stderr
+
+
+def test_run_writes_the_report_to_output_file(tmp_path):
+    output = tmp_path / "report.txt"
+    result = traceguard_run("--output", str(output), script(tmp_path, RETRACING))
+    assert result.returncode == 0, result.stderr
+    assert f"traceguard: report written to {output}" in result.stderr
+    assert "traceguard report for" not in result.stderr
+    text = output.read_text()
+    assert text.startswith("traceguard report for run script.py: 1 layer; 1 trace, 1 variable_retrace, "
+                           "1 retrace; 0 eager runs\n")
+    assert "  scripted #3 in function: inputs: dim 0 3 -> 5" in text
+
+
+def run_in_process(path, *arguments):
+    err = io.StringIO()
+    code = run_script(path, list(arguments), None, err)
+    return code, err.getvalue()
+
+
+def test_script_sees_main_argv_and_its_directory_on_the_path(tmp_path):
+    (tmp_path / "sibling.py").write_text("VALUE = 'imported'\n")
+    path = script(tmp_path, """
+        import sys
+        import sibling
+
+        assert __name__ == "__main__"
+        assert sys.argv[1:] == ["--epochs", "2"], sys.argv
+        assert sibling.VALUE == "imported"
+    """)
+    saved_argv, saved_path = list(sys.argv), list(sys.path)
+    code, err = run_in_process(path, "--epochs", "2")
+    assert code == 0, err
+    assert sys.argv == saved_argv and sys.path == saved_path
+
+
+@pytest.mark.parametrize("exit_call, code, printed", [
+    ("sys.exit(3)", 3, None), ("sys.exit()", 0, None), ("sys.exit('bad input')", 1, "bad input"),
+])
+def test_exit_code_is_the_scripts(tmp_path, exit_call, code, printed):
+    path = script(tmp_path, f"import sys\n{RETRACING}\n{exit_call}\n")
+    result, err = run_in_process(path)
+    assert result == code
+    assert "traceguard report for run script.py: 1 layer;" in err
+    if printed:
+        assert err.startswith(f"{printed}\n")
+
+
+def test_script_exception_prints_its_traceback_then_the_report(tmp_path):
+    before = {cls: cls.__dict__.get("call") for cls in _instrument.layer_classes()}
+    path = script(tmp_path, f"{RETRACING}\nraise KeyError('from the script')\n")
+    code, err = run_in_process(path)
+    assert code == 1
+    traceback_text, report = err.split("\ntraceguard report for run script.py", 1)
+    assert traceback_text.startswith("Traceback (most recent call last):\n  File ")
+    assert "runpy" not in traceback_text and "traceguard" not in traceback_text
+    assert traceback_text.rstrip().endswith("KeyError: 'from the script'")
+    assert "scripted #3 in function: inputs: dim 0 3 -> 5" in report
+    assert {cls: cls.__dict__.get("call") for cls in _instrument.layer_classes()
+            if cls in before} == before
+    assert keras.layers.Dense.__dict__["call"] is before[keras.layers.Dense]
+
+
+def test_syntax_error_is_shown_without_traceguard_frames(tmp_path):
+    code, err = run_in_process(script(tmp_path, "x = (\n"))
+    assert code == 1
+    assert err.startswith(f'  File "{tmp_path / "script.py"}", line 1\n')
+    assert "SyntaxError: '(' was never closed" in err and "runpy" not in err
+
+
+def test_missing_script_is_a_usage_error(tmp_path):
+    code, err = run_in_process(str(tmp_path / "missing.py"))
+    assert code == 2 and err == f"traceguard run: no such file: {str(tmp_path / 'missing.py')!r}\n"

@@ -1,0 +1,88 @@
+"""`python -m traceguard run SCRIPT [ARGS...]`: an unmodified script, run under `watch()`.
+
+The script runs as `python SCRIPT ARGS...` would run it: as module `__main__`,
+with `sys.argv` set to `[SCRIPT, *ARGS]` and the script's directory first on
+`sys.path`. The report is written when the script ends, however it ends, and
+the exit code is the script's.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import TextIO
+
+
+def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO) -> int:
+    """Runs `script` with `arguments` under `watch()`, then writes the report.
+
+    Args:
+        script: Path of the Python file to run.
+        arguments: The script's command-line arguments.
+        output: Path of the file to write the report to; None for `err`.
+        err: Where the report (without `output`) and the script's traceback go.
+
+    Returns:
+        The exit code `python SCRIPT` would have had.
+    """
+    if not os.path.isfile(script):
+        print(f"traceguard run: no such file: {script!r}", file=err)
+        return 2
+    from traceguard._watch import watch
+
+    saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
+    sys.argv = [script, *arguments]
+    if sys.path:
+        sys.path[0] = os.path.dirname(os.path.abspath(script))
+    report = None
+    try:
+        with watch() as report:
+            report.title = f"run {os.path.basename(script)}"
+            try:
+                runpy.run_path(script, run_name="__main__")
+                code = 0
+            except SystemExit as exit_request:
+                code = _exit_code(exit_request, err)
+            except Exception as error:
+                _print_script_traceback(error, script, err)
+                code = 1
+    finally:
+        sys.argv = saved_argv
+        if saved_path0 is not None:
+            sys.path[0] = saved_path0
+        if report is not None:
+            _write_report(str(report), output, err)
+    return code
+
+
+def _exit_code(exit_request: SystemExit, err: TextIO) -> int:
+    """What the interpreter makes of `sys.exit(code)`: None is 0, an int itself, else printed and 1."""
+    code = exit_request.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=err)
+    return 1
+
+
+def _print_script_traceback(error: BaseException, script: str, err: TextIO) -> None:
+    # Show the traceback from the script's own frames on, as `python SCRIPT` does.
+    entry = error.__traceback__
+    script_path = os.path.abspath(script)
+    while entry is not None and os.path.abspath(entry.tb_frame.f_code.co_filename) != script_path:
+        entry = entry.tb_next
+    # No frame of the script: it did not compile (SyntaxError), which Python shows without traceback.
+    traceback.print_exception(type(error), error, entry, file=err)
+
+
+def _write_report(text: str, output: str | None, err: TextIO) -> None:
+    if output is None:
+        print(f"\n{text}", file=err)
+        return
+    with open(output, "w", encoding="utf-8") as file:
+        file.write(text + "\n")
+    print(f"traceguard: report written to {output}", file=err)
