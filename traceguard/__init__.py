@@ -1,5 +1,6 @@
 """traceguard: see, explain and control when Keras and TensorFlow run your layer's `call`."""
 
+from traceguard import testing
 from traceguard._errors import RetraceError
 from traceguard._events import TraceEvent, TraceKind
 from traceguard._explanation import Explanation, LayerRuns
@@ -20,5 +21,6 @@ __all__ = [
     "TraceLog",
     "__version__",
     "explain",
+    "testing",
     "watch",
 ]

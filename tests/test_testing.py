@@ -1,0 +1,87 @@
+"""traceguard.testing.assert_max_traces: a budget of traces for a block of code."""
+
+import pytest
+import tensorflow as tf
+from conftest import SeedLayer, keras
+
+import traceguard as tg
+from traceguard.testing import assert_max_traces
+
+
+def test_layer_within_budget_passes_and_only_traces_in_the_block_count(seed_input):
+    layer = SeedLayer()
+    step = tf.function(layer)
+    step(seed_input)  # symbolic, trace, variable_retrace: before the block.
+    with assert_max_traces(layer, 1):
+        step(seed_input[:5])
+        step(seed_input[:5])
+    with assert_max_traces(layer, 0):
+        step(seed_input)
+
+
+def test_layer_over_budget_lists_the_offending_events(seed_input):
+    layer = SeedLayer(name="budgeted")
+    layer(seed_input)
+    step = tf.function(layer)
+    with pytest.raises(AssertionError) as info, assert_max_traces(layer, 1):
+        step(seed_input)
+        step(seed_input[:5])
+    message = str(info.value)
+    assert message.startswith("Layer 'budgeted' traced 2 times inside the block, more than the 1 allowed.\n")
+    assert message.count("layer 'budgeted':") == 1
+    assert "  layer 'budgeted':\n    #2 trace in function  (inputs=float32[60,28,28])\n" in message
+    assert "    #3 retrace in function  (inputs=float32[5,28,28])\n" in message
+    assert "       changed: inputs: dim 0 60 -> 5" in message
+    assert "       fix: Each new shape costs a trace" in message
+
+
+def test_tf_function_counts_its_own_traces_explained_by_trace_aware_layers(seed_input):
+    layer = SeedLayer(name="inside")
+    layer(seed_input)
+
+    @tf.function
+    def step(x, k):
+        return layer(x) * k
+
+    with assert_max_traces(step, 2):
+        step(seed_input, 1)
+        step(seed_input, 2)
+    with pytest.raises(AssertionError) as info, assert_max_traces(step, 0):
+        step(seed_input[:3], 2)
+    message = str(info.value)
+    assert message.startswith("tf.function `step` traced 1 times inside the block, more than the 0 allowed.")
+    assert "  layer 'inside':\n    #4 retrace in step  (inputs=float32[3,28,28])" in message
+
+
+def test_tf_function_without_trace_aware_layers_points_to_explain():
+    step = tf.function(lambda x: x + 1)
+    with pytest.raises(AssertionError, match=r"No TraceAwareLayer ran in these traces; wrap the code "
+                       r"in `traceguard.explain\(\)`"), assert_max_traces(step, 1):
+        step(tf.ones((1,)))
+        step(tf.ones((2,)))
+
+
+def test_exception_in_the_block_passes_through():
+    layer = SeedLayer()
+    with pytest.raises(KeyError, match="mine"), assert_max_traces(layer, 0):
+        raise KeyError("mine")
+
+
+@pytest.mark.parametrize("n", [-1, 1.5, True, "2"])
+def test_bad_budget_is_rejected_on_entering(n):
+    with pytest.raises(ValueError, match=r"`assert_max_traces\(\)` expects a non-negative integer as "
+                       rf"the largest number of traces allowed. Received: n={n!r}"):
+        with assert_max_traces(SeedLayer(), n):
+            raise AssertionError("the block must not run")
+
+
+def test_plain_layer_is_rejected_with_the_way_out():
+    dense = keras.layers.Dense(2)
+    with pytest.raises(ValueError, match=r"expects a TraceAwareLayer \(or a layer with TraceAwareMixin\) "
+                       r"or a tf.function. Received: target=<Dense"):
+        with assert_max_traces(dense, 1):
+            pass
+
+
+def test_testing_is_an_attribute_of_the_package():
+    assert tg.testing.assert_max_traces is assert_max_traces
