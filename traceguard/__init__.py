@@ -1,6 +1,6 @@
 """traceguard: see, explain and control when Keras and TensorFlow run your layer's `call`."""
 
-from traceguard import testing
+from traceguard import callbacks, testing
 from traceguard._errors import RetraceError
 from traceguard._events import TraceEvent, TraceKind
 from traceguard._explanation import Explanation, LayerRuns
@@ -20,6 +20,7 @@ __all__ = [
     "TraceKind",
     "TraceLog",
     "__version__",
+    "callbacks",
     "explain",
     "testing",
     "watch",

@@ -1,0 +1,140 @@
+"""Keras callbacks: `TraceMonitor` watches the traces of `fit`, `evaluate` and `predict`."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import warnings
+import weakref
+from typing import Any
+
+from traceguard import _compat, _recorder
+from traceguard._events import TraceEvent, TraceKind
+from traceguard._explanation import Explanation
+
+__all__ = ["TraceMonitor"]
+
+logger = logging.getLogger("traceguard")
+
+_METHODS = {"train": "fit", "test": "evaluate", "predict": "predict"}
+
+
+class _Observer:
+    """Forwards runs to a monitor without keeping it alive: Keras does not call
+    `on_train_end` when `fit` raises, so the registration can outlive the call."""
+
+    def __init__(self, monitor: TraceMonitor) -> None:
+        self._monitor = weakref.ref(monitor)
+
+    def _record_event(self, layer: Any, event: TraceEvent) -> None:
+        monitor = self._monitor()
+        if monitor is None:
+            _recorder.remove_observer(self)
+        else:
+            monitor._record_event(layer, event)
+
+    def _record_eager(self, layer: Any) -> None:
+        monitor = self._monitor()
+        if monitor is not None:
+            monitor.report._record_eager(layer)
+
+
+class TraceMonitor(_compat.keras.callbacks.Callback):
+    """Reports the layer traces made by `fit`, `evaluate` and `predict`, and warns of late retraces.
+
+    While a `fit`, `evaluate` or `predict` call it is passed to runs, the
+    monitor records every body run of the `TraceAwareLayer`s (and, under
+    `traceguard.watch()` or `python -m traceguard run`, of every Keras layer).
+    At the end of each call it logs a table of counts by kind per layer on the
+    `traceguard` logger at INFO level, and keeps all it saw, across calls, in
+    `report`. A retrace after the first epoch, or in a later call than the
+    first (the second `fit`, an `evaluate` after `fit`, ...), usually costs time
+    on every occurrence: each one is reported with a `UserWarning` that names
+    the layer, what changed and the fix, at the end of its epoch or call.
+
+    Example:
+
+    ```python
+    monitor = traceguard.callbacks.TraceMonitor()
+    model.fit(x[:64], y[:64], batch_size=32, callbacks=[monitor])
+    model.fit(x[:70], y[:70], batch_size=32, callbacks=[monitor])  # Warns: partial batch.
+    print(monitor.report)
+    ```
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.report = Explanation("TraceMonitor")
+        self._observer = _Observer(self)
+        self._lock = threading.Lock()
+        self._active: list[str] = []  # Calls in progress, outermost first: ["fit", "evaluate"].
+        self._calls = 0  # Outermost calls begun.
+        self._epoch = 0
+        self._late_retraces: list[tuple[TraceEvent, str]] = []
+
+    # --- from the recorder ---
+    def _record_event(self, layer: Any, event: TraceEvent) -> None:
+        self.report._record_event(layer, event)
+        if event.kind is TraceKind.RETRACE and (self._calls > 1 or self._epoch > 0):
+            with self._lock:
+                where = f"{self._active[-1] if self._active else 'a call'} call {self._calls}"
+                if self._active and self._active[0] == "fit":
+                    where += f", epoch {self._epoch + 1}"
+                self._late_retraces.append((event, where))
+
+    # --- Keras hooks ---
+    def on_train_begin(self, logs: Any = None) -> None:
+        self._begin("train")
+
+    def on_train_end(self, logs: Any = None) -> None:
+        self._end()
+
+    def on_test_begin(self, logs: Any = None) -> None:
+        self._begin("test")
+
+    def on_test_end(self, logs: Any = None) -> None:
+        self._end()
+
+    def on_predict_begin(self, logs: Any = None) -> None:
+        self._begin("predict")
+
+    def on_predict_end(self, logs: Any = None) -> None:
+        self._end()
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._epoch = epoch
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        self._warn_late_retraces()
+
+    # --- bookkeeping ---
+    def _begin(self, mode: str) -> None:
+        # Only `evaluate` nests (validation inside `fit`); any other begin starts a new
+        # outermost call, also when an earlier call raised and never reached its end.
+        nested = mode == "test" and self._active == ["fit"]
+        if not nested:
+            self._active.clear()
+            self._calls += 1
+            self._epoch = 0
+        self._active.append(_METHODS[mode])
+        _recorder.add_observer(self._observer)
+
+    def _end(self) -> None:
+        method = self._active.pop() if self._active else "?"
+        self._warn_late_retraces()
+        if self._active:
+            return
+        _recorder.remove_observer(self._observer)
+        logger.info("TraceMonitor: layer body runs after %s (call %d):\n%s",
+                    method, self._calls, self.report.table())
+
+    def _warn_late_retraces(self) -> None:
+        with self._lock:
+            late, self._late_retraces = self._late_retraces, []
+        for event, where in late:
+            warnings.warn(
+                f"Layer '{event.layer}' retraced tf.function `{event.function}` during {where}: "
+                f"{'; '.join(event.changes) or 'none of its arguments changed'}. "
+                f"Fix: {event.hint or event.reason} All runs: TraceMonitor.report.",
+                UserWarning, stacklevel=_compat.user_stacklevel(),
+            )
