@@ -58,3 +58,12 @@ def test_hints_follow_the_cause():
 def test_graph_without_function_name_reads_naturally():
     verdict = classify_run(RunContext.GRAPH, B, None, None, [EarlierTrace(A, True)])
     assert verdict.reason.startswith("The graph traced again")
+
+
+def test_same_signature_in_a_new_function_of_the_same_code_is_a_retrace():
+    verdict = classify_run(RunContext.GRAPH, A, "step", True, [], [EarlierTrace(A, True)])
+    assert verdict.kind is TraceKind.RETRACE
+    assert verdict.changes == ("tf.function `step`: new object, same Python function",)
+    assert "outside the loop" in verdict.hint
+    other_signature = classify_run(RunContext.GRAPH, B, "step", True, [], [EarlierTrace(A, True)])
+    assert other_signature.kind is TraceKind.TRACE

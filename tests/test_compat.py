@@ -99,3 +99,21 @@ def test_import_does_not_import_tf_keras():
     code = "import sys, traceguard; print('tf_keras' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_function_origin_is_the_code_and_captured_objects():
+    layer = keras.layers.Dense(1)
+
+    def function_of(captured):
+        return tf.function(lambda x: captured(x))
+
+    def plain(x):
+        return x
+
+    origin = _compat.function_origin
+    assert origin(function_of(layer)) == origin(function_of(layer))
+    assert origin(function_of(layer)) != origin(function_of(keras.layers.Dense(1)))
+    assert origin(tf.function(plain)) == origin(tf.function(plain)) == (plain.__code__, ())
+    assert origin(tf.function(layer)) == origin(tf.function(layer)) != origin(tf.function(plain))
+    assert origin(tf.function(lambda x: x * [1][0])) is not None
+    assert origin(object()) is None

@@ -186,3 +186,40 @@ def test_nested_trace_aware_layers_each_log_their_own_runs(seed_input):
     assert outer.trace_log[1].created_variables == (dense.kernel.path, dense.bias.path)
     assert dense.kernel.path.startswith("outer/inner/dense")
     assert {e.layer for e in outer.inner.trace_log} == {"inner"}
+
+
+def test_tf_function_created_in_a_loop_retraces_and_says_so(seed_input):
+    layer = SeedLayer(max_traces=1, name="looped")
+    layer(seed_input)
+    with pytest.warns(UserWarning, match=r"Layer 'looped' traced [23] times, over its budget") as record:
+        for _ in range(3):
+            step = tf.function(lambda x: layer(x) * 2)
+            step(seed_input)
+    assert len(record) == 2
+    assert kinds(layer) == ["symbolic", "trace", "retrace", "retrace"]
+    retrace = layer.trace_log[-1]
+    assert retrace.changes == ("tf.function `<lambda>`: new object, same Python function",)
+    assert "each tf.function object keeps its own traces" in retrace.reason
+    assert retrace.hint == "Create the tf.function once, outside the loop or the function called per " \
+                           "step, and reuse it."
+
+
+def test_tf_functions_of_different_closures_are_each_a_first_trace(seed_input):
+    layer = SeedLayer()
+    layer(seed_input)
+
+    def scaled_step(k):
+        return tf.function(lambda x: layer(x) * k)
+
+    scaled_step(2)(seed_input)
+    scaled_step(3)(seed_input)
+    assert kinds(layer) == ["symbolic", "trace", "trace"]
+
+
+def test_keras_validation_step_is_not_taken_for_a_new_train_step(functional_model):
+    # Keras 3.15 builds its train and test steps from the same closure code.
+    model, layer = functional_model
+    x, y = np.zeros((64, 28, 28)), np.zeros((64, 28, 32))
+    model.fit(x, y, batch_size=32, validation_data=(x, y), verbose=0)
+    assert kinds(layer) == ["trace", "trace"]
+    assert {event.function for event in layer.trace_log} == {"one_step_on_data"}

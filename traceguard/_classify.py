@@ -62,6 +62,11 @@ VARIABLE_RETRACE_HINT = (
     "first. TensorFlow then traces once."
 )
 
+NEW_FUNCTION_HINT = (
+    "Create the tf.function once, outside the loop or the function called per step, and "
+    "reuse it."
+)
+
 
 def classify_run(
     context: RunContext,
@@ -69,6 +74,7 @@ def classify_run(
     function: str | None,
     in_creation_phase: bool | None,
     earlier: Sequence[EarlierTrace],
+    same_origin: Sequence[EarlierTrace] = (),
 ) -> Verdict:
     """Classifies one body run.
 
@@ -80,6 +86,8 @@ def classify_run(
             variable-creating configuration; False once an earlier trace created
             variables; None when unknown.
         earlier: The layer's earlier traces of the same function, oldest first.
+        same_origin: When `earlier` is empty, the layer's earlier traces by
+            other tf.function objects wrapping the same Python function.
     """
     where = f"tf.function `{function}`" if function else "a graph"
     subject = f"The tf.function `{function}`" if function else "The graph"
@@ -94,6 +102,12 @@ def classify_run(
         return Verdict(TraceKind.SAVE, (), f"Traced by SavedModel saving or `export` to write "
                        f"{where} into the saved model.", None)
 
+    if not earlier and any(trace.signature == signature for trace in same_origin):
+        return Verdict(TraceKind.RETRACE, (f"tf.function `{function}`: new object, same Python function",),
+                       f"{subject} is a new tf.function object wrapping the same Python function as "
+                       "an earlier one that traced this signature already; each tf.function object "
+                       "keeps its own traces, so one created in a loop or per call traces every time.",
+                       NEW_FUNCTION_HINT)
     if not earlier:
         return Verdict(TraceKind.TRACE, (), f"First trace of {where} for this signature: "
                        "TensorFlow ran the Python body to build a graph.", None)

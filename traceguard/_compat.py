@@ -92,6 +92,42 @@ class TfFunctionFrame:
     key: Any  # A weak reference to the Function, or its name when none was found.
     name: str
     creates_variables: bool | None  # None when the phase could not be seen.
+    # What the Function wraps (see `function_origin`), or None.
+    origin: Any = None
+
+
+def function_origin(function: Any) -> Any:
+    """A key equal for tf.functions wrapping the same Python function, or None.
+
+    The same function is the same code with the same closure: the same `def`
+    or lambda re-evaluated in a loop, with the same captured objects. Code
+    alone is not enough: Keras 3.15 makes the train, test and predict steps
+    from one closure in `TensorFlowTrainer._make_function`, so they share code.
+    Captured objects are compared by identity through weak references, so an
+    object that died never matches a new one at the same address.
+    """
+    wrapped = getattr(function, "python_function", None)  # Public: "The python function wrapped".
+    if wrapped is None:
+        return None
+    wrapped = getattr(wrapped, "__func__", wrapped)  # A bound method: its function.
+    code = getattr(wrapped, "__code__", None)
+    try:
+        if code is None:  # A callable object, such as a layer.
+            return _identity_key(wrapped)
+        cells = tuple(_identity_key(cell.cell_contents) for cell in wrapped.__closure__ or ())
+    except (TypeError, ValueError):  # Unhashable, or an empty cell.
+        return None
+    return code, cells
+
+
+def _identity_key(value: Any) -> Any:
+    try:
+        reference = weakref.ref(value)
+    except TypeError:  # Numbers, strings, tuples: compared by value.
+        hash(value)
+        return ("value", value)
+    hash(reference)
+    return reference
 
 
 def enclosing_tf_function() -> TfFunctionFrame | None:
@@ -112,7 +148,7 @@ def enclosing_tf_function() -> TfFunctionFrame | None:
                 key: Any = weakref.ref(function)
             except TypeError:
                 key = function.name
-            return TfFunctionFrame(key, function.name, phase)
+            return TfFunctionFrame(key, function.name, phase, function_origin(function))
         frame = frame.f_back
     if phase is None:
         return None

@@ -113,7 +113,7 @@ class BodyRun:
     """One execution of a `call` body in progress on this thread."""
 
     __slots__ = ("layer", "state", "args", "kwargs", "index", "kind", "context",
-                 "function", "function_key", "in_creation_phase", "signature",
+                 "function", "function_key", "origin", "in_creation_phase", "signature",
                  "earlier", "messages", "started", "variables_before", "verdict")
 
     def __init__(self, layer: Any, state: LayerTraceState | None, args: tuple, kwargs: dict) -> None:
@@ -146,6 +146,9 @@ class LayerTraceState:
         self.graph_traces = 0
         self._memory: collections.OrderedDict[Any, collections.deque[EarlierTrace]] = \
             collections.OrderedDict()
+        # The same traces by what their tf.function wraps, to recognise a tf.function made anew.
+        self._by_origin: collections.OrderedDict[Any, collections.deque[EarlierTrace]] = \
+            collections.OrderedDict()
 
     # Copies (deepcopy, pickle, clone) start with an empty log of their own.
     def __deepcopy__(self, memo: dict) -> LayerTraceState:
@@ -158,15 +161,25 @@ class LayerTraceState:
         with self.lock:
             return list(self._memory.get(key, ()))
 
-    def remember(self, key: Any, trace: EarlierTrace) -> None:
+    def earlier_traces_of_origin(self, origin: Any) -> list[EarlierTrace]:
         with self.lock:
-            traces = self._memory.pop(key, None)
-            if traces is None:
-                traces = collections.deque(maxlen=_REMEMBERED_TRACES)
-                if len(self._memory) >= _REMEMBERED_FUNCTIONS:
-                    self._memory.popitem(last=False)
-            traces.append(trace)
-            self._memory[key] = traces
+            return list(self._by_origin.get(origin, ())) if origin is not None else []
+
+    def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> None:
+        with self.lock:
+            _append_bounded(self._memory, key, trace)
+            if origin is not None:
+                _append_bounded(self._by_origin, origin, trace)
+
+
+def _append_bounded(memory: collections.OrderedDict, key: Any, trace: EarlierTrace) -> None:
+    traces = memory.pop(key, None)
+    if traces is None:
+        traces = collections.deque(maxlen=_REMEMBERED_TRACES)
+        if len(memory) >= _REMEMBERED_FUNCTIONS:
+            memory.popitem(last=False)
+    traces.append(trace)
+    memory[key] = traces
 
 
 # --- the wrapped call --------------------------------------------------------------
@@ -215,7 +228,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             if not state.settings.log_eager:
                 return run  # The fast path: nothing else to do.
             run.context = RunContext.EAGER
-            run.function = run.function_key = run.in_creation_phase = frame = None
+            run.function = run.function_key = run.in_creation_phase = run.origin = frame = None
         else:
             if _compat.in_symbolic_build():
                 run.context = RunContext.SYMBOLIC
@@ -227,11 +240,15 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             run.function = frame.name if frame else _compat.current_graph_name()
             run.function_key = frame.key if frame else run.function
             run.in_creation_phase = frame.creates_variables if frame else None
+            run.origin = frame.origin if frame else None
         run.signature = signature_of(original, args, kwargs)
         run.earlier = (state.earlier_traces(run.function_key)
                        if run.context is RunContext.GRAPH else [])
+        # Only for a function's first trace: earlier traces of tf.functions wrapping the same code.
+        same_origin = (state.earlier_traces_of_origin(run.origin)
+                       if run.context is RunContext.GRAPH and not run.earlier else [])
         run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
-                                   run.in_creation_phase, run.earlier)
+                                   run.in_creation_phase, run.earlier, same_origin)
         run.kind = run.verdict.kind
         run.variables_before = {id(v) for v in _compat.layer_variables(layer)}
         run.index = state.log._reserve_index()
@@ -261,7 +278,8 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             _notify("_record_event", run.layer, event)
         if event.kind not in GRAPH_TRACE_KINDS or error is not None:
             return
-        state.remember(run.function_key, EarlierTrace(run.signature, bool(run.in_creation_phase)))
+        state.remember(run.function_key, EarlierTrace(run.signature, bool(run.in_creation_phase)),
+                       run.origin)
         with state.lock:
             state.graph_traces += 1
             excess = (state.settings.max_traces is not None
