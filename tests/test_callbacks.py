@@ -67,6 +67,22 @@ def test_partial_last_batch_of_a_later_fit_warns_and_shows_in_the_report(model, 
     assert _recorder._observers == ()
 
 
+def test_under_watch_one_warning_names_every_plain_layer_of_the_retraced_step():
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, name="dense")], name="seq")
+    model.compile(optimizer="sgd", loss="mse")
+    monitor = tg.callbacks.TraceMonitor()
+    with tg.watch():
+        model.fit(*data(64), batch_size=32, verbose=0, callbacks=[monitor])
+        with pytest.warns(UserWarning) as record:
+            model.fit(*data(70), batch_size=32, verbose=0, callbacks=[monitor])
+    [warning] = record
+    outer, inner, dense = monitor.report.layers  # Sequential runs an inner Functional.
+    assert (outer, dense) == ("seq", "dense") and inner.startswith("functional")
+    assert str(warning.message).startswith(
+        f"Layers 'seq', '{inner}', 'dense' retraced tf.function `one_step_on_data` during fit "
+        "call 2, epoch 1: inputs: dim 0 32 -> None. Fix: A partial last batch")
+
+
 def test_validation_and_predict_traces_are_reported_without_warnings(model):
     monitor = tg.callbacks.TraceMonitor()
     with warnings.catch_warnings():

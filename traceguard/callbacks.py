@@ -131,10 +131,16 @@ class TraceMonitor(_compat.keras.callbacks.Callback):
     def _warn_late_retraces(self) -> None:
         with self._lock:
             late, self._late_retraces = self._late_retraces, []
-        for event, where in late:
+        # One retrace of a step is seen by each layer it runs: one warning names them all.
+        layers_by_retrace: dict[tuple, list[str]] = {}
+        for event, where in sorted(late, key=lambda item: item[0].timestamp):  # Outer layers first.
+            key = (event.function, where, event.changes, event.hint or event.reason)
+            layers_by_retrace.setdefault(key, []).append(f"'{event.layer}'")
+        for (function, where, changes, fix), layers in layers_by_retrace.items():
+            subject = f"Layer {layers[0]}" if len(layers) == 1 else f"Layers {', '.join(layers)}"
             warnings.warn(
-                f"Layer '{event.layer}' retraced tf.function `{event.function}` during {where}: "
-                f"{'; '.join(event.changes) or 'none of its arguments changed'}. "
-                f"Fix: {event.hint or event.reason} All runs: TraceMonitor.report.",
+                f"{subject} retraced tf.function `{function}` during {where}: "
+                f"{'; '.join(changes) or 'none of its arguments changed'}. "
+                f"Fix: {fix} All runs: TraceMonitor.report.",
                 UserWarning, stacklevel=_compat.user_stacklevel(),
             )
