@@ -54,7 +54,7 @@ def test_run_finds_the_retrace_in_a_script_that_does_not_import_traceguard():
         '"""', 2)[2]
     result = traceguard_run("examples/train_loop_partial_batch.py")
     assert result.returncode == 0, result.stderr
-    assert "train_step traced 2 times" in result.stdout
+    assert result.stdout == "train_step traced 2 times in 3 epochs\n"
     assert "  hidden #2 in train_step: inputs: dim 0 32 -> 6" in result.stderr
     assert "Layer 'output' (Dense, plain Keras layer): 1 trace, 1 retrace" in result.stderr
 
