@@ -85,3 +85,12 @@ def test_plain_layer_is_rejected_with_the_way_out():
 
 def test_testing_is_an_attribute_of_the_package():
     assert tg.testing.assert_max_traces is assert_max_traces
+
+
+def test_import_traceguard_does_not_import_pytest():
+    import subprocess
+    import sys
+
+    code = "import sys, traceguard; print('pytest' in sys.modules, hasattr(traceguard, 'testing'))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "True"]
