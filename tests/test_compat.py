@@ -3,13 +3,17 @@
 When one of these fails after an upgrade, `traceguard/_compat.py` needs a new branch.
 """
 
+import contextlib
+import io
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 from conftest import keras
 
 from traceguard import _compat
+from traceguard._routed_globals import copy_with_print
 
 
 def test_keras_flavor_follows_tf_keras():
@@ -117,3 +121,92 @@ def test_function_origin_is_the_code_and_captured_objects():
     assert origin(tf.function(layer)) == origin(tf.function(layer)) != origin(tf.function(plain))
     assert origin(tf.function(lambda x: x * [1][0])) is not None
     assert origin(object()) is None
+
+
+def test_xla_context_is_seen_inside_jit_compiled_functions_only():
+    seen = {}
+
+    def probe(name):
+        def body(x):
+            seen[name] = _compat.in_xla_context()
+            return x
+
+        return body
+
+    tf.function(probe("plain"))(tf.ones(()))
+    tf.function(probe("jit"), jit_compile=True)(tf.ones(()))
+    inner = tf.function(probe("inner"))
+    tf.function(lambda x: inner(x), jit_compile=True)(tf.ones(()))
+    assert seen == {"plain": False, "jit": True, "inner": True}
+    assert _compat.in_xla_context() is False
+
+
+def test_tf_print_cannot_compile_under_xla():
+    # The reason print routing falls back to "once" under XLA; when this fails,
+    # TensorFlow compiles tf.print and the fallback can go.
+    @tf.function(jit_compile=True)
+    def step(x):
+        tf.print(x)
+        return x + 1
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="StringFormat"):
+        step(tf.ones(()))
+
+
+def test_tf_print_to_sys_stdout_writes_to_the_file_descriptor(capfd):
+    # tf.print(output_stream=sys.stdout) writes from C++ to fd 1: sys.stdout's
+    # replacements (capsys, contextlib.redirect_stdout, notebooks) never see it.
+    @tf.function
+    def step(x):
+        tf.print("value:", x, output_stream=sys.stdout)
+        return x
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        step(tf.constant(7))
+    assert buffer.getvalue() == ""
+    assert capfd.readouterr().out == "value: 7\n"
+
+
+def test_calling_frame_is_the_first_frame_outside_libraries():
+    assert _compat.calling_frame() is sys._getframe()
+    frames = []
+
+    def body(x):
+        frames.append(_compat.calling_frame())
+        return x
+
+    tf.function(body, autograph=False)(tf.ones(()))
+    tf.function(body, autograph=True)(tf.ones(()))
+    assert frames[0].f_code is body.__code__
+    # AutoGraph's converted copy is the user's code too.
+    assert "__autograph_generated_file" in frames[1].f_code.co_filename
+
+
+def test_run_unconverted_keeps_autograph_out_and_converted_code_reads_fn_globals():
+    def tensor_branch(x):
+        if tf.reduce_sum(x) > 0:  # Needs AutoGraph: a Python `if` on a tensor.
+            return x
+        return -x
+
+    step = tf.function(lambda x: tensor_branch(x), autograph=True)
+    assert step(-tf.ones(2)).numpy().tolist() == [1.0, 1.0]
+    unconverted = tf.function(lambda x: _compat.run_unconverted(tensor_branch)(x), autograph=True)
+    with pytest.raises(TypeError, match="Using a symbolic `tf.Tensor` as a Python `bool`"):
+        unconverted(-tf.ones(2))
+
+    # AutoGraph instantiates its converted copy with the function's own
+    # `__globals__` (transpiler.py: `factory.instantiate(globals_=fn.__globals__)`),
+    # which is how a routed copy's `print` survives conversion.
+    seen = []
+    routed = copy_with_print(tensor_branch_printing, _compat.run_unconverted(seen.append))
+    tf.function(lambda x: routed(x), autograph=True)(-tf.ones(2))
+    assert seen == ["positive", "negative"]  # tf.cond traces both branches.
+
+
+def tensor_branch_printing(x):
+    if tf.reduce_sum(x) > 0:
+        print("positive")
+        return x
+    print("negative")
+    return -x

@@ -20,6 +20,7 @@ from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
+from tensorflow.python.ops import control_flow_util as _control_flow_util
 from tensorflow.python.saved_model import save_context as _save_context
 
 # `import keras` on TF >= 2.16 is Keras 3 unless the user opted into Keras 2 with
@@ -183,6 +184,21 @@ def current_graph_name() -> str | None:
     return getattr(graph, "name", None)
 
 
+if not callable(getattr(_control_flow_util, "GraphOrParentsInXlaContext", None)):
+    raise _internal_missing("tensorflow.python.ops.control_flow_util.GraphOrParentsInXlaContext")
+
+
+def in_xla_context() -> bool:
+    """True while tracing code that XLA will compile (`jit_compile=True`, TPU).
+
+    `tf.function(jit_compile=True)` enters an `XLAControlFlowContext` on the
+    graph it traces (`OptionalXlaContext` in polymorphic_function.py); TF's own
+    ops ask the same question with `GraphOrParentsInXlaContext`, which also
+    sees an enclosing jit-compiled function through `outer_graph`.
+    """
+    return _control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
 def current_replica() -> int | None:
     """The replica id under `tf.distribute`, else None."""
     if not tf.distribute.has_strategy():
@@ -240,6 +256,28 @@ def user_stacklevel() -> int:
     ):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def calling_frame() -> Any:
+    """The innermost caller's frame outside TF, Keras and traceguard.
+
+    AutoGraph's converted copies of user functions count as the user's code:
+    each converted function has its own code object and generated file.
+    """
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame = frame.f_back
+    return frame
+
+
+# --- AutoGraph ------------------------------------------------------------------------
+# AutoGraph (tf_keras's `call`, `tf.function(autograph=True)`) converts every
+# function it calls that is not TensorFlow's own: it would turn the builtin
+# `print` inside traceguard's routing into a `py_function`. Functions wrapped by
+# this public decorator are called as they are (`is_autograph_artifact` in
+# tensorflow/python/autograph/impl/api.py).
+run_unconverted: Callable[[Callable[..., Any]], Callable[..., Any]] = \
+    tf.autograph.experimental.do_not_convert
 
 
 # --- wrapping `call` -----------------------------------------------------------------
