@@ -38,3 +38,10 @@ def seed_input():
 
 def kinds(layer):
     return [event.kind.value for event in layer.trace_log]
+
+
+def output_lines(capfd):
+    """Lines written to stdout since the last read, by Python or by tf.print (fd 1); no stderr."""
+    captured = capfd.readouterr()
+    assert captured.err == ""
+    return captured.out.splitlines()

@@ -6,6 +6,9 @@ from traceguard._events import TraceEvent, TraceKind
 from traceguard._explanation import Explanation, LayerRuns
 from traceguard._layer import TraceAwareLayer, TraceAwareMixin
 from traceguard._log import TraceLog
+from traceguard._side_effects import PRINT_MODES, side_effects
+from traceguard._tf_print import print
+from traceguard._trace_once import trace_once
 from traceguard._watch import explain, watch
 
 __version__ = "0.1.0"
@@ -13,6 +16,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Explanation",
     "LayerRuns",
+    "PRINT_MODES",
     "RetraceError",
     "TraceAwareLayer",
     "TraceAwareMixin",
@@ -22,6 +26,9 @@ __all__ = [
     "__version__",
     "callbacks",
     "explain",
+    "print",
+    "side_effects",
     "testing",
+    "trace_once",
     "watch",
 ]

@@ -23,7 +23,7 @@ from traceguard._classify import EarlierTrace, RunContext, classify_run
 from traceguard._errors import RetraceError
 from traceguard._events import GRAPH_TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._log import TraceLog
-from traceguard._signature import format_signature, signature_of
+from traceguard._signature import Signature, format_signature, signature_of
 
 logger = logging.getLogger("traceguard")
 
@@ -112,18 +112,28 @@ class TraceSettings:
 class BodyRun:
     """One execution of a `call` body in progress on this thread."""
 
-    __slots__ = ("layer", "state", "args", "kwargs", "index", "kind", "context",
+    __slots__ = ("layer", "state", "original", "args", "kwargs", "index", "kind", "context",
                  "function", "function_key", "origin", "in_creation_phase", "signature",
                  "earlier", "messages", "started", "variables_before", "verdict")
 
-    def __init__(self, layer: Any, state: LayerTraceState | None, args: tuple, kwargs: dict) -> None:
+    def __init__(self, layer: Any, state: LayerTraceState | None, original: Callable[..., Any],
+                 args: tuple, kwargs: dict) -> None:
         self.layer = layer
         self.state = state
+        self.original = original
         self.args = args
         self.kwargs = kwargs
         self.index: int | None = None  # None: the run is not logged.
         self.kind = TraceKind.EAGER
         self.messages: list[str] = []
+
+    def input_signature(self) -> Signature:
+        """The run's signature; computed on first use when the run is not logged."""
+        try:
+            return self.signature
+        except AttributeError:  # The eager fast path leaves it unset.
+            self.signature = signature_of(self.original, self.args, self.kwargs)
+            return self.signature
 
 
 class _CallFrame:
@@ -219,7 +229,7 @@ def is_recorded(function: Any) -> bool:
 
 def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
            args: tuple, kwargs: dict) -> BodyRun:
-    run = BodyRun(layer, state, args, kwargs)
+    run = BodyRun(layer, state, original, args, kwargs)
     try:
         if _compat.executing_eagerly():
             state.log._count_eager_call()

@@ -1,4 +1,4 @@
-"""A copy of a function whose `print` is another function, and nothing else changes.
+"""Stand-ins for a user's function: a copy with another `print`, a wrapper with its signature.
 
 The copy shares the original's code, closure and defaults; only its globals
 differ: a `RoutedGlobals` holding `print` (and `__builtins__`) that reads every
@@ -110,3 +110,17 @@ def copy_with_print(function: types.FunctionType, replacement: Callable[..., Any
     copy.__annotations__ = function.__annotations__
     copy.__dict__.update(function.__dict__)
     return copy
+
+
+def with_signature_of(function: Callable[..., Any], wrapper: Callable[..., Any]) -> Any:
+    """`wrapper` with `function`'s signature for every reader, not only `inspect.signature`.
+
+    tf_keras reads `call`'s parameters with `inspect.getfullargspec`, which
+    ignores `__wrapped__` but honours `__signature__`; a `(*args, **kwargs)`
+    signature would make it pass `training` to a `call` without one.
+    """
+    try:
+        wrapper.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):  # No signature to copy (some builtins).
+        pass
+    return wrapper

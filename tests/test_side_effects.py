@@ -1,0 +1,340 @@
+"""side_effects(print=...), traceguard.print and trace_once, observed on real output.
+
+`tf.print` writes to the process's file descriptors from C++, so these tests
+read output with `capfd`, which sees both that and Python's `print`.
+"""
+
+import builtins
+import inspect
+import logging
+import threading
+
+import pytest
+import tensorflow as tf
+from conftest import keras
+from conftest import output_lines as lines
+
+import traceguard as tg
+
+
+def seed_class(mode):
+    """The seed question's layer, its `call` printing under `mode`."""
+
+    class PrintingSeed(tg.TraceAwareLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(32)
+
+        @tg.side_effects(print=mode)
+        def call(self, inputs):
+            print("Tracing")
+            return self.dense(inputs)
+
+    return PrintingSeed
+
+
+@pytest.mark.parametrize(
+    "mode, first_call, repeated, new_batch",
+    [
+        # The first call runs the body 3 times (symbolic, trace, variable_retrace),
+        # but the graph runs once per call: tf.print prints once per call.
+        ("tf.print", ["Tracing"], ["Tracing"] * 2, ["Tracing"] * 2),
+        ("once", ["Tracing"], [], ["Tracing"]),
+        ("each_trace", ["[#1 symbolic] Tracing", "[#2 trace] Tracing", "[#3 variable_retrace] Tracing"],
+         [], ["[#4 retrace] Tracing"]),
+        ("log", [], [], []),
+        ("python", ["Tracing"] * 3, [], ["Tracing"]),
+    ],
+)
+def test_seed_prints_per_mode_across_passes_executions_and_batch_sizes(
+        capfd, seed_input, mode, first_call, repeated, new_batch):
+    layer = seed_class(mode)()
+    graph_layer = tf.function(layer)
+    graph_layer(seed_input)
+    assert lines(capfd) == first_call
+    graph_layer(seed_input)
+    graph_layer(seed_input)
+    assert lines(capfd) == repeated
+    graph_layer(seed_input[:32])
+    graph_layer(seed_input[:32])
+    assert lines(capfd) == new_batch
+    assert [e.kind.value for e in layer.trace_log] == ["symbolic", "trace", "variable_retrace", "retrace"]
+    expected_messages = ("Tracing",) if mode == "log" else ()
+    assert [e.messages for e in layer.trace_log] == [expected_messages] * 4
+
+
+@pytest.mark.parametrize("mode", ["tf.print", "once", "each_trace", "python"])
+def test_eager_runs_print_as_plain_python(capfd, seed_input, mode):
+    layer = seed_class(mode)()
+    layer(seed_input)  # A symbolic pass (not eager), then the eager run.
+    layer.trace_log.clear()
+    layer(seed_input)
+    layer(seed_input)
+    assert lines(capfd)[-2:] == ["Tracing", "Tracing"]
+
+
+def test_log_without_a_current_event_goes_to_the_logger(capfd, caplog, seed_input):
+    layer = seed_class("log")()
+    layer(seed_input)
+    with caplog.at_level(logging.DEBUG, logger="traceguard"):
+        layer(seed_input)
+    assert lines(capfd) == []
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.DEBUG, "seed_class.<locals>.PrintingSeed.call: Tracing")]
+    logged = seed_class("log")(log_eager=True)
+    logged(seed_input)
+    assert [(e.kind.value, e.messages) for e in logged.trace_log] == [
+        ("symbolic", ("Tracing",)), ("eager", ("Tracing",))]
+
+
+def test_xla_falls_back_to_once_and_warns_once(capfd, seed_input):
+    layer = seed_class("tf.print")(name="jit_seed")
+    step = tf.function(layer, jit_compile=True)
+    with pytest.warns(UserWarning) as record:
+        step(seed_input)
+    assert len(record) == 1 and record[0].filename == __file__
+    assert str(record[0].message).startswith(
+        "`print` in `seed_class.<locals>.PrintingSeed.call` cannot become tf.print here: XLA "
+        "(jit_compile=True) cannot compile tf.print (TensorFlow has no XLA kernel for its "
+        "StringFormat op). It falls back to print=\"once\"")
+    assert lines(capfd) == ["Tracing"]
+    step(seed_input)
+    assert lines(capfd) == []
+    step(seed_input[:32])  # A new signature prints again; no second warning (warnings are errors).
+    assert lines(capfd) == ["Tracing"]
+
+
+def test_unknown_print_mode_lists_valid_modes():
+    assert tg.PRINT_MODES == ("tf.print", "once", "each_trace", "log", "python")
+    message = ("`side_effects(print=...)` expects one of tf.print, once, each_trace, log, python. "
+               "Received: print='tfprint'")
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        tg.side_effects(print="tfprint")
+
+
+def test_decorator_keeps_the_signature_keras_reads():
+    class WithTraining(tg.TraceAwareLayer):
+        @tg.side_effects(print="once")
+        def call(self, inputs, training=None, mask=None):
+            print("training:", training)
+            return inputs
+
+    assert list(inspect.signature(WithTraining.call).parameters) == ["self", "inputs", "training", "mask"]
+    layer = WithTraining()
+    # Keras passes `training` only to a `call` whose signature names it.
+    keras.Sequential([layer]).predict(tf.ones((2, 3)), verbose=0)
+    assert layer.trace_log[-1].signature["training"] == "False"
+
+
+def helper_that_prints():
+    print("helper prints plainly")
+
+
+def test_print_outside_the_decorated_body_is_untouched(capfd, seed_input):
+    class Calls(tg.TraceAwareLayer):
+        @tg.side_effects(print="log")
+        def call(self, inputs):
+            print("routed")
+            helper_that_prints()
+            return inputs
+
+    layer = Calls()
+    tf.function(layer)(seed_input)
+    assert lines(capfd) == ["helper prints plainly"]
+    assert layer.trace_log[-1].messages == ("routed",)
+    assert builtins.print is print
+
+
+def test_other_threads_print_plainly_while_a_body_is_traced(capfd, caplog):
+    inside, release = threading.Event(), threading.Event()
+
+    @tg.side_effects(print="log")
+    def body(x):
+        print("from the traced body")
+        if not tf.executing_eagerly():
+            inside.set()
+            assert release.wait(30)
+        return x
+
+    class Holder(tg.TraceAwareLayer):
+        def call(self, inputs):
+            return body(inputs)
+
+    layer = Holder()
+    tracer = threading.Thread(target=tf.function(layer), args=(tf.ones(()),))
+    tracer.start()
+    try:
+        assert inside.wait(30)
+        print("main thread, meanwhile")
+        helper_that_prints()
+        with caplog.at_level(logging.DEBUG, logger="traceguard"):
+            body(tf.ones(()))  # The same body, eagerly, in this thread: no event, so logged.
+    finally:
+        release.set()
+        tracer.join()
+    assert lines(capfd) == ["main thread, meanwhile", "helper prints plainly"]
+    assert caplog.messages == [
+        "test_other_threads_print_plainly_while_a_body_is_traced.<locals>.body: from the traced body"]
+    assert [e.messages for e in layer.trace_log if e.kind.value != "eager"] == [("from the traced body",)]
+
+
+def test_nested_decorated_layers_route_independently(capfd):
+    class Inner(tg.TraceAwareLayer):
+        @tg.side_effects(print="once")
+        def call(self, inputs):
+            print("inner")
+            return inputs * 2
+
+    class Outer(tg.TraceAwareLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.inner = Inner()
+
+        @tg.side_effects(print="each_trace")
+        def call(self, inputs):
+            print("outer before")
+            outputs = self.inner(inputs)
+            print("outer after")
+            return outputs
+
+    outer = Outer()
+    step = tf.function(outer)
+    step(tf.ones((2,)))
+    step(tf.ones((3,)))
+    # Outer has an unbuilt sublayer, so Keras runs a symbolic pass; no variables, no variable retrace.
+    assert lines(capfd) == [
+        "[#1 symbolic] outer before", "inner", "[#1 symbolic] outer after",
+        "[#2 trace] outer before", "[#2 trace] outer after",
+        "[#3 retrace] outer before", "inner", "[#3 retrace] outer after",
+    ]
+    assert [e.kind.value for e in outer.inner.trace_log] == ["symbolic", "trace", "retrace"]
+
+
+def test_plain_functions_under_tf_function(capfd):
+    @tg.side_effects(print="each_trace")
+    def step(x):
+        print("traced")
+        return x
+
+    @tg.side_effects(print="once")
+    def once(x):
+        print("once")
+        return x
+
+    for function in (tf.function(step), tf.function(once)):
+        function(tf.ones((2,)))
+        function(tf.ones((2,)))
+        function(tf.ones((3,)))
+    assert lines(capfd) == ["[#1 step] traced", "[#2 step] traced", "once", "once"]
+
+
+@pytest.mark.parametrize("autograph", [False, True])
+@pytest.mark.parametrize("mode", ["once", "each_trace", "log", "python"])
+def test_graph_has_no_extra_ops_except_with_tf_print(capfd, mode, autograph):
+    def op_types(layer):
+        function = tf.function(layer, autograph=autograph)
+        graph = function.get_concrete_function(tf.ones((2, 3))).graph
+        return sorted(op.type for op in graph.get_operations())
+
+    class Plain(tg.TraceAwareLayer):
+        def call(self, inputs):
+            print("x")
+            return inputs * 2
+
+    class Decorated(tg.TraceAwareLayer):
+        @tg.side_effects(print=mode)
+        def call(self, inputs):
+            print("x")
+            return inputs * 2
+
+    class Printing(tg.TraceAwareLayer):
+        @tg.side_effects(print="tf.print")
+        def call(self, inputs):
+            print("x")
+            return inputs * 2
+
+    assert op_types(Decorated()) == op_types(Plain())
+    # tf.print adds its two ops and the NoOp that makes the function run them.
+    assert op_types(Printing()) == sorted(op_types(Plain()) + ["NoOp", "PrintV2", "StringFormat"])
+
+
+def test_autograph_converted_body_still_routes(capfd):
+    @tg.side_effects(print="tf.print")
+    def branchy(x):
+        if tf.reduce_sum(x) > 0:  # Needs AutoGraph: becomes a tf.cond.
+            print("positive", x)
+        else:
+            print("not positive")
+        return x
+
+    step = tf.function(branchy, autograph=True)
+    step(tf.constant([1, 2]))
+    step(tf.constant([-1, -2]))
+    assert lines(capfd) == ["positive [1 2]", "not positive"]
+    graph = step.get_concrete_function(tf.constant([1, 2])).graph
+    assert "EagerPyFunc" not in {op.type for op in graph.get_operations()}
+
+
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        ("tf.print", ["Tracing", "positive", "Tracing", "Tracing", "positive"]),
+        ("once", ["Tracing", "positive", "Tracing", "positive"]),
+    ],
+)
+def test_tf_keras_converts_the_decorated_call_and_print_still_routes(capfd, mode, expected):
+    # TraceAwareLayer is Keras 3 only for now: a plain tf_keras layer, whose
+    # `call` tf_keras converts with AutoGraph under tf.function.
+    tf_keras = pytest.importorskip("tf_keras")
+
+    class Branchy(tf_keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = tf_keras.layers.Dense(4)
+
+        @tg.side_effects(print=mode)
+        def call(self, inputs):
+            print("Tracing")
+            if tf.reduce_sum(inputs) > 0:  # A tf.cond only if AutoGraph converted the body.
+                print("positive")
+            return self.dense(inputs)
+
+    # tf_keras reads the parameters with getfullargspec: no `training` to pass.
+    assert inspect.getfullargspec(Branchy.call).args == ["self", "inputs"]
+    step = tf.function(Branchy())
+    step(tf.ones((2, 3)))  # Traced twice: the first trace creates the Dense variables.
+    step(-tf.ones((2, 3)))
+    step(tf.ones((5, 3)))
+    # tf.print: one line per execution, "positive" only when the branch runs; once:
+    # per signature of the arguments (outside a TraceAwareLayer), both branches traced.
+    assert lines(capfd) == expected
+
+
+def test_python_mode_prints_at_trace_time_even_under_autograph(capfd):
+    @tg.side_effects(print="python")
+    def body(x):
+        print("value", x)  # AutoGraph alone would make this a py_function.
+        return x
+
+    step = tf.function(body, autograph=True)
+    step(tf.constant(1))
+    step(tf.constant(2))
+    assert lines(capfd) == ['value Tensor("x:0", shape=(), dtype=int32)']
+
+
+def test_module_that_defines_its_own_print_keeps_it():
+    calls = []
+    namespace = {"print": lambda *args: calls.append(args)}
+    exec("def body(x):\n    print('mine', x)\n    return x\n", namespace)
+    tf.function(tg.side_effects(print="log")(namespace["body"]))(tf.ones(()))
+    assert len(calls) == 1 and calls[0][0] == "mine"
+
+
+def test_bare_decorator_defaults_to_tf_print(capfd):
+    @tg.side_effects
+    def body(x):
+        print("x is", x)
+        return x
+
+    tf.function(body)(tf.constant(3))
+    assert lines(capfd) == ["x is 3"]
