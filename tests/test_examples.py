@@ -44,6 +44,24 @@ def test_demo_shows_the_double_trace_then_the_fix():
     assert "-> 1 run under tf.function; tracing count 1." in out
 
 
+def test_demo_shows_the_seed_print_under_once_and_tf_print():
+    out = run("-m", "traceguard", "demo")
+    once = out[out.index('3. The same print, routed by @traceguard.side_effects(print="once")'):]
+    assert once.splitlines()[2:5] == [
+        "  print() in call: tracing for (60, 28, 28)",
+        "  print() in call: tracing for (32, 28, 28)",
+        "   -> printed once per input signature, while call's body ran 4 times: "
+        "symbolic, trace, variable_retrace, retrace.",
+    ]
+    each_step = out[out.index('4. With print="tf.print"'):]
+    assert each_step.splitlines()[2:6] == [
+        "  print() in call: a batch of 60",
+        "  print() in call: a batch of 60",
+        "  print() in call: a batch of 32",
+        "   -> printed at each of the 3 calls (call's body ran 4 times, to build the graphs).",
+    ]
+
+
 def test_cli_without_command_explains_usage():
     result = subprocess.run([sys.executable, "-m", "traceguard"], capture_output=True, text=True,
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -1,4 +1,8 @@
-"""`python -m traceguard demo`: the "why does tf.function trace my layer twice?" layer, explained."""
+"""`python -m traceguard demo`: the "why does tf.function trace my layer twice?" layer, explained.
+
+Then the layer's `print`, routed by `side_effects`: once per input signature,
+and at every graph execution.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def run_demo(out: TextIO) -> None:
-    """Runs the seed question's layer, prints its trace log, then shows the fix."""
+    """Runs the seed question's layer, prints its trace log, shows the fix, then routes its print."""
     import tensorflow as tf
 
     from traceguard import _compat
     from traceguard._layer import TraceAwareLayer
+    from traceguard._side_effects import side_effects
 
     keras = _compat.keras
 
@@ -26,8 +31,29 @@ def run_demo(out: TextIO) -> None:
             print("  print() in call: tracing!", file=out)
             return self.dense(inputs)
 
+    class PrintsOnce(TraceAwareLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(32)
+
+        @side_effects(print="once")
+        def call(self, inputs):
+            print("  print() in call: tracing for", inputs.shape, file=out)
+            return self.dense(inputs)
+
+    class PrintsEachStep(TraceAwareLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(32)
+
+        @side_effects(print="tf.print")
+        def call(self, inputs):
+            print("  print() in call: a batch of", tf.shape(inputs)[0], file=out)
+            return self.dense(inputs)
+
     def say(text: str = "") -> None:
         print(text, file=out)
+        out.flush()  # tf.print writes to the process's stdout directly: keep the order.
 
     say(f"traceguard demo on {_compat.describe_versions()}")
     say()
@@ -57,3 +83,22 @@ def run_demo(out: TextIO) -> None:
         f"{graph_built.experimental_get_tracing_count()}.")
     say()
     say(built.trace_log.summary())
+    say()
+    say("3. The same print, routed by @traceguard.side_effects(print=\"once\"):")
+    say("   graph_layer(x); graph_layer(x); graph_layer(x[:32])")
+    once = PrintsOnce()
+    graph_once = tf.function(once)
+    graph_once(x)
+    graph_once(x)
+    graph_once(x[:32])
+    say(f"   -> printed once per input signature, while call's body ran {len(once.trace_log)} times: "
+        f"{', '.join(event.kind.value for event in once.trace_log)}.")
+    say()
+    say("4. With print=\"tf.print\", print runs with the graph, at every call, with tensor values:")
+    say("   graph_layer(x); graph_layer(x); graph_layer(x[:32])")
+    each_step = PrintsEachStep()
+    graph_each_step = tf.function(each_step)
+    for batch in (x, x, x[:32]):
+        graph_each_step(batch)
+    say(f"   -> printed at each of the 3 calls (call's body ran {len(each_step.trace_log)} times, "
+        "to build the graphs).")
