@@ -38,6 +38,14 @@ def test_fit_example_shows_the_partial_batch_retrace():
     assert "changed: inputs: dim 0 32 -> None" in out and "drop_remainder=True" in out
 
 
+def test_print_example_prints_what_the_readme_shows():
+    out = run(str(ROOT / "examples" / "print_under_tracing.py"))
+    assert out.splitlines()[:5] == ["Tracing for (60, 28, 28)", "Tracing for (32, 28, 28)",
+                                    "Batch of 60", "Batch of 60", "Batch of 32"]
+    readme = (ROOT / "README.md").read_text()
+    assert "```text\n" + "\n".join(out.splitlines()[:5]) + "\n```" in readme
+
+
 def test_demo_shows_the_double_trace_then_the_fix():
     out = run("-m", "traceguard", "demo")
     assert "call's body ran 3 times; tf.function's tracing count is 2" in out
