@@ -338,3 +338,22 @@ def test_bare_decorator_defaults_to_tf_print(capfd):
 
     tf.function(body)(tf.constant(3))
     assert lines(capfd) == ["x is 3"]
+
+
+def test_plain_keras_layer_routes_by_its_events_under_explain(capfd):
+    class Plain(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(4)
+
+        @tg.side_effects(print="each_trace")
+        def call(self, inputs):
+            print("plain body")
+            return self.dense(inputs)
+
+    step = tf.function(Plain())
+    tg.explain(lambda: [step(tf.ones((n, 3))) for n in (2, 2, 5)])
+    assert lines(capfd) == ["[#1 symbolic] plain body", "[#2 trace] plain body",
+                            "[#3 variable_retrace] plain body", "[#4 retrace] plain body"]
+    tf.function(Plain())(tf.ones((2, 3)))  # No events outside explain(): the function's own count.
+    assert lines(capfd) == ["[#1 call] plain body", "[#2 call] plain body", "[#3 call] plain body"]
