@@ -8,6 +8,7 @@ import builtins
 import inspect
 import logging
 import threading
+import warnings
 
 import pytest
 import tensorflow as tf
@@ -102,6 +103,16 @@ def test_xla_falls_back_to_once_and_warns_once(capfd, seed_input):
     assert lines(capfd) == []
     step(seed_input[:32])  # A new signature prints again; no second warning (warnings are errors).
     assert lines(capfd) == ["Tracing"]
+
+
+def test_xla_warning_turned_error_reaches_the_caller(seed_input):
+    step = tf.function(seed_class("tf.print")(), jit_compile=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # Not swallowed as a bookkeeping failure; Keras and AutoGraph wrap what is raised in a trace.
+        with pytest.raises(Exception, match="cannot become tf.print here") as info:
+            step(seed_input)
+    assert "UserWarning" in str(info.value)
 
 
 def test_unknown_print_mode_lists_valid_modes():

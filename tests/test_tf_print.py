@@ -112,3 +112,19 @@ def test_bad_print_arguments_raise_what_the_builtin_raises(capfd, kwargs, messag
     with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
         step(tf.ones(()))
     assert lines(capfd) == []
+
+
+def test_a_tf_print_failure_is_logged_and_prints_at_trace_time(capfd, caplog, monkeypatch):
+    def broken_tf_print(*args, **kwargs):
+        raise RuntimeError("cannot format")
+
+    monkeypatch.setattr(tf, "print", broken_tf_print)
+
+    @tf.function
+    def step(x):
+        tg.print("still printed")
+        return x
+
+    assert float(step(tf.ones(()))) == 1.0
+    assert lines(capfd) == ["still printed"]
+    assert "traceguard failed while turning print into tf.print" in caplog.text

@@ -75,21 +75,25 @@ class _Invocation:
         runs = active_runs()
         self.run = runs[-1] if runs else None
         self.prefix = None
+        under_xla = False
         try:
-            self.action = self._decide(args, kwargs)
+            # Keras's symbolic pass builds a scratch graph nobody runs or compiles, and
+            # swallows any exception raised in it (a warning made an error included).
+            under_xla = route.mode == "tf.print" and not _compat.executing_eagerly() \
+                and not _compat.in_symbolic_build() and _compat.in_xla_context()
+            self.action = self._decide("once" if under_xla else route.mode, args, kwargs)
         except Exception:
             log_internal_error("routing print")
             self.action = "python"
+        if under_xla:  # Outside the `try`: a warning turned into an error must reach the user.
+            route.warn_once("xla", xla_fallback_message(f"`print` in `{route.name}`"))
 
-    def _decide(self, args: tuple, kwargs: dict) -> str:
-        route, run, mode = self.route, self.run, self.route.mode
+    def _decide(self, mode: str, args: tuple, kwargs: dict) -> str:
+        route, run = self.route, self.run
         if _compat.executing_eagerly():
             return "log" if mode == "log" else "python"
         if mode == "tf.print":
-            if not _compat.in_xla_context():
-                return "tf.print"
-            route.warn_once("xla", xla_fallback_message(f"`print` in `{route.name}`"))
-            mode = "once"
+            return "tf.print"
         if mode == "once":
             first = (memory_of_layer(run).claim((route, signature_key(run))) if run is not None
                      else route.memory.claim(arguments_key(args, kwargs)))

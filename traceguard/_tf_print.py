@@ -17,7 +17,7 @@ from typing import Any
 import tensorflow as tf
 
 from traceguard import _compat
-from traceguard._first_runs import Memory, memory_of_layer, signature_key
+from traceguard._first_runs import Memory, log_internal_error, memory_of_layer, signature_key
 from traceguard._recorder import active_runs
 
 _PRINT_KEYWORDS = frozenset({"sep", "end", "file", "flush"})
@@ -56,7 +56,11 @@ def print_each_execution(args: tuple, kwargs: dict, on_unsupported_file: Callabl
         return builtins.print(*args, **kwargs)
     # Python values print with `str()` as `print` does (tf.print would use their repr).
     inputs = [arg if _holds_tensor(arg) else str(arg) for arg in args]
-    tf.print(*inputs, output_stream=stream, sep=sep, end=end)
+    try:
+        tf.print(*inputs, output_stream=stream, sep=sep, end=end)
+    except Exception:  # Something tf.print cannot format: print it as Python would, now.
+        log_internal_error("turning print into tf.print")
+        builtins.print(*args, **kwargs)
 
 
 def xla_fallback_message(what: str) -> str:
