@@ -4,6 +4,7 @@ import sys
 
 import pytest
 import tensorflow as tf
+from conftest import keras
 from conftest import output_lines as lines
 
 import traceguard as tg
@@ -128,3 +129,22 @@ def test_a_tf_print_failure_is_logged_and_prints_at_trace_time(capfd, caplog, mo
     assert float(step(tf.ones(()))) == 1.0
     assert lines(capfd) == ["still printed"]
     assert "traceguard failed while turning print into tf.print" in caplog.text
+
+
+def test_traceguard_print_in_a_layer_under_xla_prints_once_per_signature(capfd, seed_input):
+    class Seed(tg.TraceAwareLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(32)
+
+        def call(self, inputs):
+            tg.print("Tracing")
+            return self.dense(inputs)
+
+    step = tf.function(Seed(), jit_compile=True)
+    with pytest.warns(UserWarning, match="`traceguard.print` cannot become tf.print here") as record:
+        step(seed_input)  # symbolic (a dropped tf.print), trace (prints), variable_retrace.
+    assert len(record) == 1
+    step(seed_input)
+    step(seed_input[:32])
+    assert lines(capfd) == ["Tracing", "Tracing"]

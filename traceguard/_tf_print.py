@@ -104,7 +104,8 @@ def print(*args: Any, **kwargs: Any) -> None:  # `traceguard.print`; builtins.pr
     """
     if _compat.executing_eagerly():
         return builtins.print(*args, **kwargs)
-    if not _compat.in_xla_context():
+    # Keras's symbolic pass builds a scratch graph that is never run or compiled.
+    if _compat.in_symbolic_build() or not _compat.in_xla_context():
         return print_each_execution(args, kwargs, lambda: _warn_once_for(
             "file", _compat.calling_frame().f_code,
             unsupported_file_message("`traceguard.print`", kwargs)))
