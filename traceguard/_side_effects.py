@@ -54,7 +54,6 @@ class _PrintRoute:
         self.name = function.__qualname__
         self.short_name = function.__name__
         self.module_globals = function.__globals__
-        self.plain_when_eager = mode != "log"
         self.memory = Memory()
         self.graph_runs = itertools.count(1)
         self.warned: set[str] = set()
@@ -215,13 +214,15 @@ def _route_prints(function: _Function, mode: str) -> _Function:
     check_routable(function, "side_effects")
     route = _PrintRoute(function, mode)
     routed = copy_with_print(function, _router(route))
+    plain_when_eager, executing_eagerly = mode != "log", _compat.executing_eagerly
 
     # Only a `with`, an `if` on Python values and the call: AutoGraph, when it
     # converts this wrapper (tf_keras's `call`, `tf.function(autograph=True)`),
-    # converts the user's body too, as it would have without it.
+    # converts the user's body too, as it would have without it. Eager runs,
+    # every step, pay one call of executing_eagerly() and run the original.
     @functools.wraps(function)
     def print_routed(*args: Any, **kwargs: Any) -> Any:
-        if route.plain_when_eager and _compat.executing_eagerly():
+        if plain_when_eager and executing_eagerly():
             return function(*args, **kwargs)
         with _Invocation(route, args, kwargs):
             return routed(*args, **kwargs)
