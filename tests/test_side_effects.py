@@ -368,3 +368,19 @@ def test_plain_keras_layer_routes_by_its_events_under_explain(capfd):
                             "[#3 variable_retrace] plain body", "[#4 retrace] plain body"]
     tf.function(Plain())(tf.ones((2, 3)))  # No events outside explain(): the function's own count.
     assert lines(capfd) == ["[#1 call] plain body", "[#2 call] plain body", "[#3 call] plain body"]
+
+
+def test_tf_print_is_part_of_an_exported_model(capfd, tmp_path):
+    class Served(tg.TraceAwareLayer):
+        @tg.side_effects(print="tf.print")
+        def call(self, inputs):
+            print("served batch", tf.shape(inputs)[0])
+            return inputs * 2
+
+    inputs = keras.Input((3,))
+    keras.Model(inputs, Served()(inputs)).export(str(tmp_path / "exported"), verbose=False)
+    assert lines(capfd) == []
+    reloaded = tf.saved_model.load(str(tmp_path / "exported"))
+    reloaded.serve(tf.ones((2, 3)))
+    reloaded.serve(tf.ones((5, 3)))
+    assert lines(capfd) == ["served batch 2", "served batch 5"]
