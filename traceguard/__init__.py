@@ -4,6 +4,7 @@ from traceguard import callbacks, testing
 from traceguard._errors import RetraceError
 from traceguard._events import TraceEvent, TraceKind
 from traceguard._explanation import Explanation, LayerRuns
+from traceguard._html import write_html
 from traceguard._layer import TraceAwareLayer, TraceAwareMixin
 from traceguard._log import TraceLog
 from traceguard._side_effects import PRINT_MODES, side_effects
@@ -31,4 +32,5 @@ __all__ = [
     "testing",
     "trace_once",
     "watch",
+    "write_html",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import os
+import pathlib
 import threading
 from collections.abc import Iterator
 from typing import Any, overload
@@ -162,6 +164,30 @@ class TraceLog:
         from traceguard._report import format_log
 
         return format_log(self.owner, self._snapshot(), self._dropped, self._eager_calls)
+
+    def to_html(self, path: str | os.PathLike) -> pathlib.Path:
+        """Writes the log as a self-contained HTML report: a timeline and tables.
+
+        One mark per body run, coloured by kind, with its reason, changes and
+        fix as tooltip; then the counts by kind and the retraces with their
+        fixes. No scripts and nothing fetched: the file opens offline. For
+        several layers in one report, see `traceguard.write_html()`.
+
+        Args:
+            path: File to write (str or path-like).
+
+        Returns:
+            The path written, as a `pathlib.Path`.
+        """
+        from traceguard._html import write_html
+
+        return write_html(path, {self.owner: self}, title=f"traceguard: layer {self.owner}")
+
+    def _repr_html_(self) -> str:
+        """The notebook display: counts by kind, then a table of the events."""
+        from traceguard._html_tables import log_html
+
+        return log_html(self)
 
     def __str__(self) -> str:
         return self.summary()

@@ -1,0 +1,171 @@
+"""The self-contained HTML report: a timeline of body runs per layer, then tables.
+
+One file with inline CSS and SVG: no script, no font, no image, no address to
+fetch, so it opens offline, attaches to a bug report and passes strict content
+security policies. Pure Python; it never imports TensorFlow. `write_html()` is
+the entry point of every report writer (`TraceLog.to_html()` and the ones built
+on the diagnosis API).
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import os
+import pathlib
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from traceguard._events import TRACE_KINDS, TraceEvent
+from traceguard._html_tables import (
+    KIND_COLORS,
+    KIND_DESCRIPTIONS,
+    RETRACE_KINDS,
+    TABLE_CSS,
+    counts_table,
+    plural,
+    retraces_table,
+)
+from traceguard._log import TraceLog
+from traceguard._timeline import AXES, render_timeline, timeline_css
+
+_PAGE_CSS = (
+    "body{margin:24px;color:#1f2328;background:#fff;font:14px/1.5 system-ui,-apple-system,'Segoe UI',"
+    "sans-serif}h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 6px}"
+    ".meta{color:#57606a;margin:0 0 12px}.note{color:#57606a;font-size:12px;margin:2px 0 8px}"
+    ".legend{display:flex;flex-wrap:wrap;gap:6px 18px;margin:8px 0 12px;font-size:13px}"
+    ".legend .item{display:flex;align-items:center;gap:6px}.legend .none{opacity:.45}"
+    ".legend .swatch{display:inline-block;width:14px;height:12px;border-radius:2px}"
+    ".legend .tall{height:18px}.scroll{overflow-x:auto}.ok{color:#1a7f37}"
+)
+
+
+def check_events_by_layer(events_by_layer: object) -> Mapping[str, Sequence[TraceEvent]]:
+    """Checks the report's input where it is given, naming what was received."""
+    if not isinstance(events_by_layer, Mapping):
+        raise TypeError("`events_by_layer` expects a mapping of layer name to a sequence of "
+                        "`traceguard.TraceEvent` (e.g. a layer's `trace_log`). "
+                        f"Received: events_by_layer={events_by_layer!r}")
+    for layer, events in events_by_layer.items():
+        if not isinstance(layer, str):
+            raise TypeError(f"`events_by_layer` expects layer names (str) as keys. Received: key={layer!r}")
+        if isinstance(events, (str, bytes)) or not isinstance(events, (Sequence, TraceLog)):
+            raise TypeError(f"`events_by_layer[{layer!r}]` expects a sequence of `traceguard.TraceEvent`. "
+                            f"Received: {type(events).__name__}")
+        for event in events:
+            if not isinstance(event, TraceEvent):
+                raise TypeError(f"`events_by_layer[{layer!r}]` expects `traceguard.TraceEvent` items. "
+                                f"Received: {event!r}")
+    return events_by_layer
+
+
+class _Snapshot(list):
+    """A log's events at one moment, with the counters the counts table shows."""
+
+    def __init__(self, events: Sequence[TraceEvent]) -> None:
+        super().__init__(events)
+        self.eager_calls = getattr(events, "eager_calls", 0)
+        self.dropped = getattr(events, "dropped", 0)
+
+
+def _legend(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
+    counts = collections.Counter(event.kind.value for events in events_by_layer.values() for event in events)
+    items = []
+    for kind in TRACE_KINDS:
+        tall = " tall" if kind in RETRACE_KINDS else ""
+        dim = "" if counts[kind] else " none"
+        items.append(f'<span class="item{dim}" title="{escape(KIND_DESCRIPTIONS[kind])}">'
+                     f'<span class="swatch{tall}" style="background:{KIND_COLORS[kind]}"></span>'
+                     f"{kind} ({counts[kind]:,})</span>")
+    return f'<div class="legend">{"".join(items)}</div>'
+
+
+def render_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], title: str | None = None,
+                axis: str = "time") -> str:
+    """The report as one HTML document (a string).
+
+    Args:
+        events_by_layer: Mapping of layer name to its events, e.g.
+            `{layer.name: layer.trace_log for layer in layers}`. A `TraceLog`
+            also contributes its eager-call and dropped-event counts.
+        title: The page's heading. Defaults to `"traceguard report"`.
+        axis: Where a run sits on the timeline. One of `{"time", "order"}`:
+            seconds since the first run, or the runs' order. Defaults to
+            `"time"`.
+
+    Raises:
+        TypeError: If `events_by_layer` is not such a mapping.
+        ValueError: If `axis` is not one of the choices.
+    """
+    check_events_by_layer(events_by_layer)
+    if axis not in AXES:
+        raise ValueError(f"`axis` expects one of {', '.join(AXES)}. Received: axis={axis!r}")
+    # One snapshot per log, so the timeline and the tables agree while a log keeps growing.
+    events_by_layer = {layer: _Snapshot(events) for layer, events in events_by_layer.items()}
+    from traceguard import __version__
+
+    title = "traceguard report" if title is None else str(title)
+    runs = sum(len(events) for events in events_by_layer.values())
+    retraces = sum(event.kind in RETRACE_KINDS for events in events_by_layer.values() for event in events)
+    generated = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    meta = (f"{plural(len(events_by_layer), 'layer')} \u00b7 {plural(runs, 'body run')} \u00b7 "
+            f"{plural(retraces, 'retrace')} \u00b7 written {generated} by traceguard {__version__}")
+    retrace_section = retraces_table(events_by_layer) or \
+        '<p class="ok">No layer retraced: every graph was traced once per signature.</p>'
+    return "".join([
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'; img-src data:\">",
+        f"<title>{escape(title)}</title><style>{_PAGE_CSS}{TABLE_CSS}{timeline_css()}</style></head><body>",
+        f"<h1>{escape(title)}</h1><p class=\"meta\">{escape(meta)}</p>",
+        "<h2>Timeline</h2>",
+        '<p class="note">One row per layer, one mark per run of its <code>call</code> body. Hover a mark '
+        "for the kind, function, reason, changes and fix; runs a few pixels apart share a mark "
+        "(stacked by kind when they differ). Retraces are the tall marks.</p>",
+        _legend(events_by_layer),
+        f'<div class="scroll">{render_timeline(events_by_layer, axis)}</div>',
+        "<h2>Body runs by layer</h2>", counts_table(events_by_layer),
+        "<h2>Retraces</h2>", retrace_section,
+        "</body></html>\n",
+    ])
+
+
+def write_html(path: str | os.PathLike, events_by_layer: Mapping[str, Sequence[TraceEvent]],
+               title: str | None = None, axis: str = "time") -> pathlib.Path:
+    """Writes the self-contained HTML report of trace events to `path`.
+
+    A timeline with one row per layer and one mark per body run, coloured by
+    kind, with the reason, changes and fix in each mark's tooltip; then the
+    runs of each kind per layer and the retraces with their fixes. One file,
+    no scripts and nothing fetched: it opens offline in any browser.
+
+    Args:
+        path: File to write (str or path-like); its directory must exist.
+        events_by_layer: Mapping of layer name to its events, e.g.
+            `{layer.name: layer.trace_log for layer in layers}`.
+        title: The page's heading. Defaults to `"traceguard report"`.
+        axis: One of `{"time", "order"}`: place runs by seconds since the
+            first run, or by their order. Defaults to `"time"`.
+
+    Returns:
+        The path written, as a `pathlib.Path`.
+
+    Raises:
+        TypeError: If `path` or `events_by_layer` has the wrong type.
+        ValueError: If `axis` is not one of the choices.
+
+    Example:
+
+    ```python
+    traceguard.write_html("traces.html", {layer.name: layer.trace_log for layer in model.layers
+                                          if isinstance(layer, traceguard.TraceAwareMixin)})
+    ```
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`path` expects a file path (str or path-like). Received: path={path!r}")
+    document = render_html(events_by_layer, title=title, axis=axis)
+    target = pathlib.Path(path)
+    # Lone surrogates in user text cannot be encoded; a report with a replacement character beats none.
+    target.write_text(document, encoding="utf-8", errors="replace")
+    return target

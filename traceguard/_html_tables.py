@@ -1,0 +1,202 @@
+"""HTML tables of trace events, shared by notebook displays and the HTML report.
+
+Every piece of user text (layer names, function names, signatures, reasons,
+hints, errors) goes through `html.escape`. Kind colours are inline styles, so
+they survive notebook front ends that drop `<style>` blocks.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from traceguard._events import TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._log import TraceLog
+
+# The Okabe-Ito palette, readable with every common colour-vision deficiency: cool colours
+# for the expected runs, warm ones for the retraces worth fixing.
+KIND_COLORS = {
+    TraceKind.EAGER.value: "#56B4E9",
+    TraceKind.SYMBOLIC.value: "#CC79A7",
+    TraceKind.TRACE.value: "#0072B2",
+    TraceKind.VARIABLE_RETRACE.value: "#E69F00",
+    TraceKind.RETRACE.value: "#D55E00",
+    TraceKind.SAVE.value: "#009E73",
+}
+# Text on a kind's colour: the one of black and white with the higher contrast.
+KIND_TEXT_COLORS = {
+    TraceKind.EAGER.value: "#000",
+    TraceKind.SYMBOLIC.value: "#000",
+    TraceKind.TRACE.value: "#fff",
+    TraceKind.VARIABLE_RETRACE.value: "#000",
+    TraceKind.RETRACE.value: "#000",
+    TraceKind.SAVE.value: "#000",
+}
+KIND_DESCRIPTIONS = {
+    TraceKind.EAGER.value: "TensorFlow ran call op by op, outside any graph",
+    TraceKind.SYMBOLIC.value: "Keras ran call on symbolic inputs to build the layer or infer output shapes",
+    TraceKind.TRACE.value: "the first trace of a tf.function for this signature",
+    TraceKind.VARIABLE_RETRACE.value: "traced again because the first trace created variables",
+    TraceKind.RETRACE.value: "traced again for a new signature",
+    TraceKind.SAVE.value: "traced by SavedModel saving or model.export",
+}
+RETRACE_KINDS = frozenset({TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE})
+
+TABLE_CSS = (
+    ".traceguard{font:13px/1.4 system-ui,sans-serif}"
+    ".tg-table{border-collapse:collapse;font:13px/1.4 system-ui,sans-serif;margin:4px 0 12px}"
+    ".tg-table th,.tg-table td{text-align:left;vertical-align:top;padding:3px 8px;"
+    "border-bottom:1px solid #e1e4e8}"
+    ".tg-table th{font-weight:600;background:#f6f8fa}.tg-table td.num,.tg-table th.num{text-align:right}"
+    ".tg-table td.zero{color:#bbb}.tg-table .tg-text{max-width:46em}"
+    ".tg-table .tg-fix{color:#57606a;margin-top:2px}.tg-table code{font-size:12px}"
+    ".tg-kind{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;white-space:nowrap}"
+)
+_INDICES_SHOWN = 8
+_NONE = "\u00b7"
+_BACKTICKED = re.compile(r"`([^`<>]+)`")
+
+
+def plural(count: int, word: str) -> str:
+    """e.g. "1 run", "1,000 runs"."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def kind_badge(kind: str, text: str | None = None) -> str:
+    """A pill in the kind's colour, with the kind's description as tooltip."""
+    return (f'<span class="tg-kind" style="background:{KIND_COLORS[kind]};color:{KIND_TEXT_COLORS[kind]}" '
+            f'title="{escape(KIND_DESCRIPTIONS[kind])}">{escape(text or kind)}</span>')
+
+
+def _code(text: str) -> str:
+    return f"<code>{escape(text)}</code>"
+
+
+def _signature_html(event: TraceEvent) -> str:
+    return ", ".join(_code(f"{name}={spec}") for name, spec in event.signature.items()) or "&ndash;"
+
+
+def prose(text: str) -> str:
+    """Escaped text whose `backticked` names render as code, as in the text reports."""
+    return _BACKTICKED.sub(r"<code>\1</code>", escape(text))
+
+
+def _why_and_fix(reason: str, hint: str | None, error: str | None = None) -> str:
+    cell = f'<div class="tg-text">{prose(reason)}</div>'
+    if hint:
+        cell += f'<div class="tg-text tg-fix"><b>Fix:</b> {prose(hint)}</div>'
+    if error:
+        cell += f'<div class="tg-text tg-fix"><b>Error:</b> {escape(error)}</div>'
+    return cell
+
+
+def _indices_text(indices: Sequence[int]) -> str:
+    shown = ", ".join(f"#{index}" for index in indices[:_INDICES_SHOWN])
+    if len(indices) > _INDICES_SHOWN:
+        shown += f", \u2026 ({len(indices)} runs)"
+    elif len(indices) > 1:
+        shown += f" ({len(indices)} runs)"
+    return shown
+
+
+def counts_table(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
+    """One row per layer: its runs of each kind and in all.
+
+    Values that count more than their events (a `TraceLog`: `eager_calls`,
+    `dropped`) add those columns when any is non-zero.
+    """
+    eager_calls = {layer: getattr(events, "eager_calls", 0) for layer, events in events_by_layer.items()}
+    dropped = {layer: getattr(events, "dropped", 0) for layer, events in events_by_layer.items()}
+    show_eager_calls, show_dropped = any(eager_calls.values()), any(dropped.values())
+    header = "".join(f'<th class="num">{kind_badge(kind.value)}</th>' for kind in TraceKind)
+    header += '<th class="num">body runs</th>'
+    header += '<th class="num" title="eager runs counted, logged or not">eager calls</th>' \
+        if show_eager_calls else ""
+    header += '<th class="num" title="older events dropped from the log">dropped</th>' if show_dropped else ""
+    rows = []
+    for layer, events in events_by_layer.items():
+        counts = collections.Counter(event.kind for event in events)
+        cells = "".join(f'<td class="num">{counts[kind]:,}</td>' if counts[kind] else
+                        f'<td class="num zero">{_NONE}</td>' for kind in TraceKind)
+        cells += f'<td class="num">{len(events):,}</td>'
+        cells += f'<td class="num">{eager_calls[layer]:,}</td>' if show_eager_calls else ""
+        cells += f'<td class="num">{dropped[layer]:,}</td>' if show_dropped else ""
+        rows.append(f"<tr><td>{escape(layer)}</td>{cells}</tr>")
+    return (f'<table class="tg-table tg-counts"><thead><tr><th>layer</th>{header}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def retraces_table(events_by_layer: Mapping[str, Sequence[TraceEvent]], groups_per_layer: int = 20) -> str:
+    """The retraces of each layer, grouped by what changed and why, with their fixes.
+
+    Returns "" when no layer retraced.
+    """
+    rows = []
+    for layer, events in events_by_layer.items():
+        groups: dict[tuple, list[TraceEvent]] = {}
+        for event in events:
+            if event.kind in RETRACE_KINDS:
+                key = (event.kind, event.function, event.changes, event.reason, event.hint, event.error)
+                groups.setdefault(key, []).append(event)
+        for (kind, function, changes, reason, hint, error), group in list(groups.items())[:groups_per_layer]:
+            changed = "<br>".join(_code(change) for change in changes) or "&ndash;"
+            rows.append(f"<tr><td>{escape(layer)}</td><td>{kind_badge(kind.value)}</td>"
+                        f"<td>{_code(function) if function else '&ndash;'}</td>"
+                        f"<td>{_indices_text([event.index for event in group])}</td><td>{changed}</td>"
+                        f"<td>{_why_and_fix(reason, hint, error)}</td></tr>")
+        if len(groups) > groups_per_layer:
+            rows.append(f'<tr><td>{escape(layer)}</td><td colspan="5">\u2026 and '
+                        f"{len(groups) - groups_per_layer} more kinds of retrace; see the layer's "
+                        "<code>trace_log.summary()</code></td></tr>")
+    if not rows:
+        return ""
+    return ('<table class="tg-table tg-retraces"><thead><tr><th>layer</th><th>kind</th><th>function</th>'
+            f"<th>runs</th><th>changed</th><th>why, and the fix</th></tr></thead><tbody>{''.join(rows)}"
+            "</tbody></table>")
+
+
+def events_table(events: Sequence[TraceEvent], max_rows: int = 60) -> str:
+    """One row per event; past `max_rows`, the first and last halves with a gap row between."""
+    events = list(events)
+    shown: list[TraceEvent | None] = list(events)
+    if len(events) > max_rows:
+        head = max_rows // 2
+        shown = [*events[:head], None, *events[len(events) - (max_rows - head):]]
+    rows = []
+    for event in shown:
+        if event is None:
+            rows.append(f'<tr><td colspan="6">\u2026 {len(events) - max_rows} more runs; all of them: '
+                        "<code>trace_log.summary()</code></td></tr>")
+            continue
+        changed = "<br>".join(_code(change) for change in event.changes) or "&ndash;"
+        rows.append(f'<tr><td class="num">{event.index}</td><td>{kind_badge(event.kind.value)}</td>'
+                    f"<td>{_code(event.function) if event.function else '&ndash;'}</td>"
+                    f"<td>{_signature_html(event)}</td><td>{changed}</td>"
+                    f"<td>{_why_and_fix(event.reason, event.hint, event.error)}</td></tr>")
+    return ('<table class="tg-table tg-events"><thead><tr><th class="num">#</th><th>kind</th>'
+            "<th>function</th><th>signature</th><th>changed</th><th>why, and the fix</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def counts_badges(events: Sequence[TraceEvent]) -> str:
+    """The counts by kind as coloured pills, e.g. [1 symbolic] [1 trace]."""
+    counts = collections.Counter(event.kind.value for event in events)
+    return " ".join(kind_badge(kind, f"{counts[kind]} {kind}") for kind in TRACE_KINDS if counts[kind]) \
+        or "no runs recorded"
+
+
+def log_html(log: TraceLog, max_rows: int = 60) -> str:
+    """The notebook display of one `TraceLog`: a heading with the counts, then the events table."""
+    events = list(log)
+    extras = []
+    if log.eager_calls:
+        extras.append(f"{log.eager_calls} eager call{'s' if log.eager_calls != 1 else ''}")
+    if log.dropped:
+        extras.append(f"{log.dropped} older event{'s' if log.dropped != 1 else ''} dropped")
+    extra = f" <small>({escape('; '.join(extras))})</small>" if extras else ""
+    table = events_table(events, max_rows) if events else ""
+    return (f'<div class="traceguard"><style>{TABLE_CSS}</style>'
+            f"<div><b>TraceLog of layer <code>{escape(log.owner)}</code></b>: {counts_badges(events)}{extra}"
+            f"</div>{table}</div>")
