@@ -27,7 +27,8 @@ from traceguard._html_tables import (
     retraces_table,
 )
 from traceguard._log import TraceLog
-from traceguard._timeline import AXES, render_timeline, timeline_css
+from traceguard._timeline import AXES
+from traceguard._timeline_svg import render_timeline, timeline_css
 
 _PAGE_CSS = (
     "body{margin:24px;color:#1f2328;background:#fff;font:14px/1.5 system-ui,-apple-system,'Segoe UI',"

@@ -1,51 +1,32 @@
-"""The SVG timeline of the HTML report: one row per layer, one mark per body run.
+"""Where the timeline puts each body run: positions, cells, marks and their tooltips.
 
-Layout is a pure function of the events. The x axis is time since the first
-run (or the order of the runs, `axis="order"`), snapped to a grid of
-`CELL_WIDTH`-pixel cells so marks never overlap: a cell holding runs of one
-kind and one explanation is one mark, and consecutive such cells merge into one
-bar; a cell holding runs of different kinds is one mark stacked by kind. That
-keeps 100 layers x 1,000 runs to a few thousand SVG elements.
+Pure layout, no markup (`_timeline_svg.py` draws it). The x axis is time since
+the first run, or the runs' order (`axis="order"`), snapped to a grid of cells
+a few pixels wide so marks never overlap: the runs of one row that share a
+cell share a mark, and consecutive cells whose runs all have one explanation
+(kind, function, changes, reason, hint) merge into one bar. Past a budget of
+marks the cells widen, so a page stays a few megabytes whatever the logs hold.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
-from html import escape
 
 from traceguard._events import TraceEvent, TraceKind
-from traceguard._html_tables import KIND_COLORS, plural
 
 AXES = ("time", "order")
-
-LABEL_WIDTH = 210
-PLOT_WIDTH = 880
-STATS_WIDTH = 165
-PADDING = 8
-CELL_WIDTH = 5
-ROW_HEIGHT = 22
-MARK_HEIGHT = 12
-# Retraces stand out by height as well as colour, for readers who cannot tell the colours apart.
-RETRACE_MARK_HEIGHT = 18
-AXIS_HEIGHT = 26
-TOTAL_WIDTH = LABEL_WIDTH + PLOT_WIDTH + STATS_WIDTH
-CELLS = PLOT_WIDTH // CELL_WIDTH
-# Past this many rows the axis is repeated under the last row.
-_ROWS_FOR_BOTTOM_AXIS = 12
-_LABEL_CHARACTERS = 30
-_RETRACE_KINDS = (TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE)
-# Most costly first: the order in which a digest explains runs and a stacked mark stacks them, top down.
+# Most costly first: the order in which a tooltip explains runs and a mark stacks them, top down.
 SEVERITY = (TraceKind.RETRACE, TraceKind.VARIABLE_RETRACE, TraceKind.SAVE, TraceKind.TRACE,
             TraceKind.SYMBOLIC, TraceKind.EAGER)
-# A merged or stacked mark describes at most this many distinct explanations.
+RETRACE_KINDS = (TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE)
+# Marks for the whole timeline before cells widen (x2 each time): the benchmark's 100 layers of
+# 1,000 runs at random need 17,500 marks at 5 px, a 19 MB page that Chromium takes 9 s to load.
+MARK_BUDGET = 8000
+# A tooltip of several runs lists at most this many explanations; one of a run this many variables.
 _TITLE_EXPLANATIONS = 3
 _TITLE_VARIABLES = 3
-_MIN_SEGMENT = 2
-_MIN_RETRACE_SEGMENT = 5
-_ISOLATED_GROWTH = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +47,6 @@ class Mark:
 
 
 def _explanation(event: TraceEvent) -> tuple:
-    """What a mark's title says about a run, apart from its index, time and signature."""
     return (event.kind, event.function, event.changes, event.reason, event.hint, event.error)
 
 
@@ -93,53 +73,79 @@ def event_positions(events_by_layer: Mapping[str, Sequence[TraceEvent]], axis: s
     return rows, span, "order"
 
 
-def _shares_one_explanation(events: Sequence[TraceEvent]) -> bool:
-    # Field by field rather than by hashing explanation tuples: most cells hold runs that
-    # share one, and this is the report's inner loop (100,000 runs in the benchmark).
-    first = events[0]
-    return all(event.kind is first.kind and event.function == first.function
-               and event.changes == first.changes and event.reason == first.reason
-               and event.hint == first.hint and event.error == first.error for event in events)
+def _same_explanation(one: TraceEvent, other: TraceEvent) -> bool:
+    # Field by field rather than by hashing explanation tuples: this is the report's inner
+    # loop (100,000 runs in the benchmark), and most neighbouring runs do share one.
+    return (one.kind is other.kind and one.function == other.function and one.changes == other.changes
+            and one.reason == other.reason and one.hint == other.hint and one.error == other.error)
 
 
-def layout_row(events: Sequence[TraceEvent], positions: Sequence[float]) -> list[Mark]:
-    """The marks of one row, left to right, given each event's x in [0, 1]."""
-    last_cell = CELLS - 1
+def _spans(events: Sequence[TraceEvent], positions: Sequence[float], cells: int) -> list[list]:
+    """Per mark [first cell, last cell, events]: runs in a cell, merged across cells of one explanation."""
     by_cell: dict[int, list[TraceEvent]] = collections.defaultdict(list)
     for event, position in zip(events, positions):
-        by_cell[round(position * last_cell)].append(event)
-    # [first cell, last cell, events, kinds, explanations] of each mark, frozen at the end.
+        by_cell[round(position * (cells - 1))].append(event)
     spans: list[list] = []
+    mergeable: TraceEvent | None = None  # A run of the last span if all its runs share one explanation.
     for cell in sorted(by_cell):
         cell_events = by_cell[cell]
-        if _shares_one_explanation(cell_events):
-            explanations = (_explanation(cell_events[0]),)
-            previous = spans[-1] if spans else None
-            if previous is not None and previous[1] == cell - 1 and previous[4] == explanations:
-                previous[1] = cell
-                previous[2].extend(cell_events)
-                previous[3][cell_events[0].kind] += len(cell_events)
-                continue
-            kinds = collections.Counter({cell_events[0].kind: len(cell_events)})
+        first = cell_events[0]
+        uniform = all(_same_explanation(first, event) for event in cell_events)
+        if uniform and mergeable is not None and spans[-1][1] == cell - 1 \
+                and _same_explanation(mergeable, first):
+            spans[-1][1] = cell
+            spans[-1][2].extend(cell_events)
         else:
-            explanations = tuple(dict.fromkeys(_explanation(event) for event in cell_events))
-            kinds = collections.Counter(event.kind for event in cell_events)
-        spans.append([cell, cell, cell_events, kinds, explanations])
-    return [Mark(first, last, tuple(events), dict(kinds), explanations)
-            for first, last, events, kinds, explanations in spans]
+            spans.append([cell, cell, cell_events])
+            mergeable = first if uniform else None
+    return spans
 
 
-def _format_seconds(seconds: float, span: float) -> str:
-    if span < 1:
-        return f"{seconds * 1000:.1f} ms"
-    return f"{seconds:.3f} s"
+def layout_row(events: Sequence[TraceEvent], positions: Sequence[float], cells: int) -> list[Mark]:
+    """The marks of one row, left to right, given each event's x in [0, 1] and the number of cells."""
+    marks = []
+    for first_cell, last_cell, span_events in _spans(events, positions, cells):
+        first = span_events[0]
+        if all(_same_explanation(first, event) for event in span_events):
+            kinds, explanations = {first.kind: len(span_events)}, (_explanation(first),)
+        else:
+            kinds = dict(collections.Counter(event.kind for event in span_events))
+            explanations = tuple(dict.fromkeys(_explanation(event) for event in span_events))
+        marks.append(Mark(first_cell, last_cell, tuple(span_events), kinds, explanations))
+    return marks
+
+
+def layout(events_by_layer: Mapping[str, Sequence[TraceEvent]], axis: str, plot_width: int,
+           min_cell_width: int) -> tuple[list[list[Mark]], int, float, str]:
+    """Every row's marks, the cell width used, the time span and the axis used.
+
+    Starts at `min_cell_width` pixels a cell and doubles it while the marks
+    would exceed `MARK_BUDGET`.
+    """
+    positions, span, used_axis = event_positions(events_by_layer, axis)
+    rows = list(zip(events_by_layer.values(), positions))
+
+    def mark_count(cells: int) -> int:
+        return sum(len(_spans(events, row_positions, cells)) for events, row_positions in rows)
+
+    cell_width = min_cell_width
+    while plot_width // cell_width > 1 and mark_count(plot_width // cell_width) > MARK_BUDGET:
+        cell_width *= 2
+    cells = max(plot_width // cell_width, 1)
+    marks = [layout_row(events, row_positions, cells) for events, row_positions in rows]
+    return marks, cell_width, span, used_axis
+
+
+def format_offset(seconds: float, span: float) -> str:
+    """Seconds since the first run, in ms when the whole timeline is shorter than a second."""
+    return f"{seconds * 1000:.1f} ms" if span < 1 else f"{seconds:.3f} s"
 
 
 def _event_title(event: TraceEvent, offset: float, span: float) -> str:
     where = f" in {event.function}" if event.function else ""
     signature = ", ".join(f"{name}={spec}" for name, spec in event.signature.items()) or "no arguments"
     lines = [f"#{event.index} {event.kind.value}{where}",
-             f"at +{_format_seconds(offset, span)}, ran {event.duration_s * 1000:.1f} ms ({signature})"]
+             f"at +{format_offset(offset, span)}, ran {event.duration_s * 1000:.1f} ms ({signature})"]
     if event.changes:
         lines.append("changed: " + "; ".join(event.changes))
     lines.append("why: " + event.reason)
@@ -155,153 +161,31 @@ def _event_title(event: TraceEvent, offset: float, span: float) -> str:
 
 
 def mark_title(mark: Mark, first_timestamp: float, span: float) -> str:
-    """The tooltip of a mark: every detail of a single run, a digest of several."""
+    """The tooltip of a mark: every detail of one run; a digest of several.
+
+    Runs with one explanation get its reason and fix; runs with several get a
+    line per explanation (kind, function, changes) and the fix of the most
+    costly one, which keeps a page of 100,000 runs a few megabytes.
+    """
     events = mark.events
     if len(events) == 1:
         return _event_title(events[0], events[0].timestamp - first_timestamp, span)
     start = min(event.timestamp for event in events) - first_timestamp
     end = max(event.timestamp for event in events) - first_timestamp
-    counts = ", ".join(f"{mark.kinds[kind]} {kind.value}" for kind in TraceKind if mark.kinds.get(kind))
-    lines = [f"{len(events)} body runs, #{min(event.index for event in events)}\u2013"
-             f"#{max(event.index for event in events)}, +{_format_seconds(start, span)} to "
-             f"+{_format_seconds(end, span)}: {counts}"]
-    seen_texts: set[str] = set()
-    distinct = sorted(mark.explanations, key=lambda explanation: SEVERITY.index(explanation[0]))
-    for kind, function, changes, reason, hint, error in distinct[:_TITLE_EXPLANATIONS]:
+    counts = ", ".join(f"{mark.kinds[kind]:,} {kind.value}" for kind in TraceKind if mark.kinds.get(kind))
+    lines = [f"{len(events):,} body runs, #{min(event.index for event in events)}\u2013"
+             f"#{max(event.index for event in events)}, +{format_offset(start, span)} to "
+             f"+{format_offset(end, span)}: {counts}"]
+    explanations = sorted(mark.explanations, key=lambda explanation: SEVERITY.index(explanation[0]))
+    for kind, function, changes, _, _, error in explanations[:_TITLE_EXPLANATIONS]:
         where = f" in {function}" if function else ""
-        lines.append(f"{kind.value}{where}" + (": " + "; ".join(changes) if changes else ""))
-        for label, text in (("why", reason), ("fix", hint), ("error", error)):
-            if text and text not in seen_texts:
-                seen_texts.add(text)
-                lines.append(f"  {label}: {text}")
-    if len(distinct) > _TITLE_EXPLANATIONS:
-        lines.append(f"and {len(distinct) - _TITLE_EXPLANATIONS} more explanations; see the tables below")
+        detail = "; ".join(changes) + (f" (error: {error})" if error else "")
+        lines.append(f"{kind.value}{where}" + (f": {detail}" if detail else ""))
+    if len(explanations) > _TITLE_EXPLANATIONS:
+        lines.append(f"and {len(explanations) - _TITLE_EXPLANATIONS} more; the tables below list them all")
+    if len(explanations) == 1:
+        lines.append("why: " + explanations[0][3])
+    fixed = next((explanation for explanation in explanations if explanation[4]), None)
+    if fixed is not None:
+        lines.append(("fix: " if len(explanations) == 1 else f"fix ({fixed[0].value}): ") + fixed[4])
     return "\n".join(lines)
-
-
-def _mark_svg(mark: Mark, y_center: float, title: str, isolated: bool) -> str:
-    x = LABEL_WIDTH + PADDING + mark.first_cell * CELL_WIDTH
-    width = (mark.last_cell - mark.first_cell + 1) * CELL_WIDTH - 1
-    if isolated:
-        # No mark within a cell on either side: widen into the free space, easier to see and hover.
-        x, width = x - _ISOLATED_GROWTH, width + 2 * _ISOLATED_GROWTH
-    kinds = mark.kinds
-    has_retrace = any(kinds.get(kind) for kind in _RETRACE_KINDS)
-    height = RETRACE_MARK_HEIGHT if has_retrace else MARK_HEIGHT
-    top = y_center - height / 2
-    parts = [f'<g class="mark" data-runs="{len(mark.events)}"><title>{escape(title)}</title>']
-    present = [kind for kind in SEVERITY if kinds.get(kind)]
-    if len(present) == 1:
-        parts.append(f'<rect class="k-{present[0].value}" x="{x}" y="{top:g}" width="{width}" '
-                     f'height="{height}" rx="1"/>')
-    else:
-        # Stacked by kind, most costly on top; each kind keeps a minimum height so a lone
-        # retrace among many eager runs still shows.
-        minimum = {kind: _MIN_RETRACE_SEGMENT if kind in _RETRACE_KINDS else _MIN_SEGMENT
-                   for kind in present}
-        spare = height - sum(minimum.values())
-        total = sum(kinds[kind] for kind in present)
-        y = top
-        for position, kind in enumerate(present):
-            last = position == len(present) - 1
-            segment = top + height - y if last else minimum[kind] + round(spare * kinds[kind] / total)
-            parts.append(f'<rect class="k-{kind.value}" x="{x}" y="{y:g}" width="{width}" '
-                         f'height="{segment:g}"/>')
-            y += segment
-    parts.append("</g>")
-    return "".join(parts)
-
-
-def _ticks(span: float, axis: str, count: int) -> list[tuple[float, str]]:
-    """Axis ticks as (fraction of the plot, label), at round numbers."""
-    if axis == "order":
-        total = max(count - 1, 1)
-        step = max(1, round(_nice_step(total)))
-        return [(value / total, f"run {value + 1}") for value in range(0, total + 1, step)]
-    step = _nice_step(span)
-    return [(value / span, _format_tick(value, step))
-            for value in (step * i for i in range(int(span / step + 1e-9) + 1))]
-
-
-def _nice_step(span: float, target: int = 8) -> float:
-    """The round step (1, 2 or 5 times a power of ten) giving about `target` ticks over `span`."""
-    raw = span / target
-    magnitude = 10 ** math.floor(math.log10(raw))
-    return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw * (1 - 1e-9))
-
-
-def _format_tick(seconds: float, step: float) -> str:
-    if step < 1e-3:
-        return f"{seconds * 1000:.{max(0, -math.floor(math.log10(step * 1000)))}f} ms"
-    if step < 1:
-        return f"{seconds * 1000:.0f} ms"
-    return f"{seconds:.0f} s"
-
-
-def _axis_svg(ticks: Sequence[tuple[float, str]], label_y: float, grid_top: float, grid_bottom: float,
-              axis_label: str) -> str:
-    parts = [f'<text class="axis-name" x="{LABEL_WIDTH - 8}" y="{label_y}" text-anchor="end">'
-             f"{axis_label}</text>"]
-    for fraction, label in ticks:
-        x = LABEL_WIDTH + PADDING + fraction * (CELLS - 1) * CELL_WIDTH + (CELL_WIDTH - 1) / 2
-        if grid_bottom > grid_top:
-            parts.append(f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{grid_top}" y2="{grid_bottom}"/>')
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{label_y}">{escape(label)}</text>')
-    return "".join(parts)
-
-
-def render_timeline(events_by_layer: Mapping[str, Sequence[TraceEvent]], axis: str = "time") -> str:
-    """The `<svg>` element of the timeline: axis, then one row per layer."""
-    positions, span, used_axis = event_positions(events_by_layer, axis)
-    count = sum(len(events) for events in events_by_layer.values())
-    first_timestamp = min((event.timestamp for events in events_by_layer.values() for event in events),
-                          default=0.0)
-    rows_bottom = AXIS_HEIGHT + ROW_HEIGHT * len(events_by_layer)
-    bottom_axis = len(events_by_layer) > _ROWS_FOR_BOTTOM_AXIS
-    height = rows_bottom + (AXIS_HEIGHT if bottom_axis else 8)
-    axis_label = "time since the first run" if used_axis == "time" else "body runs in order"
-    ticks = _ticks(span, used_axis, count) if count else []
-    out = [f'<svg class="timeline" width="{TOTAL_WIDTH}" '
-           f'height="{height}" viewBox="0 0 {TOTAL_WIDTH} {height}" role="img" '
-           f'aria-label="Timeline of body runs per layer, x axis: {axis_label}">',
-           _axis_svg(ticks, 16, AXIS_HEIGHT - 4, rows_bottom + 2, axis_label)]
-    if bottom_axis:
-        out.append(_axis_svg(ticks, rows_bottom + 18, 0, 0, axis_label))
-    stats_x = LABEL_WIDTH + PADDING + PLOT_WIDTH + 12
-    for row, ((layer, events), row_positions) in enumerate(zip(events_by_layer.items(), positions)):
-        top = AXIS_HEIGHT + row * ROW_HEIGHT
-        center = top + ROW_HEIGHT / 2
-        label = layer if len(layer) <= _LABEL_CHARACTERS else layer[:_LABEL_CHARACTERS - 1] + "\u2026"
-        retraces = sum(event.kind in _RETRACE_KINDS for event in events)
-        out.append(f'<g class="row" data-layer="{escape(layer)}" data-runs="{len(events)}">'
-                   f'<rect class="stripe" x="0" y="{top}" width="{TOTAL_WIDTH}" height="{ROW_HEIGHT}"/>'
-                   f'<text class="label" x="{LABEL_WIDTH - 8}" y="{center + 4:g}" text-anchor="end">'
-                   f'<title>{escape(layer)}</title>{escape(label)}</text>')
-        marks = layout_row(events, row_positions)
-        for before, mark, after in zip([None, *marks], marks, [*marks[1:], None]):
-            isolated = ((before is None or before.last_cell < mark.first_cell - 1)
-                        and (after is None or after.first_cell > mark.last_cell + 1))
-            out.append(_mark_svg(mark, center, mark_title(mark, first_timestamp, span), isolated))
-        out.append(f'<text class="stats" x="{stats_x}" y="{center + 4:g}">{plural(len(events), "run")}')
-        if retraces:
-            out.append(f'<tspan class="retraces"> \u00b7 {plural(retraces, "retrace")}</tspan>')
-        out.append("</text></g>")
-    out.append("</svg>")
-    return "".join(out)
-
-
-def timeline_css() -> str:
-    """The CSS rules the timeline's classes need, one colour rule per kind."""
-    kind_rules = "".join(f".k-{kind}{{fill:{color}}}" for kind, color in KIND_COLORS.items())
-    return kind_rules + (
-        ".timeline{display:block;max-width:100%;height:auto;font:12px system-ui,sans-serif}"
-        ".timeline .stripe{fill:transparent}"
-        ".timeline .row:nth-of-type(even) .stripe{fill:#1f2328;fill-opacity:.04}"
-        ".timeline .row:hover .stripe{fill:#0969da;fill-opacity:.09}"
-        ".timeline .label{fill:#1f2328}.timeline .stats{fill:#57606a;font-size:11px}"
-        ".timeline .retraces{fill:#b34700;font-weight:600}"
-        ".timeline .grid{stroke:#d0d7de;stroke-width:1;stroke-dasharray:2 3}"
-        ".timeline .tick{fill:#57606a;font-size:11px;text-anchor:middle}"
-        ".timeline .axis-name{fill:#57606a;font-size:11px;font-style:italic}"
-        ".timeline .mark:hover rect{stroke:#1f2328;stroke-width:1}"
-    )
