@@ -51,7 +51,7 @@ TABLE_CSS = (
     "border-bottom:1px solid #e1e4e8}"
     ".tg-table th{font-weight:600;background:#f6f8fa}.tg-table td.num,.tg-table th.num{text-align:right}"
     ".tg-table td.zero{color:#bbb}.tg-table .tg-text{max-width:46em}"
-    ".tg-table .tg-fix{color:#57606a;margin-top:2px}.tg-table code{font-size:12px}"
+    ".tg-table .tg-fix{color:#57606a;margin-top:2px}.tg-table code{font-size:12px;white-space:nowrap}"
     ".tg-kind{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;white-space:nowrap}"
 )
 _INDICES_SHOWN = 8
