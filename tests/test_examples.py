@@ -9,6 +9,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+# Examples that write files take a directory, so they write under tmp_path.
+WRITES_FILES = {"html_timeline.py"}
 
 
 def run(*args):
@@ -20,8 +22,9 @@ def run(*args):
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs(path):
-    out = run(str(path))
+def test_example_runs(path, tmp_path):
+    arguments = ["--out", str(tmp_path)] if path.name in WRITES_FILES else []
+    out = run(str(path), *arguments)
     # Examples for `python -m traceguard run` are plain Keras scripts: no trace log of their own.
     if "import traceguard" in path.read_text():
         assert "TraceLog of layer" in out
@@ -44,6 +47,19 @@ def test_print_example_prints_what_the_readme_shows():
                                     "Batch of 60", "Batch of 60", "Batch of 32"]
     readme = (ROOT / "README.md").read_text()
     assert "```text\n" + "\n".join(out.splitlines()[:5]) + "\n```" in readme
+
+
+def test_html_timeline_example_writes_the_seed_and_model_timelines(tmp_path):
+    out = run(str(ROOT / "examples" / "html_timeline.py"), "--out", str(tmp_path))
+    for page in ("seed_timeline.html", "model_timeline.html"):
+        assert f"wrote {tmp_path / page}\n" in out
+    seed = (tmp_path / "seed_timeline.html").read_text(encoding="utf-8")
+    assert '<g class="row" data-layer="eager_layer" data-runs="3">' in seed
+    model = (tmp_path / "model_timeline.html").read_text(encoding="utf-8")
+    for layer in ("encoder", "bottleneck", "head"):
+        assert f'<g class="row" data-layer="{layer}" data-runs="4">' in model
+    assert model.count('<rect class="k-retrace"') == 3
+    assert "<code>inputs: dim 0 32 -&gt; None</code>" in model
 
 
 def test_demo_shows_the_double_trace_then_the_fix():

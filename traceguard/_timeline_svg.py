@@ -84,10 +84,9 @@ def ticks(span: float, axis: str, count: int) -> list[tuple[float, str]]:
     # A tick within a thousandth of a step past the span still shows: timestamps near 1.8e9 s
     # carry float rounding of about 0.2 us.
     values = [step * i for i in range(int(span / step + 1e-3) + 1)]
-    if step >= 1:
-        return [(value / span, f"{value:.0f} s") for value in values]
-    decimals = max(0, -math.floor(math.log10(step * 1000) + 1e-9))
-    return [(value / span, f"{value * 1000:.{decimals}f} ms") for value in values]
+    unit, scale = ("s", 1) if span >= 1 else ("ms", 1000)
+    decimals = max(0, -math.floor(math.log10(step * scale) + 1e-9))
+    return [(value / span, f"{value * scale:.{decimals}f} {unit}") for value in values]
 
 
 def _axis_svg(tick_list: Sequence[tuple[float, str]], cells: int, cell_width: int, label_y: float,
