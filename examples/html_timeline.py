@@ -6,12 +6,14 @@ Writes seed_timeline.html and model_timeline.html (into a new temp directory
 unless --out is given) and prints each layer's log. With --screenshots, also
 renders them in headless Chromium to PNG, as in the README (this uses the test
 suite's browser driver, tests/chromium.py, which needs Debian's chromium and
-chromium-driver).
+chromium-driver; pngquant, where installed, compresses them).
 """
 
 import argparse
 import os
 import pathlib
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -87,6 +89,9 @@ def screenshots(pages: list[pathlib.Path], directory: pathlib.Path) -> None:
             if errors:
                 raise RuntimeError(f"{page} logged console errors: {errors}")
             shot = browser.screenshot(directory / page.with_suffix(".png").name, "body > *", margin=16)
+            if shutil.which("pngquant"):  # Debian's pngquant: a third of the size, no visible change.
+                subprocess.run(["pngquant", "--quality=80-95", "--speed=1", "--force", "--output", str(shot),
+                                str(shot)], check=True)
             print(f"wrote {shot}")
 
 
