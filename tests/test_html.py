@@ -11,6 +11,7 @@ from conftest import SeedLayer
 import traceguard as tg
 from traceguard._events import TraceEvent, TraceKind
 from traceguard._html import render_html
+from traceguard._html_tables import layers_html
 from traceguard._timeline import MARK_BUDGET
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -403,6 +404,18 @@ def test_repr_html_escapes_the_owner_and_messages():
     text = tree.all_text()
     for hostile in ("<script>alert(1)</script>", "<i>x</i>", "<img src=x>", "<b>", "<u>=float32[1]"):
         assert hostile in text
+
+
+def test_layers_html_shows_counts_per_layer_and_the_retraces():
+    events_by_layer = {"<a>": [event(1, "trace", 0.0), event(2, "retrace", 1.0, changes=["x: dim 0 1 -> 2"])],
+                       "b": [event(1, "symbolic", 0.0, function=None)]}
+    tree = parse(layers_html(events_by_layer, heading="Explanation of <step>"))
+    assert tree.find_all("div")[1].all_text() == "Explanation of <step>: 1 symbolic 1 trace 1 retrace"
+    assert [row.children[0].text for row in tree.find_all("table", "tg-counts")[0].find_all("tr")] == [
+        "layer", "<a>", "b"]
+    (retrace,) = tree.find_all("table", "tg-retraces")[0].find_all("tr")[1:]
+    assert [cell.all_text() for cell in retrace.children][:5] == [
+        "<a>", "retrace", "one_step_on_data", "#2", "x: dim 0 1 -> 2"]
 
 
 def test_repr_html_of_an_empty_log():

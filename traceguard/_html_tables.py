@@ -200,3 +200,11 @@ def log_html(log: TraceLog, max_rows: int = 60) -> str:
     return (f'<div class="traceguard"><style>{TABLE_CSS}</style>'
             f"<div><b>TraceLog of layer <code>{escape(log.owner)}</code></b>: {counts_badges(events)}{extra}"
             f"</div>{table}</div>")
+
+
+def layers_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], heading: str) -> str:
+    """The notebook display of several layers' runs: the counts per layer, then the retraces."""
+    everything = [event for events in events_by_layer.values() for event in events]
+    return (f'<div class="traceguard"><style>{TABLE_CSS}</style>'
+            f"<div><b>{escape(heading)}</b>: {counts_badges(everything)}</div>"
+            f"{counts_table(events_by_layer)}{retraces_table(events_by_layer)}</div>")
