@@ -142,6 +142,8 @@ class Browser:
             const right = Math.max(...rects.map(r => r.right), whole ? page.scrollWidth : 0) + scrollX;
             const bottom = Math.max(...rects.map(r => r.bottom), whole ? page.scrollHeight : 0) + scrollY;
             return [left, top, right - left, bottom - top];""", selector)
+        if box[0] is None:  # Math.min() of nothing is Infinity, which JSON sends as null.
+            raise ValueError(f"No element matches selector={selector!r}.")
         left, top, width, height = box
         clip = {"x": max(left - margin, 0), "y": max(top - margin, 0), "width": width + 2 * margin,
                 "height": height + 2 * margin, "scale": 1}

@@ -327,7 +327,8 @@ def test_write_html_checks_its_arguments(tmp_path):
     with pytest.raises(TypeError, match=r"`events_by_layer\['a'\]` expects `traceguard.TraceEvent` items. "
                                         r"Received: 'x'"):
         tg.write_html(tmp_path / "r.html", {"a": ["x"]})
-    with pytest.raises(TypeError, match=r"`events_by_layer\['a'\]` expects a sequence .*Received: str"):
+    with pytest.raises(TypeError, match=r"`events_by_layer\['a'\]` expects a `TraceLog`, a `LayerRuns` or a "
+                                        r"sequence of `traceguard.TraceEvent`. Received: str"):
         tg.write_html(tmp_path / "r.html", {"a": "trace"})
     with pytest.raises(ValueError, match=r"`axis` expects one of time, order. Received: axis='x'"):
         tg.write_html(tmp_path / "r.html", {}, axis="x")
@@ -359,6 +360,23 @@ def test_write_html_takes_several_layers_logs(tmp_path, seed_input):
     rows = rows_of(path.read_text(encoding="utf-8"))
     assert {layer: row.attrs["data-runs"] for layer, row in rows.items()} == {"first": "3", "second": "1"}
     assert counts_rows(path.read_text(encoding="utf-8"))[2][-2:] == ["1", "1"]  # second: 1 run, 1 eager call
+
+
+def test_an_explanations_layers_go_straight_into_the_report_and_the_notebook_table(tmp_path, seed_input):
+    explanation = tg.explain(tf.function(SeedLayer(name="seed")), seed_input)
+    path = tg.write_html(tmp_path / "explain.html", explanation.layers, title=explanation.title)
+    document = path.read_text(encoding="utf-8")
+    seed, dense = explanation.layers  # Keras numbers the Dense layers a session creates: dense, dense_1, ...
+    assert seed == "seed" and dense.startswith("dense")
+    rows = rows_of(document)
+    assert {layer: [kinds_of(mark) for mark in marks_of(row)] for layer, row in rows.items()} == {
+        layer: [["k-symbolic"], ["k-trace"], ["k-variable_retrace"]] for layer in (seed, dense)}
+    assert counts_rows(document)[0][-1] == "body runs"  # No eager calls or drops: no such columns.
+    tree = parse(layers_html(explanation.layers, heading=explanation.title))
+    assert tree.find_all("div")[1].all_text() == (
+        "explain(tf.function function): 2 symbolic 2 trace 2 variable_retrace")
+    assert [row.children[0].text for row in tree.find_all("table", "tg-retraces")[0].find_all("tr")] == [
+        "layer", seed, dense]
 
 
 def test_repr_html_shows_counts_as_pills_and_one_row_per_event(seed_input):

@@ -25,6 +25,7 @@ from traceguard._html_tables import (
     counts_table,
     plural,
     retraces_table,
+    snapshot,
 )
 from traceguard._log import TraceLog
 from traceguard._timeline import AXES
@@ -41,32 +42,23 @@ _PAGE_CSS = (
 )
 
 
-def check_events_by_layer(events_by_layer: object) -> Mapping[str, Sequence[TraceEvent]]:
+def check_events_by_layer(events_by_layer: object) -> None:
     """Checks the report's input where it is given, naming what was received."""
     if not isinstance(events_by_layer, Mapping):
-        raise TypeError("`events_by_layer` expects a mapping of layer name to a sequence of "
-                        "`traceguard.TraceEvent` (e.g. a layer's `trace_log`). "
+        raise TypeError("`events_by_layer` expects a mapping of layer name to its events: a "
+                        "`TraceLog`, a `LayerRuns` or a list of `traceguard.TraceEvent`. "
                         f"Received: events_by_layer={events_by_layer!r}")
-    for layer, events in events_by_layer.items():
+    for layer, runs in events_by_layer.items():
         if not isinstance(layer, str):
             raise TypeError(f"`events_by_layer` expects layer names (str) as keys. Received: key={layer!r}")
+        events = getattr(runs, "events", runs)  # A LayerRuns holds its events in `events`.
         if isinstance(events, (str, bytes)) or not isinstance(events, (Sequence, TraceLog)):
-            raise TypeError(f"`events_by_layer[{layer!r}]` expects a sequence of `traceguard.TraceEvent`. "
-                            f"Received: {type(events).__name__}")
+            raise TypeError(f"`events_by_layer[{layer!r}]` expects a `TraceLog`, a `LayerRuns` or a "
+                            f"sequence of `traceguard.TraceEvent`. Received: {type(runs).__name__}")
         for event in events:
             if not isinstance(event, TraceEvent):
                 raise TypeError(f"`events_by_layer[{layer!r}]` expects `traceguard.TraceEvent` items. "
                                 f"Received: {event!r}")
-    return events_by_layer
-
-
-class _Snapshot(list):
-    """A log's events at one moment, with the counters the counts table shows."""
-
-    def __init__(self, events: Sequence[TraceEvent]) -> None:
-        super().__init__(events)
-        self.eager_calls = getattr(events, "eager_calls", 0)
-        self.dropped = getattr(events, "dropped", 0)
 
 
 def _legend(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
@@ -86,9 +78,11 @@ def render_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], title: str 
     """The report as one HTML document (a string).
 
     Args:
-        events_by_layer: Mapping of layer name to its events, e.g.
-            `{layer.name: layer.trace_log for layer in layers}`. A `TraceLog`
-            also contributes its eager-call and dropped-event counts.
+        events_by_layer: Mapping of layer name to its events: a `TraceLog`
+            (e.g. `{layer.name: layer.trace_log for layer in layers}`), a
+            `LayerRuns` (`explanation.layers`) or a list of `TraceEvent`s.
+            The first two also contribute their eager-call and dropped-event
+            counts.
         title: The page's heading. Defaults to `"traceguard report"`.
         axis: Where a run sits on the timeline. One of `{"time", "order"}`:
             seconds since the first run, or the runs' order. Defaults to
@@ -102,7 +96,7 @@ def render_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], title: str 
     if axis not in AXES:
         raise ValueError(f"`axis` expects one of {', '.join(AXES)}. Received: axis={axis!r}")
     # One snapshot per log, so the timeline and the tables agree while a log keeps growing.
-    events_by_layer = {layer: _Snapshot(events) for layer, events in events_by_layer.items()}
+    events_by_layer = snapshot(events_by_layer)
     from traceguard import __version__
 
     title = "traceguard report" if title is None else str(title)
@@ -143,8 +137,9 @@ def write_html(path: str | os.PathLike, events_by_layer: Mapping[str, Sequence[T
 
     Args:
         path: File to write (str or path-like); its directory must exist.
-        events_by_layer: Mapping of layer name to its events, e.g.
-            `{layer.name: layer.trace_log for layer in layers}`.
+        events_by_layer: Mapping of layer name to its events: a `TraceLog`
+            (e.g. `{layer.name: layer.trace_log for layer in layers}`), a
+            `LayerRuns` (`explanation.layers`) or a list of `TraceEvent`s.
         title: The page's heading. Defaults to `"traceguard report"`.
         axis: One of `{"time", "order"}`: place runs by seconds since the
             first run, or by their order. Defaults to `"time"`.
@@ -161,6 +156,7 @@ def write_html(path: str | os.PathLike, events_by_layer: Mapping[str, Sequence[T
     ```python
     traceguard.write_html("traces.html", {layer.name: layer.trace_log for layer in model.layers
                                           if isinstance(layer, traceguard.TraceAwareMixin)})
+    traceguard.write_html("fit.html", traceguard.explain(model.fit, x, y).layers)
     ```
     """
     if not isinstance(path, (str, os.PathLike)):

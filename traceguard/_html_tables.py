@@ -59,6 +59,20 @@ _NONE = "\u00b7"
 _BACKTICKED = re.compile(r"`([^`<>]+)`")
 
 
+class LayerSnapshot(list):
+    """One layer's events at one moment, with the counters its log or `LayerRuns` kept."""
+
+    def __init__(self, runs: object) -> None:
+        super().__init__(getattr(runs, "events", runs))
+        self.eager_calls = getattr(runs, "eager_calls", 0)
+        self.dropped = getattr(runs, "dropped", 0)
+
+
+def snapshot(events_by_layer: Mapping[str, object]) -> dict[str, LayerSnapshot]:
+    """Layer name to a `LayerSnapshot` of its `TraceLog`, `LayerRuns` or list of events."""
+    return {layer: LayerSnapshot(runs) for layer, runs in events_by_layer.items()}
+
+
 def plural(count: int, word: str) -> str:
     """e.g. "1 run", "1,000 runs"."""
     return f"{count:,} {word}{'' if count == 1 else 's'}"
@@ -202,8 +216,13 @@ def log_html(log: TraceLog, max_rows: int = 60) -> str:
             f"</div>{table}</div>")
 
 
-def layers_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], heading: str) -> str:
-    """The notebook display of several layers' runs: the counts per layer, then the retraces."""
+def layers_html(events_by_layer: Mapping[str, object], heading: str) -> str:
+    """The notebook display of several layers' runs: the counts per layer, then the retraces.
+
+    `events_by_layer` maps a layer name to its `TraceLog`, `LayerRuns` or list
+    of events, e.g. `explanation.layers`.
+    """
+    events_by_layer = snapshot(events_by_layer)
     everything = [event for events in events_by_layer.values() for event in events]
     return (f'<div class="traceguard"><style>{TABLE_CSS}</style>'
             f"<div><b>{escape(heading)}</b>: {counts_badges(everything)}</div>"
