@@ -156,7 +156,7 @@ def write_html(path: str | os.PathLike, events_by_layer: Mapping[str, Sequence[T
     ```python
     traceguard.write_html("traces.html", {layer.name: layer.trace_log for layer in model.layers
                                           if isinstance(layer, traceguard.TraceAwareMixin)})
-    traceguard.write_html("fit.html", traceguard.explain(model.fit, x, y).layers)
+    traceguard.write_html("fit.html", traceguard.explain(model.fit, x, y, verbose=0).layers)
     ```
     """
     if not isinstance(path, (str, os.PathLike)):
