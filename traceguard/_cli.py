@@ -22,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Keras layer's `call` body, and print the report to stderr when the script ends (also "
         "when it raises). The exit code is the script's.")
     run.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stderr")
+    run.add_argument("--html", metavar="FILE", help="also write the report as a self-contained HTML "
+                     "file: a timeline of every layer's body runs, then tables")
     run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
     run.add_argument("arguments", metavar="ARGS", nargs=argparse.REMAINDER,
                      help="arguments for the script")
@@ -37,5 +39,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif arguments.command == "run":
         from traceguard._run import run_script
 
-        return run_script(arguments.script, arguments.arguments, arguments.output, sys.stderr)
+        return run_script(arguments.script, arguments.arguments, arguments.output, sys.stderr,
+                          html=arguments.html)
     return 0

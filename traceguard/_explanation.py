@@ -12,6 +12,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import itertools
+import os
+import pathlib
 import threading
 import time
 import weakref
@@ -106,7 +108,8 @@ class Explanation:
             self._layer_of[layer] = runs
         return runs
 
-    def _record_event(self, layer: Any, event: TraceEvent) -> None:
+    def _record_event(self, layer: Any, event: TraceEvent) -> str:
+        """Adds the event to the layer's runs; returns the layer's name in this report."""
         with self._lock:
             runs = self._runs_of(layer)
             if len(runs.events) >= _EVENTS_PER_LAYER:
@@ -116,6 +119,7 @@ class Explanation:
             # Runs are reported when they end; an outer layer starts before its sublayers.
             self._first_run[runs.name] = min(self._first_run[runs.name], event.timestamp)
             self._order[id(event)] = next(self._arrivals)
+            return runs.name
 
     def _record_eager(self, layer: Any) -> None:
         with self._lock:
@@ -180,6 +184,34 @@ class Explanation:
         from traceguard._report import format_explanation
 
         return format_explanation(self.title, list(self.layers.values()))
+
+    def to_html(self, path: str | os.PathLike) -> pathlib.Path:
+        """Writes the report as one self-contained HTML file: a timeline per layer, then tables.
+
+        One row per layer and one mark per body run, coloured by kind, with
+        the reason, changes and fix as tooltip; then the counts by kind per
+        layer and the retraces with their fixes. No scripts and nothing
+        fetched: the file opens offline. Same as
+        `traceguard.write_html(path, explanation.layers, title=explanation.title)`.
+
+        Args:
+            path: File to write (str or path-like); its directory must exist.
+
+        Returns:
+            The path written, as a `pathlib.Path`.
+
+        Raises:
+            TypeError: If `path` is not a str or path-like.
+        """
+        from traceguard._html import write_html
+
+        return write_html(path, self.layers, title=self.title)
+
+    def _repr_html_(self) -> str:
+        """The notebook display: counts by kind per layer, then the retraces with their fixes."""
+        from traceguard._html_tables import layers_html
+
+        return layers_html(self.layers, self.title)
 
     def __str__(self) -> str:
         return self.summary()

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import TextIO
 
 
-def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO) -> int:
+def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
+               html: str | None = None) -> int:
     """Runs `script` with `arguments` under `watch()`, then writes the report.
 
     Args:
@@ -24,12 +25,19 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         arguments: The script's command-line arguments.
         output: Path of the file to write the report to; None for `err`.
         err: Where the report (without `output`) and the script's traceback go.
+        html: Path of the HTML report to write as well; None for none.
 
     Returns:
-        The exit code `python SCRIPT` would have had.
+        The exit code `python SCRIPT` would have had; 2 for a usage error.
     """
     if not os.path.isfile(script):
         print(f"traceguard run: no such file: {script!r}", file=err)
+        return 2
+    # Say so before the script runs, not after an hour of training.
+    html_directory = os.path.dirname(os.path.abspath(html)) if html is not None else None
+    if html is not None and (os.path.isdir(html) or not os.path.isdir(html_directory)):
+        print(f"traceguard run: --html expects a file in an existing directory. Received: --html {html!r}",
+              file=err)
         return 2
     from traceguard._watch import watch
 
@@ -55,6 +63,9 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
             sys.path[0] = saved_path0
         if report is not None:
             _write_report(str(report), output, err)
+            if html is not None:
+                report.to_html(html)
+                print(f"traceguard: HTML report written to {html}", file=err)
     return code
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import pathlib
 import threading
 import warnings
 import weakref
@@ -11,6 +13,7 @@ from typing import Any
 from traceguard import _compat, _recorder
 from traceguard._events import TraceEvent, TraceKind
 from traceguard._explanation import Explanation
+from traceguard._tensorboard import TensorBoardWriter
 
 __all__ = ["TraceMonitor"]
 
@@ -52,18 +55,39 @@ class TraceMonitor(_compat.keras.callbacks.Callback):
     on every occurrence: each one is reported with a `UserWarning` that names
     the layer, what changed and the fix, at the end of its epoch or call.
 
+    Args:
+        html: Path (str or path-like) of a self-contained HTML report of
+            `report` (a timeline per layer, then tables), rewritten at the end
+            of each `fit`, `evaluate` or `predict` call. Its directory must
+            exist. Defaults to `None`, no HTML report.
+        log_dir: Directory (str or path-like) for TensorBoard summaries: at
+            the end of each epoch, and of each `evaluate` or `predict` call
+            outside `fit`, the scalars `traceguard/<layer>/<kind>` (runs of
+            kind `trace`, `variable_retrace` and `retrace` so far) and, for
+            each layer that retraced since, the text
+            `traceguard/<layer>/retrace_reason` (what changed, why, the fix).
+            Created if missing. Defaults to `None`, no summaries.
+
+    Raises:
+        TypeError: If `html` or `log_dir` is not a str or path-like.
+        ValueError: If the directory of `html` does not exist, or `log_dir`
+            is an existing file.
+
     Example:
 
     ```python
-    monitor = traceguard.callbacks.TraceMonitor()
+    monitor = traceguard.callbacks.TraceMonitor(html="traces.html", log_dir="logs/traceguard")
     model.fit(x[:64], y[:64], batch_size=32, callbacks=[monitor])
     model.fit(x[:70], y[:70], batch_size=32, callbacks=[monitor])  # Warns: partial batch.
     print(monitor.report)
     ```
     """
 
-    def __init__(self) -> None:
+    def __init__(self, html: str | os.PathLike | None = None,
+                 log_dir: str | os.PathLike | None = None) -> None:
         super().__init__()
+        self.html = _checked_html_path(html)
+        self._tensorboard = None if log_dir is None else TensorBoardWriter(_checked_log_dir(log_dir))
         self.report = Explanation("TraceMonitor")
         self._observer = _Observer(self)
         self._lock = threading.Lock()
@@ -74,13 +98,20 @@ class TraceMonitor(_compat.keras.callbacks.Callback):
 
     # --- from the recorder ---
     def _record_event(self, layer: Any, event: TraceEvent) -> None:
-        self.report._record_event(layer, event)
+        name = self.report._record_event(layer, event)
+        where = self._where() if event.kind is TraceKind.RETRACE else ""
+        if self._tensorboard is not None:
+            self._tensorboard.record(name, event, where)
         if event.kind is TraceKind.RETRACE and (self._calls > 1 or self._epoch > 0):
             with self._lock:
-                where = f"{self._active[-1] if self._active else 'a call'} call {self._calls}"
-                if self._active and self._active[0] == "fit":
-                    where += f", epoch {self._epoch + 1}"
                 self._late_retraces.append((event, where))
+
+    def _where(self) -> str:
+        """The call in progress, as warnings name it: "fit call 2, epoch 1"."""
+        where = f"{self._active[-1] if self._active else 'a call'} call {self._calls}"
+        if self._active and self._active[0] == "fit":
+            where += f", epoch {self._epoch + 1}"
+        return where
 
     # --- Keras hooks ---
     def on_train_begin(self, logs: Any = None) -> None:
@@ -106,6 +137,8 @@ class TraceMonitor(_compat.keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         self._warn_late_retraces()
+        if self._tensorboard is not None:
+            self._tensorboard.write(epoch)
 
     # --- bookkeeping ---
     def _begin(self, mode: str) -> None:
@@ -127,6 +160,16 @@ class TraceMonitor(_compat.keras.callbacks.Callback):
         _recorder.remove_observer(self._observer)
         logger.info("TraceMonitor: layer body runs after %s (call %d):\n%s",
                     method, self._calls, self.report.table())
+        if self._tensorboard is not None and method != "fit":  # fit wrote at each epoch's end.
+            self._tensorboard.write()
+        if self.html is not None:
+            self._write_html()
+
+    def _write_html(self) -> None:
+        try:
+            self.report.to_html(self.html)
+        except OSError as error:  # The training is done; a lost report must not fail it.
+            logger.warning("TraceMonitor: could not write the HTML report to %r: %s", str(self.html), error)
 
     def _warn_late_retraces(self) -> None:
         with self._lock:
@@ -144,3 +187,26 @@ class TraceMonitor(_compat.keras.callbacks.Callback):
                 f"Fix: {fix} All runs: TraceMonitor.report.",
                 UserWarning, stacklevel=_compat.user_stacklevel(),
             )
+
+
+def _checked_html_path(html: object) -> pathlib.Path | None:
+    if html is None:
+        return None
+    if not isinstance(html, (str, os.PathLike)):
+        raise TypeError("`TraceMonitor(html=...)` expects the path of the HTML file to write (str or "
+                        f"path-like), or None. Received: html={html!r}")
+    path = pathlib.Path(html)
+    if path.is_dir() or not path.parent.is_dir():
+        raise ValueError("`TraceMonitor(html=...)` expects a file in an existing directory. "
+                         f"Received: html={html!r}")
+    return path
+
+
+def _checked_log_dir(log_dir: object) -> str:
+    if not isinstance(log_dir, (str, os.PathLike)):
+        raise TypeError("`TraceMonitor(log_dir=...)` expects a directory for TensorBoard summaries "
+                        f"(str or path-like), or None. Received: log_dir={log_dir!r}")
+    if os.path.isfile(log_dir):
+        raise ValueError("`TraceMonitor(log_dir=...)` expects a directory, created if missing; it is an "
+                         f"existing file. Received: log_dir={log_dir!r}")
+    return os.fspath(log_dir)
