@@ -9,6 +9,12 @@ Tags (documented in the README, pinned in tests/test_tensorboard.py):
 - `traceguard/<layer>/retrace_reason`, text (Markdown): each retrace of the
   layer at that step, with its function, when, what changed, why and the fix.
 
+Written with `tf.summary.write` and the summary metadata of TensorBoard's
+scalars and text plugins, as `tf.summary.scalar` and `tf.summary.text` write
+them: those two live in the `tensorboard` package, which TensorFlow 2.21 no
+longer installs, and a monitor should not need it to write what TensorBoard
+reads later.
+
 One point per `fit` epoch, at the epoch's number (so the points line up with
 Keras's own `TensorBoard` callback, `initial_epoch` included), and one per
 `evaluate` or `predict` call made outside `fit`; a step is never written twice,
@@ -89,10 +95,17 @@ class TensorBoardWriter:
 
         if self._file_writer is None:
             self._file_writer = tf.summary.create_file_writer(self.log_dir)
+        # The plugin data of tensorboard/plugins/{scalar,text}/metadata.py: the plugin's name, and
+        # content `ScalarPluginData(version=0)` / `TextPluginData(version=0)`, which serialize empty.
+        scalar_metadata = tf.compat.v1.SummaryMetadata(
+            plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name="scalars"))
+        text_metadata = tf.compat.v1.SummaryMetadata(
+            plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name="text"))
         with self._file_writer.as_default(step=step):
             for layer, kinds in counts.items():
                 for kind in SCALAR_KINDS:
-                    tf.summary.scalar(scalar_tag(layer, kind), kinds.get(kind, 0))
+                    tf.summary.write(scalar_tag(layer, kind), tf.constant(kinds.get(kind, 0), tf.float32),
+                                     metadata=scalar_metadata)
             for layer, texts in retraces.items():
-                tf.summary.text(text_tag(layer), "\n\n".join(texts))
+                tf.summary.write(text_tag(layer), tf.constant("\n\n".join(texts)), metadata=text_metadata)
         self._file_writer.flush()
