@@ -67,3 +67,16 @@ def test_same_signature_in_a_new_function_of_the_same_code_is_a_retrace():
     assert "outside the loop" in verdict.hint
     other_signature = classify_run(RunContext.GRAPH, B, "step", True, [], [EarlierTrace(A, True)])
     assert other_signature.kind is TraceKind.TRACE
+def test_runs_of_the_same_trace_are_classified_against_earlier_traces_only():
+    token, other = object(), object()
+    # The second replica of a first trace: a trace, not a retrace.
+    first = classify_run(RunContext.GRAPH, A, "step", True, [EarlierTrace(A, True, token)],
+                         trace=token)
+    assert first.kind is TraceKind.TRACE
+    # The second replica of a variable retrace.
+    earlier = [EarlierTrace(A, True, other), EarlierTrace(A, False, token)]
+    verdict = classify_run(RunContext.GRAPH, A, "step", False, earlier, trace=token)
+    assert verdict.kind is TraceKind.VARIABLE_RETRACE
+    # Unknown tokens never match: an earlier run without one is an earlier trace.
+    assert classify_run(RunContext.GRAPH, A, "step", True, [EarlierTrace(A, True)], trace=None).kind \
+        is TraceKind.RETRACE

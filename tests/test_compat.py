@@ -7,6 +7,7 @@ import contextlib
 import io
 import subprocess
 import sys
+import threading
 
 import pytest
 import tensorflow as tf
@@ -55,6 +56,50 @@ def test_tf_function_phase_and_identity_are_found_from_the_stack():
     assert _compat.enclosing_tf_function() is None
 
 
+def test_each_trace_is_identified_by_the_func_graph_being_built():
+    seen = []
+
+    def body(x):
+        seen.append((_compat.enclosing_tf_function().trace, tf.compat.v1.get_default_graph()))
+        return x
+
+    step = tf.function(body)
+    step(tf.ones(()))
+    step(tf.ones((2,)))
+    assert [trace() for trace, _ in seen] == [graph for _, graph in seen]
+    assert seen[0][0] != seen[1][0]
+    assert seen[0][0]() is step.get_concrete_function(tf.ones(())).graph
+
+
+def test_mirrored_replica_thread_sees_the_tf_function_of_the_thread_it_runs_for():
+    # MirroredStrategy runs every replica in its own thread, even with one device.
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    seen = []
+
+    def replica_body(x):
+        seen.append((threading.current_thread(), _compat.enclosing_tf_function(),
+                     tf.compat.v1.get_default_graph(), _compat.current_replica()))
+        return x
+
+    @tf.function
+    def step(x):
+        return strategy.run(replica_body, args=(x,))
+
+    step(tf.ones(()))
+    ((thread, frame, graph, replica),) = seen
+    assert isinstance(thread, _compat._REPLICA_THREAD_TYPE) and thread is not threading.main_thread()
+    assert frame.key() is step and frame.name == "step" and frame.creates_variables is True
+    assert frame.trace() is graph
+    assert replica == 0
+
+
+def test_replica_thread_outside_a_tf_function_finds_none():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    seen = []
+    strategy.run(lambda: seen.append(_compat.enclosing_tf_function()) or tf.constant(0))
+    assert seen == [None]
+
+
 def test_concrete_function_trace_is_found_too():
     frames = []
     step = tf.function(lambda x: frames.append(_compat.enclosing_tf_function()) or x)
@@ -96,7 +141,7 @@ def test_replica_id_outside_and_inside_a_strategy():
     seen = []
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     strategy.run(tf.function(lambda: seen.append(_compat.current_replica()) or tf.constant(0)))
-    assert seen == [0]
+    assert seen == [0] and type(seen[0]) is int
 
 
 def test_import_does_not_import_tf_keras():

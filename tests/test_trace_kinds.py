@@ -223,3 +223,18 @@ def test_keras_validation_step_is_not_taken_for_a_new_train_step(functional_mode
     model.fit(x, y, batch_size=32, validation_data=(x, y), verbose=0)
     assert kinds(layer) == ["trace", "trace"]
     assert {event.function for event in layer.trace_log} == {"one_step_on_data"}
+def test_layer_called_twice_in_one_trace_shares_the_trace_kind_and_counts_once():
+    class Double(tg.TraceAwareLayer):
+        def call(self, inputs):
+            return inputs * 2
+
+    layer = Double(max_traces=2)  # A warning would fail the test: one trace counts once.
+    step = tf.function(lambda a, b: tf.reduce_sum(layer(a)) + tf.reduce_sum(layer(b)))
+    step(tf.ones((2,)), tf.ones((3,)))
+    step(tf.ones((4,)), tf.ones((3,)))
+    assert [(e.kind.value, e.changes) for e in layer.trace_log] == [
+        ("trace", ()), ("trace", ()),
+        # Compared with the closest earlier run, the newest on a tie.
+        ("retrace", ("inputs: dim 0 3 -> 4",)), ("retrace", ()),
+    ]
+    assert step.experimental_get_tracing_count() == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Sequence
+from typing import Any
 
 from traceguard._events import TraceKind
 from traceguard._signature import Signature, diff_signatures, format_spec
@@ -31,6 +32,13 @@ class EarlierTrace:
 
     signature: Signature
     in_creation_phase: bool  # Traced by tf.function's first, variable-creating configuration.
+    # Identifies the trace the run was part of (compared with `==`); None when unknown.
+    trace: Any = None
+
+
+def same_trace(a: Any, b: Any) -> bool:
+    """Whether two trace tokens name the same trace; unknown (None) never matches."""
+    return a is not None and b is not None and a == b
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +83,13 @@ def classify_run(
     in_creation_phase: bool | None,
     earlier: Sequence[EarlierTrace],
     same_origin: Sequence[EarlierTrace] = (),
+    trace: Any = None,
 ) -> Verdict:
     """Classifies one body run.
+
+    Runs that belong to the same trace (each replica's run under
+    `MirroredStrategy`, or a layer called twice in one function) are classified
+    against the earlier traces only, so they share that trace's kind.
 
     Args:
         context: Where the body ran.
@@ -88,6 +101,7 @@ def classify_run(
         earlier: The layer's earlier traces of the same function, oldest first.
         same_origin: When `earlier` is empty, the layer's earlier traces by
             other tf.function objects wrapping the same Python function.
+        trace: A token identifying the trace in progress, or None when unknown.
     """
     where = f"tf.function `{function}`" if function else "a graph"
     subject = f"The tf.function `{function}`" if function else "The graph"
@@ -102,7 +116,9 @@ def classify_run(
         return Verdict(TraceKind.SAVE, (), f"Traced by SavedModel saving or `export` to write "
                        f"{where} into the saved model.", None)
 
-    if not earlier and any(trace.signature == signature for trace in same_origin):
+    earlier = [past for past in earlier if not same_trace(past.trace, trace)]
+    same_origin = [past for past in same_origin if not same_trace(past.trace, trace)]
+    if not earlier and any(past.signature == signature for past in same_origin):
         return Verdict(TraceKind.RETRACE, (f"tf.function `{function}`: new object, same Python function",),
                        f"{subject} is a new tf.function object wrapping the same Python function as "
                        "an earlier one that traced this signature already; each tf.function object "

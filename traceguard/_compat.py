@@ -14,11 +14,13 @@ import contextlib
 import dataclasses
 import os
 import sys
+import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.distribute import mirrored_run as _mirrored_run
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
 from tensorflow.python.ops import control_flow_util as _control_flow_util
 from tensorflow.python.saved_model import save_context as _save_context
@@ -67,13 +69,16 @@ def _internal_missing(what: str) -> RuntimeError:
 # `Function._initialize` traces the first call through a `wrapped_fn` closure whose
 # `scope` is `variable_capturing_scope`; once that trace created variables, every
 # later trace runs `wrapped_fn` with `scope=invalid_creator_scope` (variable
-# creation forbidden). See `_generate_scoped_tracing_options` and `_call` in
+# creation forbidden). `wrapped_fn` runs inside the FuncGraph being built and keeps
+# it in its `default_graph` local: that graph identifies one trace. See
+# `_generate_scoped_tracing_options` and `_call` in
 # tensorflow/python/eager/polymorphic_function/polymorphic_function.py.
 def _find_wrapped_fn_code() -> Any:
     factory = getattr(_tf_function.Function, "_generate_scoped_tracing_options", None)
     codes = [c for c in getattr(getattr(factory, "__code__", None), "co_consts", ())
              if getattr(c, "co_name", None) == "wrapped_fn"]
-    if len(codes) != 1 or "scope" not in codes[0].co_freevars:
+    if len(codes) != 1 or "scope" not in codes[0].co_freevars \
+            or "default_graph" not in codes[0].co_varnames:
         raise _internal_missing("Function._generate_scoped_tracing_options.<wrapped_fn>")
     return codes[0]
 
@@ -86,6 +91,43 @@ _FUNCTION_METHOD_CODES = frozenset(
 _NO_VARIABLE_CREATION_SCOPE = "invalid_creator_scope"
 
 
+# --- MirroredStrategy replica threads ------------------------------------------------
+# `MirroredStrategy.run` runs each replica's function in its own
+# `_MirroredReplicaThread` while the calling thread waits in
+# `_call_for_each_replica`, whose `coord` local is each replica thread's `coord`
+# (tensorflow/python/distribute/mirrored_run.py). The tf.function whose trace runs
+# the replicas is on the waiting thread's stack, so a replica's stack continues there.
+_REPLICA_THREAD_TYPE = getattr(_mirrored_run, "_MirroredReplicaThread", None)
+_CALL_FOR_EACH_REPLICA_CODE = getattr(getattr(_mirrored_run, "_call_for_each_replica", None),
+                                      "__code__", None)
+if _REPLICA_THREAD_TYPE is None or _CALL_FOR_EACH_REPLICA_CODE is None \
+        or "coord" not in _CALL_FOR_EACH_REPLICA_CODE.co_varnames \
+        or "coord" not in _REPLICA_THREAD_TYPE.__init__.__code__.co_names:
+    raise _internal_missing("mirrored_run._call_for_each_replica and _MirroredReplicaThread.coord")
+
+
+def _replica_caller(thread: threading.Thread) -> tuple[Any, threading.Thread | None]:
+    """The `_call_for_each_replica` frame waiting for replica `thread`, and its thread."""
+    coord = getattr(thread, "coord", None)
+    for ident, frame in sys._current_frames().items():
+        while frame is not None:
+            if frame.f_code is _CALL_FOR_EACH_REPLICA_CODE and frame.f_locals.get("coord") is coord:
+                caller = next((t for t in threading.enumerate() if t.ident == ident), None)
+                return frame, caller
+            frame = frame.f_back
+    return None, None
+
+
+def calling_frames(frame: Any) -> Iterator[Any]:
+    """`frame` and its callers; in a replica thread, then the frames of the thread it runs for."""
+    thread: threading.Thread | None = threading.current_thread()
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+        if frame is None and isinstance(thread, _REPLICA_THREAD_TYPE):
+            frame, thread = _replica_caller(thread)
+
+
 @dataclasses.dataclass(frozen=True)
 class TfFunctionFrame:
     """The innermost `tf.function` whose trace is running on this thread."""
@@ -95,6 +137,7 @@ class TfFunctionFrame:
     creates_variables: bool | None  # None when the phase could not be seen.
     # What the Function wraps (see `function_origin`), or None.
     origin: Any = None
+    trace: Any = None  # A weak reference to the FuncGraph being built: one per trace.
 
 
 def function_origin(function: Any) -> Any:
@@ -134,26 +177,29 @@ def _identity_key(value: Any) -> Any:
 def enclosing_tf_function() -> TfFunctionFrame | None:
     """Returns the innermost tf.function being traced by this thread, if any.
 
-    Walks the Python stack, so call it only off the eager fast path.
+    Walks the Python stack (and, in a `MirroredStrategy` replica thread, the
+    stack of the thread that started the replica), so call it only off the
+    eager fast path.
     """
-    frame = sys._getframe(1)
     phase: bool | None = None
-    while frame is not None:
+    trace: Any = None
+    for frame in calling_frames(sys._getframe(1)):
         code = frame.f_code
         if code is _WRAPPED_FN_CODE and phase is None:
-            scope = frame.f_locals.get("scope")
-            phase = getattr(scope, "__name__", "") != _NO_VARIABLE_CREATION_SCOPE
+            local = frame.f_locals
+            phase = getattr(local.get("scope"), "__name__", "") != _NO_VARIABLE_CREATION_SCOPE
+            graph = local.get("default_graph")
+            trace = None if graph is None else weakref.ref(graph)
         elif code in _FUNCTION_METHOD_CODES and phase is not None:
             function = frame.f_locals.get("self")
             try:
                 key: Any = weakref.ref(function)
             except TypeError:
                 key = function.name
-            return TfFunctionFrame(key, function.name, phase, function_origin(function))
-        frame = frame.f_back
+            return TfFunctionFrame(key, function.name, phase, function_origin(function), trace)
     if phase is None:
         return None
-    return TfFunctionFrame(current_graph_name(), current_graph_name(), phase)
+    return TfFunctionFrame(current_graph_name(), current_graph_name(), phase, trace=trace)
 
 
 # --- execution context -------------------------------------------------------------
@@ -171,12 +217,8 @@ def in_save_context() -> bool:
         return True
     # Keras 3 `model.export` traces `__call__` and `serving_default` before it
     # enters TF's save context (measured on Keras 3.15): recognise its frames.
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_filename.startswith(_KERAS_EXPORT_DIR):
-            return True
-        frame = frame.f_back
-    return False
+    return any(frame.f_code.co_filename.startswith(_KERAS_EXPORT_DIR)
+               for frame in calling_frames(sys._getframe(1)))
 
 
 def current_graph_name() -> str | None:
@@ -206,7 +248,9 @@ def current_replica() -> int | None:
     context = tf.distribute.get_replica_context()
     if context is None:  # Cross-replica context.
         return None
-    return tf.get_static_value(context.replica_id_in_sync_group)
+    # A constant tensor inside tf.function; `get_static_value` gives a 0-d array.
+    replica = tf.get_static_value(context.replica_id_in_sync_group)
+    return None if replica is None else int(replica)
 
 
 # --- variables ---------------------------------------------------------------------

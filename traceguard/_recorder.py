@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from traceguard import _compat
-from traceguard._classify import EarlierTrace, RunContext, classify_run
+from traceguard._classify import EarlierTrace, RunContext, classify_run, same_trace
 from traceguard._errors import RetraceError
 from traceguard._events import GRAPH_TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._log import TraceLog
@@ -113,7 +113,7 @@ class BodyRun:
     """One execution of a `call` body in progress on this thread."""
 
     __slots__ = ("layer", "state", "original", "args", "kwargs", "index", "kind", "context",
-                 "function", "function_key", "origin", "in_creation_phase", "signature",
+                 "function", "function_key", "origin", "in_creation_phase", "trace", "signature",
                  "earlier", "messages", "started", "variables_before", "verdict")
 
     def __init__(self, layer: Any, state: LayerTraceState | None, original: Callable[..., Any],
@@ -175,21 +175,28 @@ class LayerTraceState:
         with self.lock:
             return list(self._by_origin.get(origin, ())) if origin is not None else []
 
-    def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> None:
+    def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> bool:
+        """Remembers a trace of the function `key`; False when its trace was already seen."""
         with self.lock:
-            _append_bounded(self._memory, key, trace)
+            new_trace = _append_bounded(self._memory, key, trace)
             if origin is not None:
                 _append_bounded(self._by_origin, origin, trace)
+            return new_trace
 
 
-def _append_bounded(memory: collections.OrderedDict, key: Any, trace: EarlierTrace) -> None:
+def _append_bounded(memory: collections.OrderedDict, key: Any, trace: EarlierTrace) -> bool:
+    """Appends `trace` under `key` unless its trace has this signature already; False if seen."""
     traces = memory.pop(key, None)
     if traces is None:
         traces = collections.deque(maxlen=_REMEMBERED_TRACES)
         if len(memory) >= _REMEMBERED_FUNCTIONS:
             memory.popitem(last=False)
-    traces.append(trace)
     memory[key] = traces
+    seen = [] if trace.trace is None else [
+        past for past in traces if same_trace(past.trace, trace.trace)]
+    if not any(past.signature == trace.signature for past in seen):
+        traces.append(trace)
+    return not seen
 
 
 # --- the wrapped call --------------------------------------------------------------
@@ -239,6 +246,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
                 return run  # The fast path: nothing else to do.
             run.context = RunContext.EAGER
             run.function = run.function_key = run.in_creation_phase = run.origin = frame = None
+            run.trace = None
         else:
             if _compat.in_symbolic_build():
                 run.context = RunContext.SYMBOLIC
@@ -251,14 +259,17 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             run.function_key = frame.key if frame else run.function
             run.in_creation_phase = frame.creates_variables if frame else None
             run.origin = frame.origin if frame else None
+            run.trace = frame.trace if frame else None
         run.signature = signature_of(original, args, kwargs)
         run.earlier = (state.earlier_traces(run.function_key)
                        if run.context is RunContext.GRAPH else [])
-        # Only for a function's first trace: earlier traces of tf.functions wrapping the same code.
+        # Only for a function's first trace (runs of the trace in progress aside): earlier
+        # traces of tf.functions wrapping the same code.
+        first_trace = all(same_trace(past.trace, run.trace) for past in run.earlier)
         same_origin = (state.earlier_traces_of_origin(run.origin)
-                       if run.context is RunContext.GRAPH and not run.earlier else [])
+                       if run.context is RunContext.GRAPH and first_trace else [])
         run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
-                                   run.in_creation_phase, run.earlier, same_origin)
+                                   run.in_creation_phase, run.earlier, same_origin, run.trace)
         run.kind = run.verdict.kind
         run.variables_before = {id(v) for v in _compat.layer_variables(layer)}
         run.index = state.log._reserve_index()
@@ -288,8 +299,11 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             _notify("_record_event", run.layer, event)
         if event.kind not in GRAPH_TRACE_KINDS or error is not None:
             return
-        state.remember(run.function_key, EarlierTrace(run.signature, bool(run.in_creation_phase)),
-                       run.origin)
+        # Several runs in one trace (replicas, a layer called twice) count as one trace.
+        if not state.remember(run.function_key,
+                              EarlierTrace(run.signature, bool(run.in_creation_phase), run.trace),
+                              run.origin):
+            return
         with state.lock:
             state.graph_traces += 1
             excess = (state.settings.max_traces is not None
