@@ -255,3 +255,23 @@ def tensor_branch_printing(x):
         return x
     print("negative")
     return -x
+def test_keras_traceback_filter_hides_traceguard_frames_only():
+    import os
+
+    from keras.src.utils import traceback_utils
+
+    assert not traceback_utils.include_frame(os.path.join(_compat._TRACEGUARD_DIR, "_recorder.py"))
+    assert traceback_utils.include_frame(__file__)
+
+
+def test_mixin_call_is_wrapped_by_keras_filter_and_left_unconverted_by_autograph():
+    from keras.src.utils import traceback_utils
+    from tensorflow.python.autograph.impl import api
+
+    import traceguard as tg
+
+    wrapper = tg.TraceAwareMixin.__call__
+    assert wrapper.__code__ is keras.layers.Layer.__call__.__code__  # Keras's `error_handler`.
+    assert wrapper.__code__ is traceback_utils.filter_traceback(len).__code__
+    assert not api.is_autograph_artifact(wrapper)  # Converted by tf.function, as Keras's is.
+    assert api.is_autograph_artifact(wrapper.__wrapped__)

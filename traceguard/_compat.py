@@ -322,6 +322,38 @@ def calling_frame() -> Any:
 # tensorflow/python/autograph/impl/api.py).
 run_unconverted: Callable[[Callable[..., Any]], Callable[..., Any]] = \
     tf.autograph.experimental.do_not_convert
+# --- looking like Keras's own `Layer.__call__` ------------------------------------------
+# Keras 3 wraps `Layer.__call__` in `filter_traceback`, which drops the frames of
+# files under `_EXCLUDED_PATHS` from the traceback of an error raised by `call`
+# (keras/src/utils/traceback_utils.py; off after
+# `keras.config.disable_traceback_filtering()`). traceguard's directory joins that
+# list so an error from a trace-aware layer reads exactly as from a plain layer.
+_TRACEGUARD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+if IS_KERAS_3:
+    from keras.src.utils import traceback_utils as _keras_traceback_utils
+    from tensorflow.python.autograph.impl import api as _autograph_api
+
+    if not isinstance(getattr(_keras_traceback_utils, "_EXCLUDED_PATHS", None), tuple) \
+            or not callable(getattr(_keras_traceback_utils, "filter_traceback", None)):
+        raise _internal_missing("keras.src.utils.traceback_utils._EXCLUDED_PATHS and filter_traceback")
+    if _TRACEGUARD_DIR not in _keras_traceback_utils._EXCLUDED_PATHS:
+        _keras_traceback_utils._EXCLUDED_PATHS += (_TRACEGUARD_DIR,)
+
+
+def as_keras_call(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps a mixin's `__call__` the way Keras 3 wraps `Layer.__call__`.
+
+    The wrapper is Keras's `filter_traceback`, so it is what AutoGraph converts
+    when a layer is given to `tf.function`, as for a plain layer. `method` itself
+    is marked an AutoGraph artifact (after wrapping, so the wrapper does not copy
+    the mark): AutoGraph calls it unconverted, as it calls Keras's own code, whose
+    module it allowlists (tensorflow/python/autograph/core/config.py). Converting
+    traceguard's bookkeeping would add its frames to the error messages of
+    `tf.function` and cost trace time.
+    """
+    wrapper = _keras_traceback_utils.filter_traceback(method)
+    _autograph_api.autograph_artifact(method)
+    return wrapper
 
 
 # --- wrapping `call` -----------------------------------------------------------------

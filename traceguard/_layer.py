@@ -81,6 +81,8 @@ class TraceAwareMixin:
         # Set around Keras's `__setattr__` so the state is never tracked or saved.
         object.__setattr__(self, STATE_ATTRIBUTE, LayerTraceState(settings, owner=self.name))
 
+    # Wrapped like Keras's own `Layer.__call__`: errors from `call` read as from a plain layer.
+    @_compat.as_keras_call
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.built and _compat.executing_eagerly():  # The eager fast path.
             return super().__call__(*args, **kwargs)

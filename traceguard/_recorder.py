@@ -341,31 +341,50 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
 def observe_call(layer: Any, call: Callable[[], Any]) -> Any:
     """Runs `layer.__call__` (as `call()`) noting the TF variables it creates."""
     frame = _CallFrame(layer)
+    try:
+        watch = _compat.variable_creation_watch(frame.created.append)
+        watch.__enter__()
+    except Exception:  # Bookkeeping must never break the user's call.
+        _log_internal_error("watching variable creation")
+        return call()
     calls = _active_calls()
     calls.append(frame)
     try:
-        with _compat.variable_creation_watch(frame.created.append):
-            return call()
+        return call()
     finally:
         calls.pop()
+        try:
+            # Left as if no error occurred: the user's exception is not thrown into TF's scope.
+            watch.__exit__(None, None, None)
+        except Exception:
+            _log_internal_error("watching variable creation")
 
 
 def _enforce_budget(state: LayerTraceState, event: TraceEvent) -> None:
-    from traceguard._report import format_budget_excess
+    try:
+        from traceguard._report import format_budget_excess
 
-    message = format_budget_excess(state.log.owner, state.settings.max_traces,
-                                   state.graph_traces, event)
+        message = format_budget_excess(state.log.owner, state.settings.max_traces,
+                                       state.graph_traces, event)
+        stacklevel = _compat.user_stacklevel()
+    except Exception:
+        _log_internal_error("reporting a trace over max_traces")
+        return
     if state.settings.on_excess == "raise":
         raise RetraceError(message)
-    warnings.warn(message, UserWarning, stacklevel=_compat.user_stacklevel())
+    warnings.warn(message, UserWarning, stacklevel=stacklevel)
 
 
 _reported_errors: set[str] = set()
+_reported_errors_lock = threading.Lock()
 
 
 def _log_internal_error(where: str) -> None:
-    if where not in _reported_errors:
+    """Logs the exception being handled once per `where` (threads may fail at once)."""
+    with _reported_errors_lock:
+        first = where not in _reported_errors
         _reported_errors.add(where)
+    if first:
         logger.exception("traceguard failed while %s; the call goes on unrecorded "
                          "(reported once). Please report this with %s.",
                          where, _compat.describe_versions())
