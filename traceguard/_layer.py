@@ -34,6 +34,11 @@ class TraceAwareMixin:
     reason, what changed since the previous trace, and how to avoid it. The
     layer's results are never changed.
 
+    Thread-safe: the layer may be called from several threads at once,
+    including `tf.distribute` replica threads. Each run is recorded exactly
+    once, its event names its thread (and replica), and event indices stay
+    unique and contiguous.
+
     Args:
         trace_log_size: Positive integer, how many events `trace_log` keeps
             (older ones are dropped and counted). Defaults to `1000`.

@@ -42,7 +42,8 @@ class TraceLog:
     when the layer was built with `log_eager=True`.
 
     All methods are thread-safe: one lock guards the events and the counters,
-    and iteration works on a snapshot.
+    and iteration works on a snapshot. Events stay in index order even when
+    runs on different threads finish out of order.
 
     Args:
         maxlen: Positive integer, how many events to keep.
@@ -73,10 +74,22 @@ class TraceLog:
             return index
 
     def _append(self, event: TraceEvent) -> None:
+        """Adds `event` in index order, dropping the oldest past `maxlen`.
+
+        Indices are reserved when a run starts, so a run that ends after a later
+        one (another thread's, or one that encloses it) arrives out of order.
+        """
         with self._lock:
-            if len(self._events) == self._events.maxlen:
+            events = self._events
+            if len(events) == events.maxlen:
                 self._dropped += 1
-            self._events.append(event)
+                if events[0].index > event.index:
+                    return  # Older than everything kept: it is the one dropped.
+                events.popleft()
+            position = len(events)
+            while position and events[position - 1].index > event.index:
+                position -= 1
+            events.insert(position, event)
 
     def _count_eager_call(self) -> None:
         with self._lock:
