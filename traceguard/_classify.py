@@ -116,8 +116,9 @@ def classify_run(
         return Verdict(TraceKind.SAVE, (), f"Traced by SavedModel saving or `export` to write "
                        f"{where} into the saved model.", None)
 
-    earlier = [past for past in earlier if not same_trace(past.trace, trace)]
-    same_origin = [past for past in same_origin if not same_trace(past.trace, trace)]
+    if trace is not None:  # Runs of the trace in progress are not earlier traces.
+        earlier = [past for past in earlier if past.trace is None or past.trace != trace]
+        same_origin = [past for past in same_origin if past.trace is None or past.trace != trace]
     if not earlier and any(past.signature == signature for past in same_origin):
         return Verdict(TraceKind.RETRACE, (f"tf.function `{function}`: new object, same Python function",),
                        f"{subject} is a new tf.function object wrapping the same Python function as "
@@ -142,11 +143,36 @@ def classify_run(
                        "Create the tf.function once and reuse it; pass values that vary as "
                        "tensors, not Python objects.")
 
-    closest = min(reversed(earlier), key=lambda trace: len(diff_signatures(trace.signature, signature)))
-    changes = tuple(diff_signatures(closest.signature, signature))
+    closest, changes = closest_trace(earlier, signature)
     return Verdict(TraceKind.RETRACE, changes, f"{subject} traced again "
                    f"because the signature changed: {'; '.join(changes)}.",
                    retrace_hint(changes, closest.signature, signature, function))
+
+
+def closest_trace(
+    earlier: Sequence[EarlierTrace], signature: Signature
+) -> tuple[EarlierTrace, tuple[str, ...]]:
+    """The earlier trace with the fewest changes to `signature` (the newest on a tie), and the changes.
+
+    `earlier` holds no trace of this very signature. Each argument whose spec
+    differs adds at least one change, so a trace whose count of differing
+    arguments already reaches the best count is skipped without formatting its
+    changes: a retrace storm compares against many earlier traces.
+    """
+    newest_first = reversed(earlier)
+    best = next(newest_first)
+    best_changes = diff_signatures(best.signature, signature)
+    for trace in newest_first:
+        if len(best_changes) <= 1:
+            break  # No earlier trace has this very signature: none can do better.
+        old = trace.signature
+        differing = sum(old.get(name) != spec for name, spec in signature.items())
+        differing += sum(name not in signature for name in old)
+        if differing < len(best_changes):
+            changes = diff_signatures(old, signature)
+            if len(changes) < len(best_changes):
+                best, best_changes = trace, changes
+    return best, tuple(best_changes)
 
 
 def retrace_hint(changes: Sequence[str], old: Signature, new: Signature, function: str | None) -> str:
