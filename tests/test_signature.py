@@ -24,6 +24,9 @@ def call(self, inputs, mask=None, training=None, *rest, **options):
         ({"b": 1, "a": tf.zeros(2)}, "{'a': float32[2], 'b': 1}"),
         (True, "True"),
         ("x" * 100, repr("x" * 100)[:37] + "..."),
+        (list(range(20)), "[" + ", ".join(map(str, range(16))) + ", ... 20 items]"),
+        ({i: i for i in range(17)}, "{" + ", ".join(f"{k}: {k}" for k in sorted(map(str, range(17)))[:16])
+         + ", ... 17 items}"),
     ],
 )
 def test_spec_strings(value, text):
@@ -63,6 +66,11 @@ def test_unknown_rank_is_a_question_mark():
         ([tf.zeros(1), 1], [tf.zeros(2), 1], ["x[0]: dim 0 1 -> 2"]),
         ({"a": 1}, {"a": 2}, ["x['a']: 1 -> 2"]),
         ([1], [1, 2], ["x: [1] -> [1, 2]"]),
+        ("a" * 50 + "b", "a" * 50 + "c",
+         [f"x: {repr('a' * 50)[:37]}... -> {repr('a' * 50)[:37]}... (they differ past the part shown)"]),
+        (list(range(20)), [*range(19), 0], ["x[16:]: the items past the first 16 changed"]),
+        ([0] * 17 + [tf.zeros(2)], [1] + [0] * 16 + [tf.zeros(3)],
+         ["x[0]: 0 -> 1", "x[16:]: the items past the first 16 changed"]),
         (tf.zeros(2), None, ["x: float32[2] -> None"]),
     ],
 )
@@ -75,3 +83,11 @@ def test_added_and_removed_arguments():
     new = {"b": spec_of(2)}
     assert diff_signatures(old, new) == ["b: added (2)", "a: removed"]
     assert diff_signatures(old, old) == []
+
+
+def test_a_structure_that_contains_itself_has_a_finite_spec():
+    loop = [1]
+    loop.append(loop)
+    assert format_signature({"x": spec_of(loop)}) == {"x": "[1, [1, [...]]]"}
+    changes = diff_signatures({"x": spec_of(loop)}, {"x": spec_of([1, [1, 2]])})
+    assert changes == ["x[1]: [1, [...]] -> [1, 2]"]

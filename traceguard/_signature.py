@@ -5,8 +5,13 @@ A spec is a small hashable tuple built from public attributes only (`shape`,
 
 - `("tensor", type_label, dtype, dims)` for anything with `shape` and `dtype`
   (`dims` is None for an unknown rank);
-- `("seq", "list" | "tuple", children)` and `("map", ((key, child), ...))`;
-- `("value", repr)` for Python values and other objects.
+- `("seq", "list" | "tuple", children, length, rest)` and
+  `("map", ((key, child), ...), length, rest)`;
+- `("value", repr, rest)` for Python values and other objects.
+
+Specs stay small: a long repr keeps its first characters, a long sequence or
+mapping its first items. `rest` is then a fingerprint (a hash) of what was cut,
+else None, so two calls that differ only past the cut still differ.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ _DENSE_TYPES = {"Tensor", "EagerTensor", "SymbolicTensor", "KerasTensor", "ndarr
                 "Variable", "ResourceVariable", "ArrayImpl", "DynamicJaxprTracer"}
 
 
-def _short_repr(value: Any) -> str:
+def _value_spec(value: Any) -> Spec:
     text = repr(value)
-    return text if len(text) <= _MAX_REPR else text[: _MAX_REPR - 3] + "..."
+    if len(text) <= _MAX_REPR:
+        return ("value", text, None)
+    return ("value", text[: _MAX_REPR - 3] + "...", hash(text))
 
 
 def _dims(shape: Any) -> tuple[int | None, ...] | None:
@@ -42,21 +49,29 @@ def _dtype_name(dtype: Any) -> str:
     return str(getattr(dtype, "name", dtype))
 
 
-def spec_of(value: Any) -> Spec:
+def spec_of(value: Any, _enclosing: tuple[int, ...] = ()) -> Spec:
     """The spec of one argument value."""
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
-        return ("value", _short_repr(value))
+        return _value_spec(value)
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         type_name = type(value).__name__
         label = "" if type_name in _DENSE_TYPES or "Variable" in type_name else type_name
         return ("tensor", label, _dtype_name(value.dtype), _dims(value.shape))
-    if isinstance(value, (list, tuple)):
+    is_sequence, is_mapping = isinstance(value, (list, tuple)), isinstance(value, Mapping)
+    if (not is_sequence and not is_mapping) or id(value) in _enclosing:  # Or contains itself.
+        return _value_spec(value)
+    enclosing = (*_enclosing, id(value))
+    if is_sequence:
+        children = tuple(spec_of(item, enclosing) for item in value)
         kind = "list" if isinstance(value, list) else "tuple"
-        return ("seq", kind, tuple(spec_of(item) for item in value[:_MAX_ITEMS]))
-    if isinstance(value, Mapping):
-        items = sorted(value.items(), key=lambda item: repr(item[0]))[:_MAX_ITEMS]
-        return ("map", tuple((repr(key), spec_of(item)) for key, item in items))
-    return ("value", _short_repr(value))
+        return ("seq", kind, children[:_MAX_ITEMS], len(children), _fingerprint(children[_MAX_ITEMS:]))
+    items = tuple((repr(key), spec_of(item, enclosing))
+                  for key, item in sorted(value.items(), key=lambda item: repr(item[0])))
+    return ("map", items[:_MAX_ITEMS], len(items), _fingerprint(items[_MAX_ITEMS:]))
+
+
+def _fingerprint(cut: tuple) -> int | None:
+    return hash(cut) if cut else None
 
 
 def format_spec(spec: Spec) -> str:
@@ -67,10 +82,15 @@ def format_spec(spec: Spec) -> str:
         shape = "[?]" if dims is None else "[" + ",".join("None" if d is None else str(d) for d in dims) + "]"
         return f"{label + ' ' if label else ''}{dtype}{shape}"
     if tag == "seq":
-        inner = ", ".join(format_spec(child) for child in spec[2])
-        return f"[{inner}]" if spec[1] == "list" else f"({inner}{',' if len(spec[2]) == 1 else ''})"
+        _, kind, children, length, _ = spec
+        inner = ", ".join(format_spec(child) for child in children)
+        if length > len(children):
+            inner += f", ... {length} items"
+        return f"[{inner}]" if kind == "list" else f"({inner}{',' if length == 1 else ''})"
     if tag == "map":
-        return "{" + ", ".join(f"{key}: {format_spec(child)}" for key, child in spec[1]) + "}"
+        _, items, length, _ = spec
+        more = f", ... {length} items" if length > len(items) else ""
+        return "{" + ", ".join(f"{key}: {format_spec(child)}" for key, child in items) + more + "}"
     return spec[1]
 
 
@@ -143,11 +163,23 @@ def diff_specs(name: str, old: Spec, new: Spec) -> list[str]:
                 if a != b
             )
         return changes
-    if old[0] == new[0] == "seq" and old[1] == new[1] and len(old[2]) == len(new[2]):
-        return [c for i, (a, b) in enumerate(zip(old[2], new[2])) for c in diff_specs(f"{name}[{i}]", a, b)]
-    if old[0] == new[0] == "map" and [k for k, _ in old[1]] == [k for k, _ in new[1]]:
-        return [c for (key, a), (_, b) in zip(old[1], new[1]) for c in diff_specs(f"{name}[{key}]", a, b)]
-    return [f"{name}: {format_spec(old)} -> {format_spec(new)}"]
+    if old[0] == new[0] == "seq" and old[1] == new[1] and old[3] == new[3]:
+        changes = [c for i, (a, b) in enumerate(zip(old[2], new[2]))
+                   for c in diff_specs(f"{name}[{i}]", a, b)]
+        return changes + _cut_changed(name, old[4], new[4])
+    if old[0] == new[0] == "map" and old[2] == new[2] and [k for k, _ in old[1]] == [k for k, _ in new[1]]:
+        changes = [c for (key, a), (_, b) in zip(old[1], new[1]) for c in diff_specs(f"{name}[{key}]", a, b)]
+        return changes + _cut_changed(name, old[3], new[3])
+    change = f"{name}: {format_spec(old)} -> {format_spec(new)}"
+    if format_spec(old) == format_spec(new):  # Values that differ past their shortened repr.
+        change += " (they differ past the part shown)"
+    return [change]
+
+
+def _cut_changed(name: str, old_rest: int | None, new_rest: int | None) -> list[str]:
+    if old_rest == new_rest:
+        return []
+    return [f"{name}[{_MAX_ITEMS}:]: the items past the first {_MAX_ITEMS} changed"]
 
 
 def diff_signatures(old: Signature, new: Signature) -> list[str]:
