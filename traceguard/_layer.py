@@ -66,6 +66,7 @@ class TraceAwareMixin:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _check_mixin_order(cls)
         call = getattr(cls, "call", None)
         if call is not None and call is not _compat.LayerBase.call and not is_recorded(call):
             cls.call = _compat.wrap_call(call, record_body(call))
@@ -81,6 +82,13 @@ class TraceAwareMixin:
         on_excess: str = "warn",
         **kwargs: Any,
     ) -> None:
+        if not isinstance(self, _compat.LayerBase):
+            raise TypeError(
+                "`TraceAwareMixin` records Keras layers: mix it into a Keras `Layer` class, "
+                "before it, e.g. `class MyDense(traceguard.TraceAwareMixin, keras.layers.Dense)`. "
+                f"Received: an instance of {type(self).__qualname__}, not a "
+                f"{_compat.LayerBase.__module__}.{_compat.LayerBase.__qualname__}"
+            )
         settings = TraceSettings(trace_log_size, log_eager, max_traces, on_excess)
         super().__init__(*args, **kwargs)
         # Set around Keras's `__setattr__` so the state is never tracked or saved.
@@ -97,6 +105,22 @@ class TraceAwareMixin:
     def trace_log(self) -> TraceLog:
         """The `traceguard.TraceLog` of this layer's body runs."""
         return self.__dict__[STATE_ATTRIBUTE].log
+
+
+def _check_mixin_order(cls: type) -> None:
+    """Fails at class creation when a Keras layer class precedes the mixin in `cls`'s bases.
+
+    Keras's `Layer.__init__` and `__call__` would then run instead of the mixin's,
+    and the layer would record nothing.
+    """
+    mro = cls.__mro__
+    if _compat.LayerBase in mro and mro.index(_compat.LayerBase) < mro.index(TraceAwareMixin):
+        bases = ", ".join(base.__qualname__ for base in cls.__bases__)
+        raise TypeError(
+            f"`TraceAwareMixin` must come before the Keras layer class in the bases of "
+            f"`{cls.__qualname__}`, e.g. `class {cls.__name__}(traceguard.TraceAwareMixin, "
+            f"keras.layers.Dense)`. Received: class {cls.__name__}({bases})"
+        )
 
 
 def _config_method(cls: type) -> Any:

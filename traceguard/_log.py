@@ -26,9 +26,10 @@ def normalize_kinds(kind: Any, argument: str = "kind") -> frozenset[TraceKind] |
         if isinstance(item, str) and item in TRACE_KINDS:
             result.add(TraceKind(item))
         else:
+            culprit = f"; {item!r} is none of them" if item is not kind else ""
             raise ValueError(
                 f"`{argument}` expects a TraceKind, one of {', '.join(TRACE_KINDS)}, "
-                f"or a collection of them. Received: {argument}={kind!r}"
+                f"or a collection of them{culprit}. Received: {argument}={kind!r}"
             )
     return frozenset(result)
 
@@ -47,6 +48,10 @@ class TraceLog:
 
     Args:
         maxlen: Positive integer, how many events to keep.
+        owner: The layer's name, shown in reports. Defaults to `""`.
+
+    Raises:
+        ValueError: If `maxlen` is not a positive integer or `owner` not a str.
 
     Example:
 
@@ -59,6 +64,10 @@ class TraceLog:
     """
 
     def __init__(self, maxlen: int, owner: str = "") -> None:
+        if isinstance(maxlen, bool) or not isinstance(maxlen, int) or maxlen < 1:
+            raise ValueError(f"`maxlen` expects a positive integer. Received: maxlen={maxlen!r}")
+        if not isinstance(owner, str):
+            raise ValueError(f"`owner` expects the layer's name (str). Received: owner={owner!r}")
         self._events: collections.deque[TraceEvent] = collections.deque(maxlen=maxlen)
         self._lock = threading.Lock()
         self._dropped = 0
@@ -127,6 +136,8 @@ class TraceLog:
     def __getitem__(self, item: slice) -> list[TraceEvent]: ...
 
     def __getitem__(self, item: int | slice) -> TraceEvent | list[TraceEvent]:
+        if isinstance(item, bool) or not isinstance(item, (int, slice)):
+            raise TypeError(f"`TraceLog` indices must be integers or slices. Received: item={item!r}")
         return self._snapshot()[item]
 
     def filter(self, kind: Any = None, function: str | None = None) -> list[TraceEvent]:
