@@ -1,22 +1,31 @@
-"""XLA: models and functions compiled with jit_compile=True work with trace-aware layers."""
+"""XLA: models and functions compiled with jit_compile=True work with trace-aware layers,
+with every `side_effects` print mode too."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import keras, kinds
+from conftest import output_lines as lines
 
 import traceguard as tg
 
 
-def relu_dense_class(base):
-    """The same layer on `base`, so the traced and plain models match weight for weight."""
+def relu_dense_class(base, print_mode=None):
+    """The same layer on `base`, so the traced and plain models match weight for weight.
+
+    With `print_mode`, its `call` prints under `side_effects(print=print_mode)`.
+    """
+    decorate = tg.side_effects(print=print_mode) if print_mode else (lambda call: call)
 
     class ReluDense(base):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
             self.dense = keras.layers.Dense(8)
 
+        @decorate
         def call(self, inputs):
+            if print_mode:
+                print("running call")
             return tf.nn.relu(self.dense(inputs))
 
     return ReluDense
@@ -26,10 +35,11 @@ class TracedDense(tg.TraceAwareMixin, keras.layers.Dense):
     pass
 
 
-def compiled_model(traced):
+def compiled_model(traced, print_mode=None):
     keras.utils.set_random_seed(0)
     inputs = keras.Input((4,))
-    hidden = relu_dense_class(tg.TraceAwareLayer if traced else keras.layers.Layer)(name="hidden")(inputs)
+    base = tg.TraceAwareLayer if traced else keras.layers.Layer
+    hidden = relu_dense_class(base, print_mode)(name="hidden")(inputs)
     outputs = (TracedDense if traced else keras.layers.Dense)(2, name="out")(hidden)
     model = keras.Model(inputs, outputs)
     model.compile(optimizer="sgd", loss="mse", jit_compile=True)
@@ -48,19 +58,50 @@ def fit_and_predict(model, data):
     return history.history["loss"], model.predict(x, batch_size=16, verbose=0)
 
 
-def test_jit_compiled_model_trains_and_predicts_as_the_plain_model(data):
+@pytest.fixture(scope="module")
+def plain_results(data):
+    return fit_and_predict(compiled_model(traced=False), data)
+
+
+def test_jit_compiled_model_trains_and_predicts_as_the_plain_model(data, plain_results):
     traced = compiled_model(traced=True)
     for name in ("hidden", "out"):
         traced.get_layer(name).trace_log.clear()
-    traced_loss, traced_predictions = fit_and_predict(traced, data)
-    plain_loss, plain_predictions = fit_and_predict(compiled_model(traced=False), data)
-    assert traced_loss == plain_loss
-    np.testing.assert_array_equal(traced_predictions, plain_predictions)
+    loss, predictions = fit_and_predict(traced, data)
+    assert loss == plain_results[0]
+    np.testing.assert_array_equal(predictions, plain_results[1])
     # Keras runs the layers in its jit-compiled `one_step_on_data`: one for fit, one for predict.
     for name in ("hidden", "out"):
         events = traced.get_layer(name).trace_log
         assert [(e.kind.value, e.function) for e in events] == [("trace", "one_step_on_data")] * 2
         assert all(e.error is None for e in events)
+
+
+@pytest.mark.parametrize(
+    "mode, printed",
+    [
+        ("tf.print", ["running call"]),  # XLA cannot compile tf.print: "once", with a warning.
+        ("once", ["running call"]),  # fit and predict trace the same signature.
+        ("each_trace", ["[#3 trace] running call", "[#4 trace] running call"]),
+        ("log", []),
+        ("python", ["running call"] * 2),
+    ],
+)
+def test_jit_compiled_model_trains_with_each_print_mode(capfd, data, plain_results, mode, printed):
+    model = compiled_model(traced=True, print_mode=mode)
+    layer = model.get_layer("hidden")
+    lines(capfd)  # What building the model printed.
+    if mode == "tf.print":
+        with pytest.warns(UserWarning, match="cannot become tf.print here: XLA") as record:
+            loss, predictions = fit_and_predict(model, data)
+        assert len(record) == 1
+    else:
+        loss, predictions = fit_and_predict(model, data)
+    assert loss == plain_results[0]
+    np.testing.assert_array_equal(predictions, plain_results[1])
+    assert lines(capfd) == printed
+    messages = ("running call",) if mode == "log" else ()
+    assert [(e.kind.value, e.messages) for e in layer.trace_log][-2:] == [("trace", messages)] * 2
 
 
 def test_jit_compiled_tf_function_records_the_same_kinds_as_without_xla():
