@@ -89,10 +89,12 @@ def test_classification_memory_keeps_a_bounded_number_of_functions():
     layer = Scaled()
     layer(tf.ones((1,)))
     for _ in range(_REMEMBERED_FUNCTIONS + 10):
-        tf.function(layer)(tf.ones((1,)))  # A new function each time: a first trace each time.
+        tf.function(layer)(tf.ones((1,)))  # A new function each time: one trace each time.
     state = layer.__dict__[STATE_ATTRIBUTE]
     assert len(state._memory) == _REMEMBERED_FUNCTIONS
-    assert layer.trace_log.count("trace") == _REMEMBERED_FUNCTIONS + 10
+    # All wrap the same layer: one origin, its traces bounded too.
+    assert [len(traces) for traces in state._by_origin.values()] == [_REMEMBERED_TRACES]
+    assert layer.trace_log.count(["trace", "retrace"]) == _REMEMBERED_FUNCTIONS + 10
     assert state.graph_traces == _REMEMBERED_FUNCTIONS + 10
 
 
