@@ -1,61 +1,55 @@
 """The one place that knows TensorFlow and Keras internals and versions.
 
 Everything else in traceguard asks this module named questions
-(`in_symbolic_build()`, `enclosing_tf_function()`, ...). It decides once, at
-import, which Keras is active, as Keras itself picks its backend layer at the
-top of `keras/src/layers/layer.py`. Every private attribute relied on is looked
-up here, at import, and `tests/test_compat.py` checks each one, so a TF or Keras
-release that moves one fails loudly instead of misclassifying silently.
+(`in_symbolic_build()`, `enclosing_tf_function()`, ...). Every private
+attribute relied on is looked up here, when the Keras that needs it is first
+used, and `tests/test_compat.py` checks each one, so a TF or Keras release that
+moves one fails loudly instead of misclassifying silently.
+
+Three Kerases, called flavors, can be recorded, even side by side in one process:
+
+- `"keras3"`: Keras 3 on TensorFlow (TF >= 2.16).
+- `"tf_keras"`: the `tf_keras` package, Keras 2 for TF >= 2.15.
+- `"keras2"`: the Keras 2 that TF 2.12-2.15 ships (`tf.keras`, the `keras` 2.x package).
+
+`traceguard.TraceAwareLayer` follows `tf.keras`, decided once at import, the way
+TensorFlow itself routes `tf.keras` (`TF_USE_LEGACY_KERAS`, see
+tensorflow/python/util/lazy_loader.py). The TensorFlow-only questions are the
+functions of the sections "tf.function", "AutoGraph" and "variables", so a
+backend without TensorFlow replaces them, not their callers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
+import importlib.util
 import os
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.autograph.core import ag_ctx as _autograph_context
+from tensorflow.python.autograph.core import config as _autograph_config
+from tensorflow.python.autograph.impl import api as _autograph_api
 from tensorflow.python.distribute import mirrored_run as _mirrored_run
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
 from tensorflow.python.ops import control_flow_util as _control_flow_util
 from tensorflow.python.saved_model import save_context as _save_context
 
-# `import keras` on TF >= 2.16 is Keras 3 unless the user opted into Keras 2 with
-# TF_USE_LEGACY_KERAS=1, in which case `tf.keras` is `tf_keras`. traceguard's
-# base class follows `tf.keras` (https://keras.io/getting_started/#tensorflow--keras-2-backwards-compatibility).
-_LEGACY_REQUESTED = os.environ.get("TF_USE_LEGACY_KERAS", "").lower() in ("1", "true", "yes")
 
-try:
-    import keras as _keras3
-
-    IS_KERAS_3 = int(_keras3.__version__.split(".")[0]) >= 3 and not _LEGACY_REQUESTED
-except ImportError:  # TF 2.12-2.15 without the keras package; handled with Keras 2.
-    IS_KERAS_3 = False
-
-if IS_KERAS_3:
-    from keras.src.backend.common.symbolic_scope import in_symbolic_scope as _in_symbolic_scope
-
-    keras = _keras3
-    KERAS_FLAVOR = "keras3"
-    _KERAS_EXPORT_DIR = os.path.dirname(_keras3.src.export.__file__) + os.sep
-else:  # pragma: no cover - exercised by the Keras 2 CI jobs.
-    raise ImportError(
-        "traceguard currently supports Keras 3 on TensorFlow. Installed: "
-        f"TensorFlow {tf.__version__}; TF_USE_LEGACY_KERAS="
-        f"{os.environ.get('TF_USE_LEGACY_KERAS')!r}."
-    )
-
-LayerBase = keras.layers.Layer
+def parse_version(version: str) -> tuple[int, int]:
+    """`"2.15.1"` -> `(2, 15)`: versions are compared as numbers, never as strings."""
+    major, minor = (version.split(".") + ["0"])[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
 
 
-def describe_versions() -> str:
-    """The installed stack, for error messages and reports."""
-    return f"TensorFlow {tf.__version__}, Keras {keras.__version__} ({KERAS_FLAVOR})"
+TF_VERSION = parse_version(tf.__version__)
 
 
 def _internal_missing(what: str) -> RuntimeError:
@@ -65,22 +59,176 @@ def _internal_missing(what: str) -> RuntimeError:
     )
 
 
+# --- Keras flavors -------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True, eq=False)
+class KerasFlavor:
+    """One Keras that traceguard records: its namespace, `Layer` class and internals."""
+
+    name: str  # "keras3", "tf_keras" or "keras2".
+    keras: types.ModuleType  # What users import: `keras`, `tf_keras` or `tf.keras`.
+    layer_base: type
+    version: str
+    symbolic_scope: Callable[[], bool] | None = None  # Keras 3 only.
+    base_layer_utils: types.ModuleType | None = None  # Keras 2 only.
+
+    @property
+    def is_keras_3(self) -> bool:
+        return self.name == "keras3"
+
+    def describe(self) -> str:
+        """`"Keras 3.15.1"`, `"tf_keras 2.21.0"` or `"Keras 2.15.0"`."""
+        return f"{'tf_keras' if self.name == 'tf_keras' else 'Keras'} {self.version}"
+
+
+_flavors: dict[str, KerasFlavor] = {}
+_KERAS_DEFAULT_MARK = "_is_default"
+_KERAS_EXPORT_DIR: str | None = None  # Set when Keras 3 loads.
+_keras2_layer_bases: tuple[type, ...] = ()
+
+
+def _check_default_mark(layer_base: type, name: str) -> None:
+    # Keras generates `get_config` for subclasses that do not define one only while the
+    # method it finds carries `_is_default` (keras/src/utils/python_utils.py in Keras 3,
+    # `generic_utils.default` in Keras 2.12+ and tf_keras).
+    if not getattr(layer_base.get_config, _KERAS_DEFAULT_MARK, False):
+        raise _internal_missing(f"{name} `Layer.get_config._is_default`")
+
+
+def _load_keras3() -> KerasFlavor:
+    global _KERAS_EXPORT_DIR
+    import keras
+    from keras.src.backend.common.symbolic_scope import in_symbolic_scope
+
+    _check_default_mark(keras.layers.Layer, "Keras 3")
+    # Keras 3 `model.export` traces `__call__` and `serving_default` before it
+    # enters TF's save context (measured on Keras 3.15): its frames tell.
+    _KERAS_EXPORT_DIR = os.path.dirname(keras.src.export.__file__) + os.sep
+    return KerasFlavor("keras3", keras, keras.layers.Layer, keras.__version__,
+                       symbolic_scope=in_symbolic_scope)
+
+
+def _load_keras2(name: str) -> KerasFlavor:
+    global _keras2_layer_bases
+    # tf_keras is itself the namespace; TF 2.12-2.15 ship their Keras 2 as `tf.keras`.
+    namespace = importlib.import_module("tf_keras") if name == "tf_keras" else tf.keras
+    layer_base = namespace.layers.Layer
+    root = layer_base.__module__.split(".")[0]
+    # `base_layer_utils` sits beside `base_layer` in every Keras 2: keras/engine (2.12),
+    # keras/src/engine (2.13-2.15), tf_keras/src/engine.
+    utils = importlib.import_module(layer_base.__module__.rsplit(".", 1)[0] + ".base_layer_utils")
+    for function in ("is_subclassed", "from_saved_model"):
+        if not callable(getattr(utils, function, None)):
+            raise _internal_missing(f"{utils.__name__}.{function}")
+    _check_default_mark(layer_base, name)
+    _keras2_layer_bases += (layer_base,)
+    return KerasFlavor(name, namespace, layer_base, sys.modules[root].__version__,
+                       base_layer_utils=utils)
+
+
+def load_flavor(name: str) -> KerasFlavor:
+    """The `KerasFlavor` named `name`, imported on first use."""
+    if name not in _flavors:
+        _flavors[name] = _load_keras3() if name == "keras3" else _load_keras2(name)
+    return _flavors[name]
+
+
+def flavor_of_class(cls: type) -> KerasFlavor | None:
+    """The Keras that `cls` is a layer of, from the first Keras class in its MRO."""
+    for klass in cls.__mro__:
+        root = klass.__module__.split(".")[0]
+        if root == "tf_keras":
+            return load_flavor("tf_keras")
+        if root == "keras":
+            major = parse_version(sys.modules["keras"].__version__)[0]
+            return load_flavor("keras3" if major >= 3 else "keras2")
+    return None
+
+
+def _flavor_following_tf_keras() -> KerasFlavor:
+    try:
+        layer_base = tf.keras.layers.Layer
+    except (ImportError, AttributeError) as error:
+        raise ImportError(
+            "traceguard follows `tf.keras`, which could not be imported: with "
+            "TF_USE_LEGACY_KERAS set TensorFlow needs the `tf_keras` package "
+            "(pip install 'traceguard[keras2]'). Received: TensorFlow "
+            f"{tf.__version__}, TF_USE_LEGACY_KERAS={os.environ.get('TF_USE_LEGACY_KERAS')!r}."
+        ) from error
+    flavor = flavor_of_class(layer_base)
+    if flavor is None:
+        raise ImportError(f"`tf.keras.layers.Layer` is {layer_base!r}, which traceguard does not "
+                          f"know. Installed: TensorFlow {tf.__version__}.")
+    return flavor
+
+
+def keras2_flavor() -> KerasFlavor:
+    """The Keras 2 of `traceguard.keras2`: `tf_keras`, else `tf.keras` on TF <= 2.15."""
+    if importlib.util.find_spec("tf_keras") is not None:
+        return load_flavor("tf_keras")
+    if not DEFAULT_FLAVOR.is_keras_3:
+        return DEFAULT_FLAVOR
+    raise ImportError(
+        "traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
+        "(pip install 'traceguard[keras2]'), or use TensorFlow 2.12-2.15, whose `tf.keras` "
+        f"is Keras 2. Received: TensorFlow {tf.__version__} with "
+        f"{DEFAULT_FLAVOR.describe()} and no tf_keras."
+    )
+
+
+def keras3_flavor() -> KerasFlavor:
+    """Keras 3, or ImportError naming what is installed instead."""
+    # TensorFlow 2.16 is the first to depend on Keras 3 rather than Keras 2.
+    if TF_VERSION >= (2, 16) and importlib.util.find_spec("keras") is not None:
+        return load_flavor("keras3")
+    raise ImportError("Keras 3 needs TensorFlow >= 2.16 and the `keras` 3 package. "
+                      f"Received: TensorFlow {tf.__version__} with {DEFAULT_FLAVOR.describe()}.")
+
+
+DEFAULT_FLAVOR = _flavor_following_tf_keras()
+KERAS_FLAVOR = DEFAULT_FLAVOR.name
+IS_KERAS_3 = DEFAULT_FLAVOR.is_keras_3
+keras = DEFAULT_FLAVOR.keras
+LayerBase = DEFAULT_FLAVOR.layer_base
+
+
+def describe_versions() -> str:
+    """The installed stack, for error messages and reports."""
+    default = globals().get("DEFAULT_FLAVOR")  # None while the default flavor loads.
+    flavors = ([default] if default else []) + [f for f in _flavors.values() if f is not default]
+    return f"TensorFlow {tf.__version__}, " + ", ".join(
+        f"{flavor.describe()} ({flavor.name})" for flavor in flavors)
+
+
+def layer_base_of(cls: type) -> type | None:
+    """The `Layer` class of the Keras `cls` belongs to, if `cls` is a layer class."""
+    flavor = flavor_of_class(cls)
+    return flavor.layer_base if flavor is not None and issubclass(cls, flavor.layer_base) else None
+
+
+def is_base_layer_method(cls: type, name: str) -> bool:
+    """Whether `cls.<name>` is still the Keras `Layer`'s own method."""
+    flavor = flavor_of_class(cls)
+    return flavor is not None and getattr(cls, name, None) is getattr(flavor.layer_base, name, None)
+
+
 # --- tf.function's trace phases --------------------------------------------------
 # `Function._initialize` traces the first call through a `wrapped_fn` closure whose
 # `scope` is `variable_capturing_scope`; once that trace created variables, every
 # later trace runs `wrapped_fn` with `scope=invalid_creator_scope` (variable
 # creation forbidden). `wrapped_fn` runs inside the FuncGraph being built and keeps
-# it in its `default_graph` local: that graph identifies one trace. See
-# `_generate_scoped_tracing_options` and `_call` in
-# tensorflow/python/eager/polymorphic_function/polymorphic_function.py.
+# it in its `default_graph` local: that graph identifies one trace. See `_call` in
+# tensorflow/python/eager/polymorphic_function/polymorphic_function.py: the closure is
+# made by `_generate_scoped_tracing_options` since TF 2.14, by `_compiler_with_scope`
+# in TF 2.12-2.13.
 def _find_wrapped_fn_code() -> Any:
-    factory = getattr(_tf_function.Function, "_generate_scoped_tracing_options", None)
-    codes = [c for c in getattr(getattr(factory, "__code__", None), "co_consts", ())
-             if getattr(c, "co_name", None) == "wrapped_fn"]
-    if len(codes) != 1 or "scope" not in codes[0].co_freevars \
-            or "default_graph" not in codes[0].co_varnames:
-        raise _internal_missing("Function._generate_scoped_tracing_options.<wrapped_fn>")
-    return codes[0]
+    for factory_name in ("_generate_scoped_tracing_options", "_compiler_with_scope"):
+        factory = getattr(_tf_function.Function, factory_name, None)
+        codes = [c for c in getattr(getattr(factory, "__code__", None), "co_consts", ())
+                 if getattr(c, "co_name", None) == "wrapped_fn"]
+        if len(codes) == 1 and "scope" in codes[0].co_freevars \
+                and "default_graph" in codes[0].co_varnames:
+            return codes[0]
+    raise _internal_missing("Function._generate_scoped_tracing_options.<wrapped_fn>")
 
 
 _WRAPPED_FN_CODE = _find_wrapped_fn_code()
@@ -205,16 +353,29 @@ def enclosing_tf_function() -> TfFunctionFrame | None:
 # --- execution context -------------------------------------------------------------
 executing_eagerly: Callable[[], bool] = tf.executing_eagerly
 
+# Keras 2 infers a layer's outputs by running `call` in a FuncGraph named
+# `<layer name>_scratch_graph` (`Layer._infer_output_signature`, and the default
+# `compute_output_shape`), in every Keras 2 from 2.4 to tf_keras 2.21.
+KERAS2_SCRATCH_GRAPH_SUFFIX = "_scratch_graph"
+
 
 def in_symbolic_build() -> bool:
     """True while Keras runs `call` on symbolic inputs to infer shapes or build."""
-    return _in_symbolic_scope()
+    keras3 = _flavors.get("keras3")
+    if keras3 is not None and keras3.symbolic_scope():
+        return True
+    if _keras2_layer_bases:
+        name = current_graph_name()
+        return name is not None and name.endswith(KERAS2_SCRATCH_GRAPH_SUFFIX)
+    return False
 
 
 def in_save_context() -> bool:
     """True while SavedModel saving (or `model.export`) traces functions."""
     if _save_context.in_save_context():
         return True
+    if _KERAS_EXPORT_DIR is None:
+        return False
     # Keras 3 `model.export` traces `__call__` and `serving_default` before it
     # enters TF's save context (measured on Keras 3.15): recognise its frames.
     return any(frame.f_code.co_filename.startswith(_KERAS_EXPORT_DIR)
@@ -278,16 +439,26 @@ def backing_variable(variable: Any) -> Any:
     """The TF variable behind a Keras variable, without forcing initialisation.
 
     Keras 3's public `.value` would run a deferred initializer; `_value` is the
-    backing `tf.Variable` (None until created).
+    backing `tf.Variable` (None until created). Keras 2 variables are TF variables.
     """
-    return getattr(variable, "_value", variable) if IS_KERAS_3 else variable
+    keras3 = _flavors.get("keras3")
+    if keras3 is not None and isinstance(variable, keras3.keras.Variable):
+        return variable._value
+    return variable
+
+
+def _package_dir(name: str) -> str | None:
+    spec = importlib.util.find_spec(name)  # Finds the package without importing it.
+    location = spec.submodule_search_locations if spec else None
+    return os.path.join(list(location)[0], "") if location else None
 
 
 _LIBRARY_DIRS = tuple(
-    os.path.dirname(module.__file__) + os.sep
-    for module in (tf, keras, sys.modules[__package__])
-) + (os.path.dirname(os.path.dirname(tf.__file__)) + os.sep + "tf_keras",
-     os.path.dirname(contextlib.__file__) + os.sep + "contextlib.py")
+    directory for directory in (
+        *(_package_dir(name) for name in ("tensorflow", "keras", "tf_keras", __package__)),
+        os.path.dirname(contextlib.__file__) + os.sep + "contextlib.py",
+    ) if directory
+)
 
 
 def user_stacklevel() -> int:
@@ -315,13 +486,52 @@ def calling_frame() -> Any:
 
 
 # --- AutoGraph ------------------------------------------------------------------------
-# AutoGraph (tf_keras's `call`, `tf.function(autograph=True)`) converts every
-# function it calls that is not TensorFlow's own: it would turn the builtin
-# `print` inside traceguard's routing into a `py_function`. Functions wrapped by
-# this public decorator are called as they are (`is_autograph_artifact` in
-# tensorflow/python/autograph/impl/api.py).
-run_unconverted: Callable[[Callable[..., Any]], Callable[..., Any]] = \
-    tf.autograph.experimental.do_not_convert
+# AutoGraph converts the Python functions a `tf.function` calls unless their module is
+# listed in its conversion rules (TensorFlow, Keras and tf_keras are). traceguard is
+# library code as they are: converting it would turn its bookkeeping into graph
+# control flow. Listing it keeps AutoGraph out of every traceguard function.
+if not any(getattr(rule, "_prefix", None) == __package__ for rule in _autograph_config.CONVERSION_RULES):
+    _autograph_config.CONVERSION_RULES = (
+        (_autograph_config.DoNotConvert(__package__),) + tuple(_autograph_config.CONVERSION_RULES))
+
+# An object carrying `autograph_info__` is run as it is by AutoGraph, even when a
+# `tf.function` wraps it directly (tensorflow/python/autograph/impl/api.py).
+_autograph_artifact: Callable[[Any], Any] = _autograph_api.autograph_artifact
+_CALL_UNCONVERTED_CODE = _autograph_api._call_unconverted.__code__
+_AUTOGRAPH_DISABLED = _autograph_context.Status.DISABLED
+
+
+def keep_autograph_out(obj: Any) -> Any:
+    """Makes AutoGraph run `obj` (a function, or instances of a class) unconverted."""
+    return _autograph_artifact(obj)
+
+
+def graph_body(layer: Any, original: Callable[..., Any], caller: Any) -> Callable[..., Any]:
+    """The function to run for a graph-mode run of `original`, `layer`'s `call`.
+
+    traceguard's wrapped `call` is never converted by AutoGraph itself, so it converts
+    the user's body wherever Keras or AutoGraph would have converted the plain `call`:
+    Keras 2 runs a subclassed layer's `call` through `tf_convert` (`_autographed_call`,
+    `_infer_output_signature`: `if tensor:` works in its body), respecting the
+    enclosing context (`tf.function(autograph=False)` disables it); and AutoGraph
+    converts a `call` that converted code calls directly (`tf.function(layer.call)`,
+    `super().call(x)`), which reaches the wrapper through `_call_unconverted`.
+    Keras 3 never converts `call` itself.
+    """
+    context = _autograph_context.control_status_ctx()
+    if context.status == _AUTOGRAPH_DISABLED:
+        return original
+    keras2_converts = isinstance(layer, _keras2_layer_bases) and _keras2_autographs(layer)
+    if keras2_converts or getattr(caller, "f_code", None) is _CALL_UNCONVERTED_CODE:
+        return tf.__internal__.autograph.tf_convert(original, context)
+    return original
+
+
+def _keras2_autographs(layer: Any) -> bool:
+    utils = flavor_of_class(type(layer)).base_layer_utils
+    return utils.is_subclassed(layer) and not utils.from_saved_model(layer)
+
+
 # --- looking like Keras's own `Layer.__call__` ------------------------------------------
 # Keras 3 wraps `Layer.__call__` in `filter_traceback`, which drops the frames of
 # files under `_EXCLUDED_PATHS` from the traceback of an error raised by `call`
@@ -331,7 +541,6 @@ run_unconverted: Callable[[Callable[..., Any]], Callable[..., Any]] = \
 _TRACEGUARD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 if IS_KERAS_3:
     from keras.src.utils import traceback_utils as _keras_traceback_utils
-    from tensorflow.python.autograph.impl import api as _autograph_api
 
     if not isinstance(getattr(_keras_traceback_utils, "_EXCLUDED_PATHS", None), tuple) \
             or not callable(getattr(_keras_traceback_utils, "filter_traceback", None)):
@@ -351,9 +560,22 @@ def as_keras_call(method: Callable[..., Any]) -> Callable[..., Any]:
     traceguard's bookkeeping would add its frames to the error messages of
     `tf.function` and cost trace time.
     """
+    if not IS_KERAS_3:  # Keras 2 as tf.keras: `keep_autograph_out_of_layers` covers it.
+        return _autograph_api.autograph_artifact(method)
     wrapper = _keras_traceback_utils.filter_traceback(method)
     _autograph_api.autograph_artifact(method)
     return wrapper
+
+
+def keep_autograph_out_of_layers(mixin: type) -> None:
+    """Makes AutoGraph run every layer with `mixin` as it is, when `tf.keras` is Keras 2.
+
+    `tf.function(layer)` has AutoGraph convert `type(layer).__call__`; with Keras 3,
+    that is Keras's `filter_traceback` wrapper (see `as_keras_call`). With Keras 2 it
+    would be the mixin's own `__call__`, so the instances are marked instead.
+    """
+    if not IS_KERAS_3:
+        _autograph_artifact(mixin)
 
 
 # --- wrapping `call` -----------------------------------------------------------------
@@ -361,16 +583,12 @@ def wrap_call(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Call
     """Makes `wrapper` stand in for `original` as a layer's `call`.
 
     Keras 3 reads `call`'s parameters with `inspect.signature`, which follows
-    the `__wrapped__` that `functools.wraps` set.
+    `__wrapped__`; Keras 2 with `tf_inspect.getfullargspec`, which follows only
+    TensorFlow's decorator protocol (`make_decorator`). AutoGraph is kept out of
+    the wrapper: `graph_body` converts the user's body where it should be.
     """
-    return wrapper
-
-
-# Keras 3 generates `get_config` for subclasses that do not define one, but only
-# while the method it finds carries `_is_default` (keras/src/utils/python_utils.py).
-_KERAS_DEFAULT_MARK = "_is_default"
-if not getattr(keras.layers.Layer.get_config, _KERAS_DEFAULT_MARK, False):
-    raise _internal_missing("keras.layers.Layer.get_config._is_default")
+    wrapped = tf.__internal__.decorator.make_decorator(original, wrapper)
+    return keep_autograph_out(wrapped)
 
 
 def is_keras_default_method(method: Any) -> bool:

@@ -68,8 +68,9 @@ class TraceAwareMixin:
         super().__init_subclass__(**kwargs)
         _check_mixin_order(cls)
         call = getattr(cls, "call", None)
-        if call is not None and call is not _compat.LayerBase.call and not is_recorded(call):
-            cls.call = _compat.wrap_call(call, record_body(call))
+        # Also loads the Keras of `cls` (tf_keras, Keras 3...) for the questions asked later.
+        if call is not None and not _compat.is_base_layer_method(cls, "call") and not is_recorded(call):
+            cls.call = record_body(call)
         if "get_config" not in cls.__dict__:
             cls.get_config = _config_method(cls)
 
@@ -82,7 +83,7 @@ class TraceAwareMixin:
         on_excess: str = "warn",
         **kwargs: Any,
     ) -> None:
-        if not isinstance(self, _compat.LayerBase):
+        if _compat.layer_base_of(type(self)) is None:
             raise TypeError(
                 "`TraceAwareMixin` records Keras layers: mix it into a Keras `Layer` class, "
                 "before it, e.g. `class MyDense(traceguard.TraceAwareMixin, keras.layers.Dense)`. "
@@ -113,14 +114,18 @@ def _check_mixin_order(cls: type) -> None:
     Keras's `Layer.__init__` and `__call__` would then run instead of the mixin's,
     and the layer would record nothing.
     """
+    base = _compat.layer_base_of(cls)
     mro = cls.__mro__
-    if _compat.LayerBase in mro and mro.index(_compat.LayerBase) < mro.index(TraceAwareMixin):
+    if base is not None and mro.index(base) < mro.index(TraceAwareMixin):
         bases = ", ".join(base.__qualname__ for base in cls.__bases__)
         raise TypeError(
             f"`TraceAwareMixin` must come before the Keras layer class in the bases of "
             f"`{cls.__qualname__}`, e.g. `class {cls.__name__}(traceguard.TraceAwareMixin, "
             f"keras.layers.Dense)`. Received: class {cls.__name__}({bases})"
         )
+
+
+_compat.keep_autograph_out_of_layers(TraceAwareMixin)
 
 
 def _config_method(cls: type) -> Any:

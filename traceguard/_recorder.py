@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import logging
+import sys
 import threading
 import time
 import warnings
@@ -203,19 +203,19 @@ def _append_bounded(memory: collections.OrderedDict, key: Any, trace: EarlierTra
 def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps an unbound `call` so every run of its body is recorded."""
 
-    @functools.wraps(original)
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
+        body = original if _compat.executing_eagerly() else _graph_body(layer, original, sys._getframe(1))
         state = layer.__dict__.get(STATE_ATTRIBUTE)
         if state is None and plain_layer_state is not None:
             state = plain_layer_state(layer)
         runs = active_runs()
         if state is None or (runs and runs[-1].layer is layer):
             # Not initialised yet, or `super().call()` of an already recorded run.
-            return original(layer, *args, **kwargs)
+            return body(layer, *args, **kwargs)
         run = _begin(layer, state, original, args, kwargs)
         runs.append(run)
         try:
-            result = original(layer, *args, **kwargs)
+            result = body(layer, *args, **kwargs)
         except BaseException as error:
             runs.pop()
             if run.index is not None:
@@ -227,7 +227,16 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
         return result
 
     call.__traceguard_original__ = original  # type: ignore[attr-defined]
-    return call
+    return _compat.wrap_call(original, call)
+
+
+def _graph_body(layer: Any, original: Callable[..., Any], caller: Any) -> Callable[..., Any]:
+    """`original`, converted by AutoGraph where Keras would have converted it."""
+    try:
+        return _compat.graph_body(layer, original, caller)
+    except Exception:  # Bookkeeping must never break the user's call.
+        _log_internal_error("choosing whether AutoGraph converts `call`")
+        return original
 
 
 def is_recorded(function: Any) -> bool:
