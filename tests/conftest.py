@@ -1,4 +1,6 @@
+import dataclasses
 import os
+import types
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -8,6 +10,7 @@ import tensorflow as tf  # noqa: E402
 import traceguard as tg  # noqa: E402
 from traceguard import _compat  # noqa: E402
 
+# The Keras that `traceguard.TraceAwareLayer` follows (`tf.keras`).
 keras = _compat.keras
 
 
@@ -45,3 +48,76 @@ def output_lines(capfd):
     captured = capfd.readouterr()
     assert captured.err == ""
     return captured.out.splitlines()
+
+
+# --- Keras flavors ----------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    """One Keras the tests run on, with the trace-aware base class and seed layers for it."""
+
+    name: str  # "keras3", "tf_keras" or "keras2" (tf.keras on TF 2.12-2.15).
+    keras: types.ModuleType
+    TraceAwareLayer: type
+    SeedLayer: type
+    PlainSeedLayer: type
+
+    @property
+    def is_keras_3(self):
+        return self.name == "keras3"
+
+    def pick(self, keras3, keras2):
+        """The expected value for this flavor: Keras 3's or Keras 2's."""
+        return keras3 if self.is_keras_3 else keras2
+
+    def __str__(self):
+        return self.name
+
+
+def _seed_classes(flavor_keras, base):
+    class FlavorSeedLayer(base):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = flavor_keras.layers.Dense(32)
+
+        def call(self, inputs):
+            return self.dense(inputs)
+
+    class FlavorPlainSeedLayer(flavor_keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = flavor_keras.layers.Dense(32)
+
+        def call(self, inputs):
+            return self.dense(inputs)
+
+    return FlavorSeedLayer, FlavorPlainSeedLayer
+
+
+def _available_flavors():
+    """The default Keras, then any other one importable here (tf_keras, Keras 3)."""
+    flavors = [(_compat.DEFAULT_FLAVOR, tg.TraceAwareLayer)]
+    try:
+        import traceguard.keras2
+
+        if traceguard.keras2.keras is not keras:
+            flavors.append((_compat.keras2_flavor(), traceguard.keras2.TraceAwareLayer))
+    except ImportError:
+        pass
+    if not _compat.IS_KERAS_3:
+        try:
+            keras3 = _compat.keras3_flavor()
+        except ImportError:
+            pass
+        else:
+            flavors.append((keras3, type("TraceAwareLayer", (tg.TraceAwareMixin, keras3.layer_base), {})))
+    return [Flavor(flavor.name, flavor.keras, base, *_seed_classes(flavor.keras, base))
+            for flavor, base in flavors]
+
+
+FLAVORS = _available_flavors()
+
+
+@pytest.fixture(params=FLAVORS, ids=str)
+def keras_flavor(request):
+    """Runs the test once per Keras importable here."""
+    return request.param

@@ -4,38 +4,85 @@ When one of these fails after an upgrade, `traceguard/_compat.py` needs a new br
 """
 
 import contextlib
+import inspect
 import io
+import os
 import subprocess
 import sys
 import threading
 
 import pytest
 import tensorflow as tf
-from conftest import keras
+from conftest import FLAVORS
 
 from traceguard import _compat
 from traceguard._routed_globals import copy_with_print
 
 
-def test_keras_flavor_follows_tf_keras():
-    assert _compat.KERAS_FLAVOR == "keras3"
-    assert _compat.LayerBase is keras.layers.Layer
+def run_python(code, **env):
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **env}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()
 
 
-def test_symbolic_scope_is_seen_during_compute_output_spec():
+def test_default_flavor_is_the_keras_of_tf_keras():
+    legacy = os.environ.get("TF_USE_LEGACY_KERAS") in ("true", "True", "1")  # TensorFlow's rule.
+    expected = "keras2" if _compat.TF_VERSION < (2, 16) else "tf_keras" if legacy else "keras3"
+    assert _compat.KERAS_FLAVOR == expected
+    assert _compat.LayerBase is tf.keras.layers.Layer
+    assert _compat.IS_KERAS_3 is (expected == "keras3")
+
+
+def test_flavor_of_a_class_is_found_from_its_mro(keras_flavor):
+    class Custom(keras_flavor.keras.layers.Dense):
+        pass
+
+    assert _compat.flavor_of_class(Custom).name == keras_flavor.name
+    assert _compat.flavor_of_class(keras_flavor.TraceAwareLayer).layer_base is keras_flavor.keras.layers.Layer
+    assert _compat.flavor_of_class(int) is None
+
+
+def test_version_parsing_compares_numbers():
+    assert _compat.parse_version("2.9.1") < _compat.parse_version("2.12.0")
+    assert _compat.parse_version("2.16.0rc1") == (2, 16)
+    assert _compat.parse_version("3") == (3, 0)
+
+
+def test_in_symbolic_build_is_true_only_in_the_symbolic_run(keras_flavor):
+    keras = keras_flavor.keras
     seen = []
 
     class Probe(keras.layers.Layer):
-        def __init__(self):
-            super().__init__()
-            self.dense = keras.layers.Dense(1)  # Unbuilt state: Keras builds by a symbolic run.
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(1)  # Unbuilt: Keras 3 builds it by a symbolic run.
 
         def call(self, inputs):
-            seen.append(_compat.in_symbolic_build())
+            seen.append((_compat.in_symbolic_build(), _compat.current_graph_name()))
             return self.dense(inputs)
 
+    _compat.flavor_of_class(Probe)  # Loaded as a trace-aware class would load it.
     Probe()(tf.ones((1, 1)))
-    assert seen == [True, False]
+    inputs = keras.Input((1,))
+    Probe(name="probe")(inputs)
+    symbolic = [flag for flag, _ in seen]
+    # Keras 3: a symbolic build pass before the eager run, and two for the functional call
+    # (one nested in the layer's own output inference). Keras 2: the eager run, then the
+    # functional call in a graph named `<layer>_scratch_graph`.
+    assert symbolic == keras_flavor.pick([True, False, True, True], [False, True])
+    if not keras_flavor.is_keras_3:
+        assert seen[-1][1] == "probe" + _compat.KERAS2_SCRATCH_GRAPH_SUFFIX
+
+
+def test_keras2_autograph_rule_helpers(keras_flavor):
+    if keras_flavor.is_keras_3:
+        pytest.skip("Keras 2 internals")
+    utils = _compat.load_flavor(keras_flavor.name).base_layer_utils
+    # What the rule is asked about: a user's trace-aware layer (Keras 2.13-2.15 call
+    # their own built-in layers "subclassed" too, since they moved to keras/src).
+    assert utils.is_subclassed(keras_flavor.SeedLayer()) is True
+    assert utils.from_saved_model(keras_flavor.SeedLayer()) is False
 
 
 def test_tf_function_phase_and_identity_are_found_from_the_stack():
@@ -118,22 +165,27 @@ def test_save_context_is_seen_by_tf_saved_model_save(tmp_path):
 
 
 def test_keras_export_directory_exists():
-    import os
-
+    if "keras3" not in {flavor.name for flavor in FLAVORS}:
+        pytest.skip("Keras 3 is not installed")
+    _compat.keras3_flavor()
     assert os.path.isdir(_compat._KERAS_EXPORT_DIR)
     assert os.path.isfile(os.path.join(_compat._KERAS_EXPORT_DIR, "saved_model.py"))
 
 
-def test_keras_default_method_mark_drives_auto_config():
+def test_keras_default_method_mark_drives_auto_config(keras_flavor):
+    keras = keras_flavor.keras
     assert _compat.is_keras_default_method(keras.layers.Layer.get_config)
     assert not _compat.is_keras_default_method(keras.layers.Dense.get_config)
 
 
-def test_backing_variable_is_the_tf_variable_without_initialising():
-    dense = keras.layers.Dense(2)
+def test_backing_variable_is_the_tf_variable_without_initialising(keras_flavor):
+    dense = keras_flavor.keras.layers.Dense(2)
     dense.build((None, 3))
-    assert isinstance(_compat.backing_variable(dense.kernel), tf.Variable)
-    assert _compat.variable_path(dense.kernel) == dense.kernel.path
+    backing = _compat.backing_variable(dense.kernel)
+    assert isinstance(backing, tf.Variable)
+    assert (backing is dense.kernel) is (not keras_flavor.is_keras_3)
+    expected = dense.kernel.path if keras_flavor.is_keras_3 else dense.kernel.name.removesuffix(":0")
+    assert _compat.variable_path(dense.kernel) == expected
 
 
 def test_replica_id_outside_and_inside_a_strategy():
@@ -144,14 +196,118 @@ def test_replica_id_outside_and_inside_a_strategy():
     assert seen == [0] and type(seen[0]) is int
 
 
-def test_import_does_not_import_tf_keras():
-    code = "import sys, traceguard; print('tf_keras' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "False"
+def test_import_does_not_import_tf_keras_on_keras_3():
+    if not _compat.IS_KERAS_3:
+        pytest.skip("traceguard follows tf.keras, which is Keras 2 here")
+    assert run_python("import sys, traceguard; print('tf_keras' in sys.modules)") == ["False"]
+
+
+# --- wrapping `call` and AutoGraph ---------------------------------------------------------
+def wrapped_call():
+    def original(self, inputs, training=None, mask=None):
+        return inputs
+
+    def wrapper(self, *args, **kwargs):
+        return original(self, *args, **kwargs)
+
+    return original, _compat.wrap_call(original, wrapper)
+
+
+def test_wrapped_call_shows_the_original_arguments_to_keras_2_and_3():
+    from tensorflow.python.util import tf_inspect
+
+    original, wrapper = wrapped_call()
+    assert tf_inspect.getfullargspec(wrapper).args == ["self", "inputs", "training", "mask"]
+    assert list(inspect.signature(wrapper).parameters) == ["self", "inputs", "training", "mask"]
+    assert wrapper.__wrapped__ is original
+
+
+def test_tf_convert_leaves_an_autograph_artifact_as_it_is():
+    _, wrapper = wrapped_call()
+    context = tf.__internal__.autograph.control_status_ctx()
+    assert tf.__internal__.autograph.tf_convert(wrapper, context) is wrapper
+
+
+def test_autograph_does_not_convert_traceguard_modules():
+    from tensorflow.python.autograph.impl import conversion
+
+    from traceguard import _recorder
+
+    assert conversion.is_allowlisted(_recorder.observe_call)
+    assert not conversion.is_allowlisted(test_autograph_does_not_convert_traceguard_modules)
+
+
+def test_converted_code_calls_an_artifact_through_call_unconverted():
+    callers = []
+    probe = _compat.keep_autograph_out(lambda x: callers.append(sys._getframe(1).f_code) or x)
+    tf.function(lambda x: probe(x) + 1)(tf.ones(()))
+    assert callers == [_compat._CALL_UNCONVERTED_CODE]
+
+
+def test_tf_function_rewraps_a_decorated_function_before_calling_it():
+    seen = []
+
+    def target(x):
+        return x
+
+    def wrapper(x):
+        seen.append(wrapper.__wrapped__ is not target)
+        return target(x)
+
+    wrapper = tf.__internal__.decorator.make_decorator(target, wrapper)
+    tf.function(wrapper)(tf.ones(()))
+    assert seen == [True]  # The converted target, which `graph_body` takes.
+
+
+# --- which Keras `traceguard` follows -------------------------------------------------------
+def test_keras2_module_explains_what_to_install_without_keras_2():
+    if not _compat.IS_KERAS_3:
+        pytest.skip("tf.keras is Keras 2 here, so traceguard.keras2 always imports")
+    code = ("import sys; sys.modules['tf_keras'] = None\n"  # As if tf_keras were not installed.
+            "try:\n    import traceguard.keras2\nexcept ImportError as error:\n    print(error)")
+    message = run_python(code)[0]
+    assert message.startswith("traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
+                              "(pip install 'traceguard[keras2]'), or use TensorFlow 2.12-2.15")
+    assert f"Received: TensorFlow {tf.__version__} with Keras " in message
+
+
+def test_legacy_keras_environment_makes_traceaware_layer_follow_tf_keras():
+    if _compat.TF_VERSION < (2, 16) or "tf_keras" not in {flavor.name for flavor in FLAVORS} | {
+            _compat.KERAS_FLAVOR}:
+        pytest.skip("needs TensorFlow >= 2.16 with tf_keras installed")
+    code = (
+        "import sys, tensorflow as tf, tf_keras, traceguard as tg\n"
+        "from traceguard import _compat\n"
+        "class Seed(tg.TraceAwareLayer):\n"
+        "    def __init__(self, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.dense = tf.keras.layers.Dense(32)\n"
+        "    def call(self, inputs):\n"
+        "        return self.dense(inputs)\n"
+        "layer = Seed()\n"
+        "tf.function(layer)(tf.ones((60, 28, 28)))\n"
+        "print(_compat.KERAS_FLAVOR, issubclass(tg.TraceAwareLayer, tf_keras.layers.Layer))\n"
+        "print([event.kind.value for event in layer.trace_log])\n"
+        "print('keras' in sys.modules)\n"
+    )
+    assert run_python(code, TF_USE_LEGACY_KERAS="1") == [
+        "tf_keras True", "['trace', 'variable_retrace']", "False"]
+
+
+def test_legacy_keras_environment_without_tf_keras_says_what_to_install():
+    if _compat.TF_VERSION < (2, 16):
+        pytest.skip("TF_USE_LEGACY_KERAS routes tf.keras from TensorFlow 2.16 on")
+    code = ("import sys; sys.modules['tf_keras'] = None\n"
+            "try:\n    import traceguard\nexcept ImportError as error:\n    print(error)")
+    message = run_python(code, TF_USE_LEGACY_KERAS="1")[0]
+    assert message == (
+        "traceguard follows `tf.keras`, which could not be imported: with TF_USE_LEGACY_KERAS set "
+        "TensorFlow needs the `tf_keras` package (pip install 'traceguard[keras2]'). Received: "
+        f"TensorFlow {tf.__version__}, TF_USE_LEGACY_KERAS='1'.")
 
 
 def test_function_origin_is_the_code_and_captured_objects():
-    layer = keras.layers.Dense(1)
+    layer = _compat.keras.layers.Dense(1)
 
     def function_of(captured):
         return tf.function(lambda x: captured(x))
@@ -161,7 +317,7 @@ def test_function_origin_is_the_code_and_captured_objects():
 
     origin = _compat.function_origin
     assert origin(function_of(layer)) == origin(function_of(layer))
-    assert origin(function_of(layer)) != origin(function_of(keras.layers.Dense(1)))
+    assert origin(function_of(layer)) != origin(function_of(_compat.keras.layers.Dense(1)))
     assert origin(tf.function(plain)) == origin(tf.function(plain)) == (plain.__code__, ())
     assert origin(tf.function(layer)) == origin(tf.function(layer)) != origin(tf.function(plain))
     assert origin(tf.function(lambda x: x * [1][0])) is not None
@@ -255,9 +411,11 @@ def tensor_branch_printing(x):
         return x
     print("negative")
     return -x
-def test_keras_traceback_filter_hides_traceguard_frames_only():
-    import os
 
+
+def test_keras_traceback_filter_hides_traceguard_frames_only():
+    if not _compat.IS_KERAS_3:
+        pytest.skip("Keras 3's traceback filter; tf.keras is Keras 2 here")
     from keras.src.utils import traceback_utils
 
     assert not traceback_utils.include_frame(os.path.join(_compat._TRACEGUARD_DIR, "_recorder.py"))
@@ -265,13 +423,15 @@ def test_keras_traceback_filter_hides_traceguard_frames_only():
 
 
 def test_mixin_call_is_wrapped_by_keras_filter_and_left_unconverted_by_autograph():
+    if not _compat.IS_KERAS_3:
+        pytest.skip("Keras 3's traceback filter; tf.keras is Keras 2 here")
     from keras.src.utils import traceback_utils
     from tensorflow.python.autograph.impl import api
 
     import traceguard as tg
 
     wrapper = tg.TraceAwareMixin.__call__
-    assert wrapper.__code__ is keras.layers.Layer.__call__.__code__  # Keras's `error_handler`.
+    assert wrapper.__code__ is _compat.keras.layers.Layer.__call__.__code__  # Keras's `error_handler`.
     assert wrapper.__code__ is traceback_utils.filter_traceback(len).__code__
     assert not api.is_autograph_artifact(wrapper)  # Converted by tf.function, as Keras's is.
     assert api.is_autograph_artifact(wrapper.__wrapped__)

@@ -1,32 +1,45 @@
-"""TraceAwareLayer / TraceAwareMixin as Keras layers: results, config, saving, tracking."""
+"""TraceAwareLayer / TraceAwareMixin as Keras layers: results, config, saving, tracking.
 
+Each test runs once per Keras importable here (the `keras_flavor` fixture).
+"""
+
+import inspect
 import warnings
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import PlainSeedLayer, SeedLayer, keras, kinds
+from conftest import SeedLayer, kinds
 
 import traceguard as tg
+from traceguard import _compat
 
 
-class Scale(tg.TraceAwareLayer):
-    """A subclass without `get_config`, whose `__init__` takes its own argument."""
+@pytest.fixture
+def Scale(keras_flavor):
+    class Scale(keras_flavor.TraceAwareLayer):
+        """A subclass without `get_config`, whose `__init__` takes its own argument."""
 
-    def __init__(self, factor, **kwargs):
-        super().__init__(**kwargs)
-        self.factor = factor
+        def __init__(self, factor, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
 
-    def call(self, inputs):
-        return inputs * self.factor
+        def call(self, inputs):
+            return inputs * self.factor
 
-
-class TracedDense(tg.TraceAwareMixin, keras.layers.Dense):
-    pass
+    return Scale
 
 
-def test_outputs_equal_the_plain_keras_layer(seed_input):
-    traced, plain = SeedLayer(), PlainSeedLayer()
+@pytest.fixture
+def TracedDense(keras_flavor):
+    class TracedDense(tg.TraceAwareMixin, keras_flavor.keras.layers.Dense):
+        pass
+
+    return TracedDense
+
+
+def test_outputs_equal_the_plain_keras_layer(keras_flavor, seed_input):
+    traced, plain = keras_flavor.SeedLayer(), keras_flavor.PlainSeedLayer()
     traced(seed_input[:1])
     plain(seed_input[:1])
     plain.set_weights(traced.get_weights())
@@ -34,7 +47,7 @@ def test_outputs_equal_the_plain_keras_layer(seed_input):
     np.testing.assert_array_equal(tf.function(traced)(seed_input), tf.function(plain)(seed_input))
 
 
-def test_mixin_records_a_builtin_layer_and_keeps_its_config():
+def test_mixin_records_a_builtin_layer_and_keeps_its_config(TracedDense):
     layer = TracedDense(4, activation="relu", max_traces=3)
     step = tf.function(layer)
     step(tf.ones((2, 3)))
@@ -46,18 +59,38 @@ def test_mixin_records_a_builtin_layer_and_keeps_its_config():
     assert clone.units == 4 and clone.get_config()["max_traces"] == 3
 
 
-def test_call_signature_is_preserved_for_keras():
-    class WithTraining(tg.TraceAwareLayer):
+def test_call_signature_is_preserved_for_keras(keras_flavor):
+    from tensorflow.python.util import tf_inspect  # How Keras 2 reads `call`'s arguments.
+
+    class WithTraining(keras_flavor.TraceAwareLayer):
         def call(self, inputs, training=None, mask=None):
             return inputs
 
-    import inspect
-
     assert list(inspect.signature(WithTraining.call).parameters) == ["self", "inputs", "training", "mask"]
+    assert tf_inspect.getfullargspec(WithTraining().call).args == ["self", "inputs", "training", "mask"]
     assert WithTraining.call.__name__ == "call"
 
 
-def test_auto_config_subclass_keeps_its_arguments_and_traceguards():
+def test_training_argument_reaches_call_as_keras_passes_it(keras_flavor):
+    seen = []
+
+    class WithTraining(keras_flavor.TraceAwareLayer):
+        def call(self, inputs, training=None):
+            seen.append(training)
+            return inputs
+
+    keras = keras_flavor.keras
+    inputs = keras.Input((3,))
+    layer = WithTraining()
+    model = keras.Model(inputs, keras.layers.Dense(2)(layer(inputs)))
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)
+    trace = layer.trace_log.filter("trace")[0]
+    assert trace.signature["training"] == "True"
+    assert seen[len(layer.trace_log.filter("symbolic"))] is True
+
+
+def test_auto_config_subclass_keeps_its_arguments_and_traceguards(Scale):
     layer = Scale(3.0, max_traces=2, on_excess="raise")
     config = layer.get_config()
     assert config["factor"] == 3.0
@@ -67,7 +100,8 @@ def test_auto_config_subclass_keeps_its_arguments_and_traceguards():
     assert restored.get_config()["on_excess"] == "raise"
 
 
-def test_keras_file_round_trip(tmp_path):
+def test_keras_file_round_trip(keras_flavor, Scale, TracedDense, tmp_path):
+    keras = keras_flavor.keras
     inputs = keras.Input((4,))
     scale = Scale(2.0, trace_log_size=7, name="scale")
     model = keras.Model(inputs, TracedDense(3, name="dense_tg")(scale(inputs)))
@@ -84,19 +118,21 @@ def test_keras_file_round_trip(tmp_path):
     assert all(event.index <= len(loaded_scale.trace_log) for event in loaded_scale.trace_log)
 
 
-def test_log_is_not_keras_state(seed_input):
-    layer = SeedLayer()
+def test_log_is_not_keras_state(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tf.function(layer)(seed_input)
     assert len(layer.weights) == 2
     assert "trace_log" not in layer.get_config()
-    assert all("trace" not in path for path in (v.path for v in layer.variables))
-    assert "_traceguard_state" not in getattr(layer, "_tracker", object()).__dict__.get("stored_ids", {})
+    assert all("trace" not in _compat.variable_path(v) for v in layer.variables)
+    assert "_traceguard_state" not in layer._trackable_children()
+    if hasattr(layer, "_tracker"):  # Keras 3's attribute tracker.
+        assert "_traceguard_state" not in layer._tracker.__dict__.get("stored_ids", {})
 
 
-def test_user_exception_passes_through_unchanged_and_is_recorded():
-    class Fails(tg.TraceAwareLayer):
+def test_user_exception_passes_through_unchanged_and_is_recorded(keras_flavor):
+    class Fails(keras_flavor.TraceAwareLayer):
         def call(self, inputs):
             if inputs.shape[0] == 3:
                 raise KeyError("no three")
@@ -127,8 +163,8 @@ def test_bad_constructor_arguments_are_rejected(kwargs, message):
         SeedLayer(**kwargs)
 
 
-def test_budget_warns_once_per_excess_trace(seed_input):
-    layer = SeedLayer(max_traces=1, name="budgeted")
+def test_budget_warns_once_per_excess_trace(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer(max_traces=1, name="budgeted")
     step = tf.function(layer)
     expected = r"Layer 'budgeted' traced 2 times, over its budget of max_traces=1"
     with pytest.warns(UserWarning, match=expected) as record:
@@ -138,8 +174,8 @@ def test_budget_warns_once_per_excess_trace(seed_input):
     assert record[0].filename == __file__
 
 
-def test_budget_raise_reaches_the_caller_as_retrace_error_after_logging(seed_input):
-    layer = SeedLayer(max_traces=1, on_excess="raise")
+def test_budget_raise_reaches_the_caller_as_retrace_error_after_logging(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer(max_traces=1, on_excess="raise")
     layer(seed_input)
     step = tf.function(layer)
     step(seed_input)

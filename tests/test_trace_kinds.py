@@ -1,48 +1,61 @@
-"""End to end: which kinds a real Keras 3 + TensorFlow run produces, in order."""
+"""End to end: which kinds a real TensorFlow run produces, in order, on each Keras.
+
+Every test runs once per Keras importable here (the `keras_flavor` fixture):
+Keras 3, tf_keras, or the Keras 2 of TensorFlow 2.12-2.15.
+"""
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import SeedLayer, keras, kinds
+from conftest import kinds
 
 import traceguard as tg
+from traceguard import _compat
 
 
-def test_seed_under_tf_function_records_symbolic_trace_then_variable_retrace(seed_input):
-    layer = SeedLayer()
+def paths(*variables):
+    return tuple(_compat.variable_path(v) for v in variables)
+
+
+def test_seed_under_tf_function_records_symbolic_pass_only_on_keras_3(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer()
     graph_layer = tf.function(layer)
     graph_layer(seed_input)
-    assert kinds(layer) == ["symbolic", "trace", "variable_retrace"]
+    expected = keras_flavor.pick(["symbolic", "trace", "variable_retrace"], ["trace", "variable_retrace"])
+    assert kinds(layer) == expected
     graph_layer(seed_input)
-    assert len(layer.trace_log) == 3
+    assert len(layer.trace_log) == len(expected)
     assert graph_layer.experimental_get_tracing_count() == 2
-    symbolic, trace, retrace = layer.trace_log
-    assert [e.index for e in layer.trace_log] == [1, 2, 3]
+    assert [e.index for e in layer.trace_log] == list(range(1, len(expected) + 1))
     assert {e.function for e in layer.trace_log} == {"function"}
-    dense_paths = (layer.dense.kernel.path, layer.dense.bias.path)
+    *first, trace, retrace = layer.trace_log
+    dense_paths = paths(layer.dense.kernel, layer.dense.bias)
     assert dense_paths[0].startswith(f"{layer.name}/dense") and dense_paths[0].endswith("/kernel")
-    assert symbolic.created_variables == dense_paths
     assert trace.created_variables == dense_paths
     assert retrace.created_variables == ()
     assert retrace.changes == () and "first trace created variables" in retrace.reason
     assert "call the layer once" in retrace.hint
-    assert "build(input_shape)" in symbolic.hint
+    if keras_flavor.is_keras_3:
+        symbolic = first[0]
+        assert symbolic.created_variables == dense_paths
+        assert "build(input_shape)" in symbolic.hint
 
 
-def test_layer_built_first_traces_once(seed_input):
-    layer = SeedLayer()
+def test_layer_built_first_traces_once(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer()
     layer(seed_input)
-    assert kinds(layer) == ["symbolic"]
+    symbolic = keras_flavor.pick(["symbolic"], [])
+    assert kinds(layer) == symbolic
     assert layer.trace_log.eager_calls == 1
     graph_layer = tf.function(layer)
     graph_layer(seed_input)
     graph_layer(seed_input)
-    assert kinds(layer) == ["symbolic", "trace"]
+    assert kinds(layer) == symbolic + ["trace"]
     assert graph_layer.experimental_get_tracing_count() == 1
 
 
-def test_layer_with_build_method_skips_the_symbolic_pass(seed_input):
-    class Built(SeedLayer):
+def test_layer_with_build_method_skips_the_symbolic_pass(keras_flavor, seed_input):
+    class Built(keras_flavor.SeedLayer):
         def build(self, input_shape):
             self.dense.build(input_shape)
 
@@ -51,21 +64,21 @@ def test_layer_with_build_method_skips_the_symbolic_pass(seed_input):
     assert kinds(layer) == ["trace", "variable_retrace"]
 
 
-def test_new_batch_size_is_a_retrace_naming_the_dimension(seed_input):
-    layer = SeedLayer()
+def test_new_batch_size_is_a_retrace_naming_the_dimension(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer()
     layer(seed_input)
     graph_layer = tf.function(layer)
     graph_layer(seed_input)
     graph_layer(seed_input[:32])
-    assert kinds(layer) == ["symbolic", "trace", "retrace"]
+    assert kinds(layer) == keras_flavor.pick(["symbolic"], []) + ["trace", "retrace"]
     retrace = layer.trace_log[-1]
     assert retrace.changes == ("inputs: dim 0 60 -> 32",)
     assert retrace.signature == {"inputs": "float32[32,28,28]"}
     assert "input_signature" in retrace.hint and "reduce_retracing=True" in retrace.hint
 
 
-def test_python_and_training_arguments_changes():
-    class Scaled(tg.TraceAwareLayer):
+def test_python_and_training_arguments_changes(keras_flavor):
+    class Scaled(keras_flavor.TraceAwareLayer):
         def call(self, inputs, k=1, training=None):
             return inputs * k
 
@@ -83,8 +96,8 @@ def test_python_and_training_arguments_changes():
     assert traces[0].signature == {"inputs": "float32[2,3]", "k": "3", "training": "True"}
 
 
-def test_dtype_change_is_named():
-    class Identity(tg.TraceAwareLayer):
+def test_dtype_change_is_named(keras_flavor):
+    class Identity(keras_flavor.TraceAwareLayer):
         def call(self, inputs):
             return inputs
 
@@ -96,17 +109,21 @@ def test_dtype_change_is_named():
     assert "Cast" in layer.trace_log[-1].hint
 
 
-def test_functional_model_construction_is_symbolic():
-    layer = SeedLayer()
+def test_functional_model_construction_is_symbolic(keras_flavor):
+    keras = keras_flavor.keras
+    layer = keras_flavor.SeedLayer(name="seed")
     inputs = keras.Input((28, 28))
     keras.Model(inputs, layer(inputs))
-    assert kinds(layer) == ["symbolic", "symbolic"]
+    assert kinds(layer) == keras_flavor.pick(["symbolic", "symbolic"], ["symbolic"])
     assert layer.trace_log[0].signature == {"inputs": "float32[None,28,28]"}
+    if not keras_flavor.is_keras_3:
+        assert layer.trace_log[0].function == "seed_scratch_graph"
 
 
 @pytest.fixture
-def functional_model():
-    layer = SeedLayer()
+def functional_model(keras_flavor):
+    keras = keras_flavor.keras
+    layer = keras_flavor.SeedLayer(name="seed")
     inputs = keras.Input((28, 28))
     model = keras.Model(inputs, layer(inputs))
     model.compile(optimizer="sgd", loss="mse")
@@ -114,89 +131,122 @@ def functional_model():
     return model, layer
 
 
-def test_fit_traces_train_step_and_partial_last_batch_retraces(functional_model):
+def test_fit_traces_train_step_and_partial_last_batch_retraces(keras_flavor, functional_model):
     model, layer = functional_model
     rng = np.random.default_rng(0)
     model.fit(rng.random((64, 28, 28)), rng.random((64, 28, 32)), batch_size=32, verbose=0)
-    assert kinds(layer) == ["trace"]
-    assert layer.trace_log[0].function == "one_step_on_data"
+    # Keras 2 creates the optimizer's slot variables in the first trace of its train
+    # function, so TensorFlow traces it again; Keras 3 builds the optimizer before.
+    first = keras_flavor.pick(["trace"], ["trace", "variable_retrace"])
+    assert kinds(layer) == first
+    step = keras_flavor.pick("one_step_on_data", "train_function")
+    assert {e.function for e in layer.trace_log} == {step}
     model.fit(rng.random((70, 28, 28)), rng.random((70, 28, 32)), batch_size=32, verbose=0)
-    assert kinds(layer) == ["trace", "retrace"]
+    assert kinds(layer) == first + ["retrace"]
     retrace = layer.trace_log[-1]
-    assert retrace.function == "one_step_on_data"
-    # Keras 3 compiles its step with reduce_retracing=True: TF relaxes the batch dimension.
+    assert retrace.function == step
+    # Both Kerases compile their step with reduce_retracing=True: TF relaxes the batch dimension.
     assert retrace.changes == ("inputs: dim 0 32 -> None",)
     assert "drop_remainder=True" in retrace.hint
 
 
-def test_predict_traces_its_own_function(functional_model):
+def test_predict_traces_its_own_function(keras_flavor, functional_model):
     model, layer = functional_model
     model.predict(np.zeros((64, 28, 28)), batch_size=32, verbose=0)
     assert kinds(layer) == ["trace"]
-    assert layer.trace_log[0].function == "one_step_on_data_distributed"
+    assert layer.trace_log[0].function == keras_flavor.pick("one_step_on_data_distributed",
+                                                            "predict_function")
 
 
-def test_export_traces_are_save(functional_model, tmp_path):
+def test_keras3_export_traces_are_save(keras_flavor, functional_model, tmp_path):
+    if not keras_flavor.is_keras_3:
+        pytest.skip("Keras 3's SavedModel path is model.export(); Keras 2's is "
+                    "model.save(save_format='tf'), tested below")
     model, layer = functional_model
     model.export(str(tmp_path / "exported"), verbose=False)
     assert kinds(layer) == ["save", "save", "save"]
     assert [e.function for e in layer.trace_log] == ["__call__", "serving_default", "__call__"]
 
 
-def test_keras_save_does_not_trace(functional_model, tmp_path):
+def test_keras2_saved_model_traces_call_for_each_training_value(keras_flavor, functional_model, tmp_path):
+    if keras_flavor.is_keras_3:
+        pytest.skip("Keras 3 has no save_format='tf': its SavedModel path is model.export()")
+
+    class WithTraining(keras_flavor.SeedLayer):
+        def call(self, inputs, training=None):
+            return self.dense(inputs)
+
+    keras = keras_flavor.keras
+    layer = WithTraining(name="seed")
+    inputs = keras.Input((28, 28))
+    model = keras.Model(inputs, layer(inputs))
+    layer.trace_log.clear()
+    model.save(str(tmp_path / "saved"), save_format="tf")
+    assert kinds(layer) == ["save"] * 5
+    functions = [e.function for e in layer.trace_log]
+    assert functions == ["_wrapped_model"] + ["seed_layer_call_and_return_conditional_losses"] * 4
+    trainings = [e.signature["training"] for e in layer.trace_log]
+    assert trainings == ["False", "True", "False", "True", "False"]
+    assert "SavedModel" in layer.trace_log[0].reason
+
+
+def test_keras_file_save_does_not_trace(functional_model, tmp_path):
     model, layer = functional_model
     model.save(str(tmp_path / "model.keras"))
     assert len(layer.trace_log) == 0
 
 
-def test_log_eager_records_eager_runs(seed_input):
-    layer = SeedLayer(log_eager=True)
+def test_log_eager_records_eager_runs(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer(log_eager=True)
     layer(seed_input)
     layer(seed_input)
-    assert kinds(layer) == ["symbolic", "eager", "eager"]
+    assert kinds(layer) == keras_flavor.pick(["symbolic"], []) + ["eager", "eager"]
     eager = layer.trace_log[-1]
     assert eager.function is None and eager.reason.startswith("Ran eagerly")
     assert layer.trace_log.eager_calls == 2
 
 
-def test_eager_runs_are_counted_not_logged_by_default(seed_input):
-    layer = SeedLayer()
+def test_eager_runs_are_counted_not_logged_by_default(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer()
     for _ in range(3):
         layer(seed_input)
-    assert kinds(layer) == ["symbolic"]
+    assert kinds(layer) == keras_flavor.pick(["symbolic"], [])
     assert layer.trace_log.eager_calls == 3
 
 
-def test_nested_trace_aware_layers_each_log_their_own_runs(seed_input):
-    class Outer(tg.TraceAwareLayer):
+def test_nested_trace_aware_layers_each_log_their_own_runs(keras_flavor, seed_input):
+    class Outer(keras_flavor.TraceAwareLayer):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
-            self.inner = SeedLayer(name="inner")
+            self.inner = keras_flavor.SeedLayer(name="inner")
 
         def call(self, inputs):
             return self.inner(inputs)
 
     outer = Outer(name="outer")
     tf.function(outer)(seed_input)
-    assert kinds(outer) == ["symbolic", "trace", "variable_retrace"]
-    # Inside the outer symbolic pass the unbuilt inner layer makes its own symbolic
-    # build pass, then runs on the outer pass's symbolic tensors: two symbolic runs.
-    assert kinds(outer.inner) == ["symbolic", "symbolic", "trace", "variable_retrace"]
+    assert kinds(outer) == keras_flavor.pick(["symbolic", "trace", "variable_retrace"],
+                                             ["trace", "variable_retrace"])
+    # Keras 3: inside the outer symbolic pass the unbuilt inner layer makes its own
+    # symbolic build pass, then runs on the outer pass's symbolic tensors.
+    assert kinds(outer.inner) == keras_flavor.pick(
+        ["symbolic", "symbolic", "trace", "variable_retrace"], ["trace", "variable_retrace"])
     dense = outer.inner.dense
-    assert outer.trace_log[1].created_variables == (dense.kernel.path, dense.bias.path)
-    assert dense.kernel.path.startswith("outer/inner/dense")
+    first_trace = outer.trace_log.filter("trace")[0]
+    assert first_trace.created_variables == paths(dense.kernel, dense.bias)
+    assert paths(dense.kernel)[0].startswith("outer/inner/dense")
     assert {e.layer for e in outer.inner.trace_log} == {"inner"}
 
 
-def test_tf_function_created_in_a_loop_retraces_and_says_so(seed_input):
-    layer = SeedLayer(max_traces=1, name="looped")
+def test_tf_function_created_in_a_loop_retraces_and_says_so(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer(max_traces=1, name="looped")
     layer(seed_input)
     with pytest.warns(UserWarning, match=r"Layer 'looped' traced [23] times, over its budget") as record:
         for _ in range(3):
             step = tf.function(lambda x: layer(x) * 2)
             step(seed_input)
     assert len(record) == 2
-    assert kinds(layer) == ["symbolic", "trace", "retrace", "retrace"]
+    assert kinds(layer) == keras_flavor.pick(["symbolic"], []) + ["trace", "retrace", "retrace"]
     retrace = layer.trace_log[-1]
     assert retrace.changes == ("tf.function `<lambda>`: new object, same Python function",)
     assert "each tf.function object keeps its own traces" in retrace.reason
@@ -204,8 +254,8 @@ def test_tf_function_created_in_a_loop_retraces_and_says_so(seed_input):
                            "step, and reuse it."
 
 
-def test_tf_functions_of_different_closures_are_each_a_first_trace(seed_input):
-    layer = SeedLayer()
+def test_tf_functions_of_different_closures_are_each_a_first_trace(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer()
     layer(seed_input)
 
     def scaled_step(k):
@@ -213,18 +263,31 @@ def test_tf_functions_of_different_closures_are_each_a_first_trace(seed_input):
 
     scaled_step(2)(seed_input)
     scaled_step(3)(seed_input)
-    assert kinds(layer) == ["symbolic", "trace", "trace"]
+    assert kinds(layer) == keras_flavor.pick(["symbolic"], []) + ["trace", "trace"]
 
 
-def test_keras_validation_step_is_not_taken_for_a_new_train_step(functional_model):
+def test_keras_validation_step_is_not_taken_for_a_new_train_step(keras_flavor, functional_model):
     # Keras 3.15 builds its train and test steps from the same closure code.
     model, layer = functional_model
     x, y = np.zeros((64, 28, 28)), np.zeros((64, 28, 32))
     model.fit(x, y, batch_size=32, validation_data=(x, y), verbose=0)
-    assert kinds(layer) == ["trace", "trace"]
-    assert {event.function for event in layer.trace_log} == {"one_step_on_data"}
-def test_layer_called_twice_in_one_trace_shares_the_trace_kind_and_counts_once():
-    class Double(tg.TraceAwareLayer):
+    assert kinds(layer) == keras_flavor.pick(["trace", "trace"], ["trace", "variable_retrace", "trace"])
+    assert [event.function for event in layer.trace_log] == keras_flavor.pick(
+        ["one_step_on_data"] * 2, ["train_function", "train_function", "test_function"])
+
+
+def test_mixin_records_any_layer_class_of_the_flavor(keras_flavor):
+    class TracedDense(tg.TraceAwareMixin, keras_flavor.keras.layers.Dense):
+        pass
+
+    layer = TracedDense(4)
+    tf.function(layer)(tf.ones((2, 3)))
+    assert kinds(layer) == ["trace", "variable_retrace"]
+    assert layer.trace_log[0].signature["inputs"] == "float32[2,3]"
+
+
+def test_layer_called_twice_in_one_trace_shares_the_trace_kind_and_counts_once(keras_flavor):
+    class Double(keras_flavor.TraceAwareLayer):
         def call(self, inputs):
             return inputs * 2
 

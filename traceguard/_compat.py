@@ -506,18 +506,31 @@ def keep_autograph_out(obj: Any) -> Any:
     return _autograph_artifact(obj)
 
 
-def graph_body(layer: Any, original: Callable[..., Any], caller: Any) -> Callable[..., Any]:
+def graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., Any],
+               caller: Any) -> Callable[..., Any]:
     """The function to run for a graph-mode run of `original`, `layer`'s `call`.
 
-    traceguard's wrapped `call` is never converted by AutoGraph itself, so it converts
-    the user's body wherever Keras or AutoGraph would have converted the plain `call`:
-    Keras 2 runs a subclassed layer's `call` through `tf_convert` (`_autographed_call`,
-    `_infer_output_signature`: `if tensor:` works in its body), respecting the
-    enclosing context (`tf.function(autograph=False)` disables it); and AutoGraph
-    converts a `call` that converted code calls directly (`tf.function(layer.call)`,
-    `super().call(x)`), which reaches the wrapper through `_call_unconverted`.
+    traceguard's wrapped `call` (`wrapper`) is never converted by AutoGraph itself,
+    so it converts the user's body wherever Keras or AutoGraph would have converted
+    the plain `call`:
+
+    - `tf.function(layer.call)` converts the function under TensorFlow's decorator
+      protocol: it puts the converted `original` in `wrapper.__wrapped__`
+      (`tf_decorator.rewrap`) just before calling `wrapper`, which takes it, once.
+    - Keras 2 runs a subclassed layer's `call` through `tf_convert`
+      (`_autographed_call`, `_infer_output_signature`), so `if tensor:` works in its
+      body, unless the context disables AutoGraph (`tf.function(autograph=False)`).
+      Keras 2 runs `call` unconverted in its SavedModel traces; this converts it there too.
+    - Converted code calling `layer.call(x)` or `super().call(x)` converts it; such a
+      call reaches `wrapper` through AutoGraph's `_call_unconverted`.
+
     Keras 3 never converts `call` itself.
     """
+    rewrapped = wrapper.__wrapped__
+    if rewrapped is not original:
+        wrapper.__wrapped__ = original
+        wrapper._tf_decorator.decorated_target = original
+        return rewrapped
     context = _autograph_context.control_status_ctx()
     if context.status == _AUTOGRAPH_DISABLED:
         return original

@@ -1,9 +1,10 @@
 """`TraceAwareMixin` and `TraceAwareLayer`: the layer classes users subclass.
 
-The behaviour lives in the mixin; `TraceAwareLayer` is the mixin on the active
-Keras's `Layer`. Subclassing wraps the class's `call` once (in
-`__init_subclass__`), so the runs Keras makes by calling `self.call` directly,
-like Keras 3's symbolic build pass, are recorded as well as `__call__`'s.
+The behaviour lives in the mixin, which works with the `Layer` classes of every
+supported Keras; `TraceAwareLayer` is the mixin on `tf.keras.layers.Layer`.
+Subclassing wraps the class's `call` once (in `__init_subclass__`), so the runs
+Keras makes by calling `self.call` directly, like Keras 3's symbolic build pass,
+are recorded as well as `__call__`'s.
 """
 
 from __future__ import annotations
@@ -162,7 +163,11 @@ class TraceAwareLayer(TraceAwareMixin, _compat.LayerBase):
     """A Keras `Layer` that records every run of its `call` body.
 
     Subclass it instead of `keras.layers.Layer` and change nothing else; see
-    `TraceAwareMixin` for the arguments.
+    `TraceAwareMixin` for the arguments. It subclasses `tf.keras.layers.Layer`,
+    whichever Keras `tf.keras` is when traceguard is imported: Keras 3 on
+    TensorFlow >= 2.16, `tf_keras` when `TF_USE_LEGACY_KERAS=1` is set, Keras 2 on
+    TensorFlow 2.12-2.15. For `tf_keras` layers next to Keras 3, subclass
+    `traceguard.keras2.TraceAwareLayer`.
 
     Args:
         trace_log_size: Positive integer, how many events `trace_log` keeps.

@@ -204,7 +204,8 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps an unbound `call` so every run of its body is recorded."""
 
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
-        body = original if _compat.executing_eagerly() else _graph_body(layer, original, sys._getframe(1))
+        eager = _compat.executing_eagerly()
+        body = original if eager else _graph_body(layer, call, original, sys._getframe(1))
         state = layer.__dict__.get(STATE_ATTRIBUTE)
         if state is None and plain_layer_state is not None:
             state = plain_layer_state(layer)
@@ -230,10 +231,11 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
     return _compat.wrap_call(original, call)
 
 
-def _graph_body(layer: Any, original: Callable[..., Any], caller: Any) -> Callable[..., Any]:
+def _graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., Any],
+                caller: Any) -> Callable[..., Any]:
     """`original`, converted by AutoGraph where Keras would have converted it."""
     try:
-        return _compat.graph_body(layer, original, caller)
+        return _compat.graph_body(layer, wrapper, original, caller)
     except Exception:  # Bookkeeping must never break the user's call.
         _log_internal_error("choosing whether AutoGraph converts `call`")
         return original

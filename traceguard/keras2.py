@@ -1,0 +1,60 @@
+"""Keras 2: `TraceAwareLayer` on `tf_keras`, next to Keras 3 if need be.
+
+`traceguard.TraceAwareLayer` subclasses `tf.keras.layers.Layer`, whichever Keras
+that is. This module's `TraceAwareLayer` subclasses Keras 2's `Layer` in any case:
+`tf_keras.layers.Layer` when the `tf_keras` package is installed
+(`pip install 'traceguard[keras2]'`), else `tf.keras.layers.Layer` on TensorFlow
+2.12-2.15, whose `tf.keras` is Keras 2. Importing it raises `ImportError`, naming
+what is installed and what to install, when neither is there.
+"""
+
+from __future__ import annotations
+
+from traceguard import _compat
+from traceguard._layer import TraceAwareMixin
+
+_FLAVOR = _compat.keras2_flavor()
+
+#: The Keras 2 namespace the classes here belong to: `tf_keras`, or `tf.keras`.
+keras = _FLAVOR.keras
+
+
+class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):
+    """A Keras 2 `Layer` that records every run of its `call` body.
+
+    Subclass it instead of `tf_keras.layers.Layer` and change nothing else; the
+    arguments are those of `traceguard.TraceAwareMixin`.
+
+    Args:
+        trace_log_size: Positive integer, how many events `trace_log` keeps.
+            Defaults to `1000`.
+        log_eager: Boolean, whether eager runs become events. Defaults to
+            `False`.
+        max_traces: None or a non-negative integer, the retrace budget.
+            Defaults to `None`.
+        on_excess: One of `{"warn", "raise"}`. Defaults to `"warn"`.
+        **kwargs: Standard `Layer` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    ```python
+    import tf_keras
+    from traceguard.keras2 import TraceAwareLayer
+
+    class Seed(TraceAwareLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = tf_keras.layers.Dense(32)
+
+        def call(self, inputs):
+            return self.dense(inputs)
+
+    layer = Seed()
+    tf.function(layer)(tf.random.uniform([60, 28, 28]))
+    [event.kind.value for event in layer.trace_log]
+    # ['trace', 'variable_retrace']
+    ```
+    """
+
+
+__all__ = ["TraceAwareLayer", "TraceAwareMixin", "keras"]
