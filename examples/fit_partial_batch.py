@@ -7,8 +7,8 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 import traceguard  # noqa: E402
 
@@ -26,9 +26,9 @@ class Projection(traceguard.TraceAwareLayer):
 
 
 rng = np.random.default_rng(0)
-inputs = keras.Input((8,))
+inputs = tf.keras.Input((8,))
 projection = Projection(4, name="projection")
-model = keras.Model(inputs, projection(inputs))
+model = tf.keras.Model(inputs, projection(inputs))
 model.compile(optimizer="sgd", loss="mse")
 # 64 samples in batches of 32: Keras traces its train step for batches of exactly 32.
 model.fit(rng.random((64, 8)), rng.random((64, 4)), batch_size=32, verbose=0)

@@ -25,6 +25,14 @@ def test_same_signature_after_a_variable_creating_trace_is_a_variable_retrace():
     assert verdict.kind is TraceKind.VARIABLE_RETRACE and verdict.changes == ()
 
 
+def test_variable_retrace_of_keras2_train_function_points_at_the_optimizer():
+    verdict = classify_run(RunContext.GRAPH, A, "train_function", False, [EarlierTrace(A, True)])
+    assert verdict.kind is TraceKind.VARIABLE_RETRACE
+    assert "model.optimizer.build(model.trainable_variables)" in verdict.hint
+    layer_hint = classify_run(RunContext.GRAPH, A, "step", False, [EarlierTrace(A, True)]).hint
+    assert "call the layer once" in layer_hint
+
+
 def test_same_signature_without_the_phase_change_is_an_unexplained_retrace():
     verdict = classify_run(RunContext.GRAPH, A, "step", True, [EarlierTrace(A, True)])
     assert verdict.kind is TraceKind.RETRACE and verdict.changes == ()

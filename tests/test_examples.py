@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from traceguard import _compat
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 # Examples that write files take a directory, so they write under tmp_path.
@@ -30,10 +32,12 @@ def test_example_runs(path, tmp_path):
         assert "TraceLog of layer" in out
 
 
-def test_seed_example_prints_three_times_and_explains_each():
+def test_seed_example_prints_once_per_body_run_and_explains_each():
     out = run(str(ROOT / "examples" / "why_two_traces.py"))
-    assert out.count("Tracing\n") == 3
-    assert "1 symbolic, 1 trace, 1 variable_retrace" in out
+    # The example follows tf.keras: Keras 3 adds its symbolic pass to Keras 2's two traces.
+    assert out.count("Tracing\n") == (3 if _compat.IS_KERAS_3 else 2)
+    counts = ("1 symbolic, " if _compat.IS_KERAS_3 else "") + "1 trace, 1 variable_retrace"
+    assert f"TraceLog of layer 'eager_layer': {counts}\n" in out
 
 
 def test_fit_example_shows_the_partial_batch_retrace():
@@ -64,26 +68,49 @@ def test_html_timeline_example_writes_the_seed_and_model_timelines(tmp_path):
 
 def test_demo_shows_the_double_trace_then_the_fix():
     out = run("-m", "traceguard", "demo")
-    assert "call's body ran 3 times; tf.function's tracing count is 2" in out
+    runs = 3 if _compat.IS_KERAS_3 else 2
+    assert f"call's body ran {runs} times; tf.function's tracing count is 2" in out
     assert "-> 1 run under tf.function; tracing count 1." in out
 
 
 def test_demo_shows_the_seed_print_under_once_and_tf_print():
     out = run("-m", "traceguard", "demo")
     once = out[out.index('3. The same print, routed by @traceguard.side_effects(print="once")'):]
+    # Keras 2 has no symbolic build pass: one body run fewer.
+    runs = "4 times: symbolic, " if _compat.IS_KERAS_3 else "3 times: "
     assert once.splitlines()[2:5] == [
         "  print() in call: tracing for (60, 28, 28)",
         "  print() in call: tracing for (32, 28, 28)",
-        "   -> printed once per input signature, while call's body ran 4 times: "
-        "symbolic, trace, variable_retrace, retrace.",
+        f"   -> printed once per input signature, while call's body ran {runs}"
+        "trace, variable_retrace, retrace.",
     ]
     each_step = out[out.index('4. With print="tf.print"'):]
     assert each_step.splitlines()[2:6] == [
         "  print() in call: a batch of 60",
         "  print() in call: a batch of 60",
         "  print() in call: a batch of 32",
-        "   -> printed at each of the 3 calls (call's body ran 4 times, to build the graphs).",
+        f"   -> printed at each of the 3 calls (call's body ran {4 if _compat.IS_KERAS_3 else 3} times, "
+        "to build the graphs).",
     ]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_demo_runs_on_the_keras_asked_for_or_says_what_is_missing(version):
+    try:
+        flavor = _compat.keras2_flavor() if version == 2 else _compat.keras3_flavor()
+    except ImportError as error:
+        result = subprocess.run([sys.executable, "-m", "traceguard", "demo", "--keras", str(version)],
+                                capture_output=True, text=True, cwd=ROOT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+        assert result.returncode == 2
+        assert f"error: --keras {version}: {error}" in result.stderr
+        return
+    out = run("-m", "traceguard", "demo", "--keras", str(version))
+    assert f"with {flavor.describe()} ({flavor.name})" in out
+    runs = 3 if version == 3 else 2
+    assert f"call's body ran {runs} times; tf.function's tracing count is 2" in out
+    symbolic = 1 if version == 3 else 0
+    assert f"-> {symbolic} symbolic run, 1 eager run." in out
 
 
 def test_cli_without_command_explains_usage():

@@ -141,6 +141,8 @@ def test_fit_traces_train_step_and_partial_last_batch_retraces(keras_flavor, fun
     assert kinds(layer) == first
     step = keras_flavor.pick("one_step_on_data", "train_function")
     assert {e.function for e in layer.trace_log} == {step}
+    if not keras_flavor.is_keras_3:
+        assert "model.optimizer.build(" in layer.trace_log[-1].hint
     model.fit(rng.random((70, 28, 28)), rng.random((70, 28, 32)), batch_size=32, verbose=0)
     assert kinds(layer) == first + ["retrace"]
     retrace = layer.trace_log[-1]
@@ -148,6 +150,15 @@ def test_fit_traces_train_step_and_partial_last_batch_retraces(keras_flavor, fun
     # Both Kerases compile their step with reduce_retracing=True: TF relaxes the batch dimension.
     assert retrace.changes == ("inputs: dim 0 32 -> None",)
     assert "drop_remainder=True" in retrace.hint
+
+
+def test_keras2_optimizer_built_before_fit_traces_once(keras_flavor, functional_model):
+    if keras_flavor.is_keras_3:
+        pytest.skip("Keras 3 builds the optimizer before tracing its train step")
+    model, layer = functional_model
+    model.optimizer.build(model.trainable_variables)
+    model.fit(np.ones((64, 28, 28)), np.ones((64, 28, 32)), batch_size=32, verbose=0)
+    assert kinds(layer) == ["trace"]
 
 
 def test_predict_traces_its_own_function(keras_flavor, functional_model):

@@ -75,6 +75,15 @@ NEW_FUNCTION_HINT = (
     "reuse it."
 )
 
+# Keras 2's `fit` creates the optimizer's variables (slots, iteration count) in the
+# first trace of `train_function` (tf_keras, Keras 2.12-2.15; measured), so TensorFlow
+# traces it twice; Keras 3 builds the optimizer before tracing.
+TRAIN_FUNCTION_VARIABLE_RETRACE_HINT = (
+    "Keras 2 creates the optimizer's variables in the first trace of `train_function`, "
+    "so TensorFlow traces it twice once per model. To trace once, build the optimizer "
+    "before `fit`: `model.optimizer.build(model.trainable_variables)`."
+)
+
 
 def classify_run(
     context: RunContext,
@@ -135,7 +144,8 @@ def classify_run(
             return Verdict(TraceKind.VARIABLE_RETRACE, (), f"{subject} traced "
                            "the same signature again: its first trace created variables, so "
                            "TensorFlow lifted them out and traced once more with variable creation "
-                           "disabled.", VARIABLE_RETRACE_HINT)
+                           "disabled.", TRAIN_FUNCTION_VARIABLE_RETRACE_HINT
+                           if function == "train_function" else VARIABLE_RETRACE_HINT)
         return Verdict(TraceKind.RETRACE, (), f"{subject} traced again "
                        "although this layer's arguments did not change: something outside the "
                        "layer changed (an argument of the enclosing function, a captured Python "

@@ -1,4 +1,4 @@
-"""The command line: `python -m traceguard demo` and `python -m traceguard run SCRIPT`."""
+"""The command line: `python -m traceguard demo [--keras {2,3}]` and `python -m traceguard run SCRIPT`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="See, explain and control when Keras and TensorFlow run a layer's `call`.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("demo", help="run the 'why does tf.function trace my layer twice?' "
-                        "layer and explain every run of its body")
+    demo = commands.add_parser("demo", help="run the 'why does tf.function trace my layer twice?' "
+                               "layer and explain every run of its body")
+    demo.add_argument("--keras", type=int, choices=(2, 3), default=None,
+                      help="run on Keras 2 (tf_keras, or tf.keras on TensorFlow <= 2.15) or "
+                      "Keras 3; default: the Keras that tf.keras is")
     run = commands.add_parser(
         "run", help="run a Python script under traceguard.watch() and report every Keras "
         "layer's body runs when it ends",
@@ -31,11 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = build_parser().parse_args(argv)
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
     if arguments.command == "demo":
         from traceguard._demo import run_demo
 
-        run_demo(sys.stdout)
+        try:
+            run_demo(sys.stdout, arguments.keras)
+        except ImportError as error:
+            parser.error(f"--keras {arguments.keras}: {error}")
     elif arguments.command == "run":
         from traceguard._run import run_script
 

@@ -11,18 +11,49 @@ from typing import TextIO
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+KERAS_VERSIONS = (2, 3)
 
-def run_demo(out: TextIO) -> None:
-    """Runs the seed question's layer, prints its trace log, shows the fix, then routes its print."""
+
+def _flavor_and_base(keras_version: int | None) -> tuple[object, type, str]:
+    """The Keras to run on, the trace-aware base class for it, and how users spell that."""
+    from traceguard import _compat
+    from traceguard._layer import TraceAwareLayer, TraceAwareMixin
+
+    if keras_version is None:
+        return _compat.DEFAULT_FLAVOR, TraceAwareLayer, "traceguard.TraceAwareLayer"
+    if keras_version not in KERAS_VERSIONS:
+        raise ValueError(f"`keras_version` expects one of {KERAS_VERSIONS} or None. "
+                         f"Received: keras_version={keras_version!r}")
+    flavor = _compat.keras2_flavor() if keras_version == 2 else _compat.keras3_flavor()
+    if flavor is _compat.DEFAULT_FLAVOR:
+        return flavor, TraceAwareLayer, "traceguard.TraceAwareLayer"
+    if keras_version == 2:
+        from traceguard import keras2
+
+        return flavor, keras2.TraceAwareLayer, "traceguard.keras2.TraceAwareLayer"
+    base = type("TraceAwareLayer", (TraceAwareMixin, flavor.layer_base), {})
+    return flavor, base, "traceguard.TraceAwareMixin + keras.layers.Layer"
+
+
+def run_demo(out: TextIO, keras_version: int | None = None) -> None:
+    """Runs the seed question's layer, prints its trace log, shows the fix, then routes its print.
+
+    Args:
+        out: Where the text goes.
+        keras_version: `2` (tf_keras, or `tf.keras` on TensorFlow <= 2.15), `3`,
+            or None for the Keras `tf.keras` is. Defaults to `None`.
+
+    Raises:
+        ImportError: When the Keras asked for is not installed, naming what to install.
+    """
     import tensorflow as tf
 
-    from traceguard import _compat
-    from traceguard._layer import TraceAwareLayer
     from traceguard._side_effects import side_effects
 
-    keras = _compat.keras
+    flavor, base, base_name = _flavor_and_base(keras_version)
+    keras = flavor.keras
 
-    class EagerLayer(TraceAwareLayer):
+    class EagerLayer(base):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
             self.dense = keras.layers.Dense(32)
@@ -31,7 +62,7 @@ def run_demo(out: TextIO) -> None:
             print("  print() in call: tracing!", file=out)
             return self.dense(inputs)
 
-    class PrintsOnce(TraceAwareLayer):
+    class PrintsOnce(base):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
             self.dense = keras.layers.Dense(32)
@@ -41,7 +72,7 @@ def run_demo(out: TextIO) -> None:
             print("  print() in call: tracing for", inputs.shape, file=out)
             return self.dense(inputs)
 
-    class PrintsEachStep(TraceAwareLayer):
+    class PrintsEachStep(base):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
             self.dense = keras.layers.Dense(32)
@@ -55,9 +86,9 @@ def run_demo(out: TextIO) -> None:
         print(text, file=out)
         out.flush()  # tf.print writes to the process's stdout directly: keep the order.
 
-    say(f"traceguard demo on {_compat.describe_versions()}")
+    say(f"traceguard demo on TensorFlow {tf.__version__} with {flavor.describe()} ({flavor.name})")
     say()
-    say("1. The question's layer, subclassing traceguard.TraceAwareLayer:")
+    say(f"1. The question's layer, subclassing {base_name}:")
     say("   graph_layer = tf.function(EagerLayer()); graph_layer(x); graph_layer(x)")
     x = tf.random.uniform([60, 28, 28])
     layer = EagerLayer()
@@ -70,10 +101,10 @@ def run_demo(out: TextIO) -> None:
     say(layer.trace_log.summary())
     say()
     say("2. The fix: create the variables before wrapping the layer, by calling it once:")
-    say("   layer = EagerLayer(); layer(x)   # eagerly: a symbolic pass, then the eager run")
+    say("   layer = EagerLayer(); layer(x)   # eagerly: builds the layer and its Dense")
     built = EagerLayer()
     built(x)
-    say(f"   -> {len(built.trace_log)} symbolic run, {built.trace_log.eager_calls} eager run.")
+    say(f"   -> {built.trace_log.count('symbolic')} symbolic run, {built.trace_log.eager_calls} eager run.")
     built.trace_log.clear()
     say("   graph_layer = tf.function(layer); graph_layer(x); graph_layer(x)")
     graph_built = tf.function(built)
