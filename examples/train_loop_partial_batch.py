@@ -9,9 +9,9 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tensorflow import keras  # noqa: E402  # Keras 3, or Keras 2 where tf.keras is Keras 2.
 
 model = keras.Sequential([
     keras.Input((8,)),

@@ -115,6 +115,8 @@ def _available_flavors():
 
 
 FLAVORS = _available_flavors()
+# The Keras `tf.keras` is, for tests of features that follow it (watch, TraceMonitor, the CLI).
+DEFAULT = FLAVORS[0]
 
 
 @pytest.fixture(params=FLAVORS, ids=str)

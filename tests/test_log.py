@@ -39,8 +39,8 @@ def test_layer_log_bound_drops_oldest_while_indices_keep_counting():
     assert layer.trace_log.dropped == 3
 
 
-def test_clear_resets_counters_but_not_indices_or_classification_memory(seed_input):
-    layer = SeedLayer()
+def test_clear_resets_counters_but_not_indices_or_classification_memory(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer()
     layer(seed_input)
     step = tf.function(layer)
     step(seed_input)
@@ -48,7 +48,7 @@ def test_clear_resets_counters_but_not_indices_or_classification_memory(seed_inp
     assert (len(layer.trace_log), layer.trace_log.dropped, layer.trace_log.eager_calls) == (0, 0, 0)
     step(seed_input[:10])
     (event,) = layer.trace_log
-    assert event.index == 3
+    assert event.index == keras_flavor.pick(3, 2)  # After Keras 3's symbolic run and the trace.
     assert event.kind is TraceKind.RETRACE and event.changes == ("inputs: dim 0 60 -> 10",)
 
 
@@ -96,12 +96,15 @@ def test_event_fields_describe_the_run(seed_input):
         trace.kind = TraceKind.EAGER
 
 
-def test_summary_lists_counts_and_each_event(seed_input):
-    layer = SeedLayer(name="seed")
+def test_summary_lists_counts_and_each_event(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer(name="seed")
     step = tf.function(layer)
     step(seed_input)
     text = layer.trace_log.summary()
-    assert text.splitlines()[0] == "TraceLog of layer 'seed': 1 symbolic, 1 trace, 1 variable_retrace"
-    assert "#3 variable_retrace in function  (inputs=float32[60,28,28])" in text
+    symbolic = keras_flavor.pick("1 symbolic, ", "")
+    assert text.splitlines()[0] == f"TraceLog of layer 'seed': {symbolic}1 trace, 1 variable_retrace"
+    assert f"#{keras_flavor.pick(3, 2)} variable_retrace in function  (inputs=float32[60,28,28])" in text
     assert str(layer.trace_log) == text
-    assert repr(layer.trace_log) == "<TraceLog 'seed': 3 events (symbolic=1, trace=1, variable_retrace=1)>"
+    assert repr(layer.trace_log) == keras_flavor.pick(
+        "<TraceLog 'seed': 3 events (symbolic=1, trace=1, variable_retrace=1)>",
+        "<TraceLog 'seed': 2 events (trace=1, variable_retrace=1)>")

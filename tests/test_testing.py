@@ -19,8 +19,8 @@ def test_layer_within_budget_passes_and_only_traces_in_the_block_count(seed_inpu
         step(seed_input)
 
 
-def test_layer_over_budget_lists_the_offending_events(seed_input):
-    layer = SeedLayer(name="budgeted")
+def test_layer_over_budget_lists_the_offending_events(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer(name="budgeted")
     layer(seed_input)
     step = tf.function(layer)
     with pytest.raises(AssertionError) as info, assert_max_traces(layer, 1):
@@ -29,14 +29,15 @@ def test_layer_over_budget_lists_the_offending_events(seed_input):
     message = str(info.value)
     assert message.startswith("Layer 'budgeted' traced 2 times inside the block, more than the 1 allowed.\n")
     assert message.count("layer 'budgeted':") == 1
-    assert "  layer 'budgeted':\n    #2 trace in function  (inputs=float32[60,28,28])\n" in message
-    assert "    #3 retrace in function  (inputs=float32[5,28,28])\n" in message
+    first = keras_flavor.pick(2, 1)  # After Keras 3's symbolic run in the eager call.
+    assert f"  layer 'budgeted':\n    #{first} trace in function  (inputs=float32[60,28,28])\n" in message
+    assert f"    #{first + 1} retrace in function  (inputs=float32[5,28,28])\n" in message
     assert "       changed: inputs: dim 0 60 -> 5" in message
     assert "       fix: Each new shape costs a trace" in message
 
 
-def test_tf_function_counts_its_own_traces_explained_by_trace_aware_layers(seed_input):
-    layer = SeedLayer(name="inside")
+def test_tf_function_counts_its_own_traces_explained_by_trace_aware_layers(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer(name="inside")
     layer(seed_input)
 
     @tf.function
@@ -50,7 +51,8 @@ def test_tf_function_counts_its_own_traces_explained_by_trace_aware_layers(seed_
         step(seed_input[:3], 2)
     message = str(info.value)
     assert message.startswith("tf.function `step` traced 1 times inside the block, more than the 0 allowed.")
-    assert "  layer 'inside':\n    #4 retrace in step  (inputs=float32[3,28,28])" in message
+    index = keras_flavor.pick(4, 3)
+    assert f"  layer 'inside':\n    #{index} retrace in step  (inputs=float32[3,28,28])" in message
 
 
 def test_tf_function_without_trace_aware_layers_points_to_explain():
@@ -78,7 +80,7 @@ def test_bad_budget_is_rejected_on_entering(n):
 def test_plain_layer_is_rejected_with_the_way_out():
     dense = keras.layers.Dense(2)
     with pytest.raises(ValueError, match=r"expects a TraceAwareLayer \(or a layer with TraceAwareMixin\) "
-                       r"or a tf.function. Received: target=<Dense"):
+                       r"or a tf.function. Received: target=<(\S+\.)?Dense"):
         with assert_max_traces(dense, 1):
             pass
 
