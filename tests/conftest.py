@@ -154,6 +154,7 @@ KERAS_3_ONLY = {
     "test_tensorboard.py": {"test_a_single_fit_on_a_partial_batch_does_not_retrace",
                             "test_fit_then_fit_with_a_partial_batch_writes_counts_per_epoch_and_the_retrace_reason"},
     "test_threads.py": {"test_concurrent_runs_past_the_bound_keep_the_newest_by_index"},
+    "test_validation.py": {"test_mixin_without_a_keras_layer_is_rejected_at_construction"},
     "test_xla.py": {"test_jit_compiled_model_trains_and_predicts_as_the_plain_model",
                     "test_jit_compiled_model_trains_with_each_print_mode",
                     "test_jit_compiled_tf_function_records_the_same_kinds_as_without_xla"},
