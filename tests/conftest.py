@@ -5,10 +5,39 @@ import types
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 import traceguard as tg  # noqa: E402
 from traceguard import _compat  # noqa: E402
+
+if _compat.BACKEND == "tensorflow":
+    import tensorflow as tf
+
+# --- backends ---------------------------------------------------------------------------
+# `test_jax_*.py` runs on Keras 3's JAX backend (KERAS_BACKEND=jax, where TensorFlow may be
+# absent), the modules listed here on any backend, and every other module on TensorFlow.
+BACKEND_NEUTRAL_MODULES = frozenset({"conftest.py", "test_classify.py"})
+
+
+def backend_of_module(name):
+    """The backend a test module needs, or None for any."""
+    if name in BACKEND_NEUTRAL_MODULES:
+        return None
+    return "jax" if name.startswith("test_jax") else "tensorflow"
+
+
+class _OtherBackendModule(pytest.Module):
+    """A test module for another backend: reported as skipped, never imported."""
+
+    def collect(self):
+        pytest.skip(f"needs the {backend_of_module(self.path.name)} backend; "
+                    f"Keras runs on {_compat.BACKEND} here")
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    needed = backend_of_module(module_path.name)
+    if needed is not None and needed != _compat.BACKEND:
+        return _OtherBackendModule.from_parent(parent, path=module_path)
+    return None
 
 # The Keras that `traceguard.TraceAwareLayer` follows (`tf.keras`).
 keras = _compat.keras

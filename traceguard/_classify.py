@@ -93,6 +93,7 @@ def classify_run(
     earlier: Sequence[EarlierTrace],
     same_origin: Sequence[EarlierTrace] = (),
     trace: Any = None,
+    backend: str = "tensorflow",
 ) -> Verdict:
     """Classifies one body run.
 
@@ -111,11 +112,15 @@ def classify_run(
         same_origin: When `earlier` is empty, the layer's earlier traces by
             other tf.function objects wrapping the same Python function.
         trace: A token identifying the trace in progress, or None when unknown.
+        backend: `"tensorflow"` or `"jax"`, the Keras backend: it names the
+            tracer (`tf.function`, `jax.jit`) in reasons and hints.
     """
-    where = f"tf.function `{function}`" if function else "a graph"
-    subject = f"The tf.function `{function}`" if function else "The graph"
+    jax = backend == "jax"
+    tracer, engine = ("jax.jit", "JAX") if jax else ("tf.function", "TensorFlow")
+    where = f"{tracer} `{function}`" if function else ("a JAX trace" if jax else "a graph")
+    subject = f"The {tracer} `{function}`" if function else ("The JAX trace" if jax else "The graph")
     if context is RunContext.EAGER:
-        return Verdict(TraceKind.EAGER, (), "Ran eagerly: TensorFlow executed `call` op by op, "
+        return Verdict(TraceKind.EAGER, (), f"Ran eagerly: {engine} executed `call` op by op, "
                        "outside any graph.", None)
     if context is RunContext.SYMBOLIC:
         place = f" inside {where}" if function else ""
@@ -136,7 +141,7 @@ def classify_run(
                        NEW_FUNCTION_HINT)
     if not earlier:
         return Verdict(TraceKind.TRACE, (), f"First trace of {where} for this signature: "
-                       "TensorFlow ran the Python body to build a graph.", None)
+                       f"{engine} ran the Python body to build a {'jaxpr' if jax else 'graph'}.", None)
 
     same = [trace for trace in earlier if trace.signature == signature]
     if same:
@@ -156,7 +161,7 @@ def classify_run(
     closest, changes = closest_trace(earlier, signature)
     return Verdict(TraceKind.RETRACE, changes, f"{subject} traced again "
                    f"because the signature changed: {'; '.join(changes)}.",
-                   retrace_hint(changes, closest.signature, signature, function))
+                   retrace_hint(changes, closest.signature, signature, function, backend))
 
 
 def closest_trace(
@@ -185,8 +190,11 @@ def closest_trace(
     return best, tuple(best_changes)
 
 
-def retrace_hint(changes: Sequence[str], old: Signature, new: Signature, function: str | None) -> str:
+def retrace_hint(changes: Sequence[str], old: Signature, new: Signature, function: str | None,
+                 backend: str = "tensorflow") -> str:
     """The fix that matches the first change."""
+    if backend == "jax":
+        return _jax_retrace_hint(changes, old, new, function)
     first = changes[0]
     name = first.split(":", 1)[0].split("[", 1)[0]
     if name == "training":
@@ -208,6 +216,26 @@ def retrace_hint(changes: Sequence[str], old: Signature, new: Signature, functio
                 f"(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed.")
     return ("Keep the structure of the arguments fixed between calls, or use an "
             "`input_signature`; each distinct structure costs a trace.")
+
+
+def _jax_retrace_hint(changes: Sequence[str], old: Signature, new: Signature, function: str | None) -> str:
+    # `jax.jit` compiles once per input shape and dtype, and per value of a static argument.
+    first = changes[0]
+    name = first.split(":", 1)[0].split("[", 1)[0]
+    if ": dim " in first:
+        if function in KERAS_STEP_FUNCTIONS:
+            return ("A partial last batch has a new shape and costs a trace: batch with "
+                    "`drop_remainder=True`, or choose a dataset size divisible by the batch size.")
+        return ("Each new shape costs a trace: `jax.jit` compiles once per input shape. Pad or "
+                "bucket the inputs to a few fixed shapes.")
+    if ": dtype " in first:
+        return "Cast the inputs to one dtype before the call; each dtype costs a trace."
+    old_spec, new_spec = old.get(name), new.get(name)
+    if (old_spec or new_spec or ("",))[0] == "value" and (new_spec or old_spec or ("",))[0] == "value":
+        return (f"Each new Python value of `{name}` is a new signature: pass it as an array "
+                "(e.g. `jnp.asarray(...)`) so the trace takes it as an input, or keep it fixed.")
+    return ("Keep the shapes, dtypes and structure of the arguments fixed between calls; "
+            "each distinct combination costs a trace.")
 
 
 __all__ = ["EarlierTrace", "RunContext", "Verdict", "classify_run", "format_spec"]

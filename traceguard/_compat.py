@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import os
@@ -33,15 +34,6 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import tensorflow as tf
-from tensorflow.python.autograph.core import ag_ctx as _autograph_context
-from tensorflow.python.autograph.core import config as _autograph_config
-from tensorflow.python.autograph.impl import api as _autograph_api
-from tensorflow.python.distribute import mirrored_run as _mirrored_run
-from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
-from tensorflow.python.ops import control_flow_util as _control_flow_util
-from tensorflow.python.saved_model import save_context as _save_context
-
 
 def parse_version(version: str) -> tuple[int, int]:
     """`"2.15.1"` -> `(2, 15)`: versions are compared as numbers, never as strings."""
@@ -49,7 +41,55 @@ def parse_version(version: str) -> tuple[int, int]:
     return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
 
 
-TF_VERSION = parse_version(tf.__version__)
+# --- the backend ---------------------------------------------------------------------
+BACKENDS = ("tensorflow", "jax")
+
+
+def _decide_backend() -> str:
+    """The backend Keras runs on, decided before anything imports TensorFlow.
+
+    `TF_USE_LEGACY_KERAS` selects tf_keras, which runs on TensorFlow only (TF reads
+    it the same way in tensorflow/python/util/lazy_loader.py). Otherwise Keras 3
+    itself says, from `KERAS_BACKEND` or `~/.keras/keras.json`
+    (keras/src/backend/config.py); importing Keras 3 imports only that backend.
+    Keras 2 (`import keras` on TF <= 2.15) is TensorFlow's.
+    """
+    if os.environ.get("TF_USE_LEGACY_KERAS") in ("true", "True", "1"):
+        return "tensorflow"
+    try:
+        import keras
+    except ImportError:  # TensorFlow without Keras: the import of TF below says what is missing.
+        return "tensorflow"
+    if parse_version(keras.__version__)[0] < 3:
+        return "tensorflow"
+    backend = keras.backend.backend()
+    if backend not in BACKENDS:
+        raise ImportError(f"traceguard records Keras 3 on the backends {', '.join(BACKENDS)}. "
+                          f"Received: KERAS_BACKEND={backend!r} (Keras {keras.__version__}).")
+    return backend
+
+
+BACKEND = _decide_backend()
+IS_JAX = BACKEND == "jax"
+# The TensorFlow-only questions below are asked only when `BACKEND` is "tensorflow";
+# on JAX, TensorFlow is never imported (tests/test_compat.py checks it in a subprocess).
+if IS_JAX:
+    import jax
+    from jax._src import core as _jax_core
+
+    tf: Any = None
+    TF_VERSION: tuple[int, int] | None = None
+else:
+    import tensorflow as tf
+    from tensorflow.python.autograph.core import ag_ctx as _autograph_context
+    from tensorflow.python.autograph.core import config as _autograph_config
+    from tensorflow.python.autograph.impl import api as _autograph_api
+    from tensorflow.python.distribute import mirrored_run as _mirrored_run
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
+    from tensorflow.python.ops import control_flow_util as _control_flow_util
+    from tensorflow.python.saved_model import save_context as _save_context
+
+    TF_VERSION = parse_version(tf.__version__)
 
 
 def _internal_missing(what: str) -> RuntimeError:
@@ -163,6 +203,9 @@ def _flavor_following_tf_keras() -> KerasFlavor:
 
 def keras2_flavor() -> KerasFlavor:
     """The Keras 2 of `traceguard.keras2`: `tf_keras`, else `tf.keras` on TF <= 2.15."""
+    if IS_JAX:
+        raise ImportError("Keras 2 runs on TensorFlow only, and Keras 3 runs on JAX here. "
+                          f"Received: KERAS_BACKEND='jax' ({describe_versions()}).")
     if importlib.util.find_spec("tf_keras") is not None:
         return load_flavor("tf_keras")
     if not DEFAULT_FLAVOR.is_keras_3:
@@ -177,6 +220,8 @@ def keras2_flavor() -> KerasFlavor:
 
 def keras3_flavor() -> KerasFlavor:
     """Keras 3, or ImportError naming what is installed instead."""
+    if IS_JAX:
+        return DEFAULT_FLAVOR
     # TensorFlow 2.16 is the first to depend on Keras 3 rather than Keras 2.
     if TF_VERSION >= (2, 16) and importlib.util.find_spec("keras") is not None:
         return load_flavor("keras3")
@@ -184,7 +229,8 @@ def keras3_flavor() -> KerasFlavor:
                       f"Received: TensorFlow {tf.__version__} with {DEFAULT_FLAVOR.describe()}.")
 
 
-DEFAULT_FLAVOR = _flavor_following_tf_keras()
+# On JAX, `TraceAwareLayer` is Keras 3's `Layer`: the only Keras that runs there.
+DEFAULT_FLAVOR = _flavor_following_tf_keras() if not IS_JAX else load_flavor("keras3")
 KERAS_FLAVOR = DEFAULT_FLAVOR.name
 IS_KERAS_3 = DEFAULT_FLAVOR.is_keras_3
 keras = DEFAULT_FLAVOR.keras
@@ -195,7 +241,8 @@ def describe_versions() -> str:
     """The installed stack, for error messages and reports."""
     default = globals().get("DEFAULT_FLAVOR")  # None while the default flavor loads.
     flavors = ([default] if default else []) + [f for f in _flavors.values() if f is not default]
-    return f"TensorFlow {tf.__version__}, " + ", ".join(
+    engine = f"JAX {jax.__version__}" if IS_JAX else f"TensorFlow {tf.__version__}"
+    return f"{engine}, " + ", ".join(
         f"{flavor.describe()} ({flavor.name})" for flavor in flavors)
 
 
@@ -231,11 +278,12 @@ def _find_wrapped_fn_code() -> Any:
     raise _internal_missing("Function._generate_scoped_tracing_options.<wrapped_fn>")
 
 
-_WRAPPED_FN_CODE = _find_wrapped_fn_code()
-_FUNCTION_METHOD_CODES = frozenset(
-    getattr(_tf_function.Function, name).__code__
-    for name in ("_call", "_get_concrete_function_garbage_collected")
-)
+if not IS_JAX:
+    _WRAPPED_FN_CODE = _find_wrapped_fn_code()
+    _FUNCTION_METHOD_CODES = frozenset(
+        getattr(_tf_function.Function, name).__code__
+        for name in ("_call", "_get_concrete_function_garbage_collected")
+    )
 _NO_VARIABLE_CREATION_SCOPE = "invalid_creator_scope"
 
 
@@ -245,13 +293,15 @@ _NO_VARIABLE_CREATION_SCOPE = "invalid_creator_scope"
 # `_call_for_each_replica`, whose `coord` local is each replica thread's `coord`
 # (tensorflow/python/distribute/mirrored_run.py). The tf.function whose trace runs
 # the replicas is on the waiting thread's stack, so a replica's stack continues there.
-_REPLICA_THREAD_TYPE = getattr(_mirrored_run, "_MirroredReplicaThread", None)
-_CALL_FOR_EACH_REPLICA_CODE = getattr(getattr(_mirrored_run, "_call_for_each_replica", None),
-                                      "__code__", None)
-if _REPLICA_THREAD_TYPE is None or _CALL_FOR_EACH_REPLICA_CODE is None \
-        or "coord" not in _CALL_FOR_EACH_REPLICA_CODE.co_varnames \
-        or "coord" not in _REPLICA_THREAD_TYPE.__init__.__code__.co_names:
-    raise _internal_missing("mirrored_run._call_for_each_replica and _MirroredReplicaThread.coord")
+_REPLICA_THREAD_TYPE: Any = ()  # No replica threads on JAX: `isinstance(thread, ())` is False.
+if not IS_JAX:
+    _REPLICA_THREAD_TYPE = getattr(_mirrored_run, "_MirroredReplicaThread", None)
+    _CALL_FOR_EACH_REPLICA_CODE = getattr(getattr(_mirrored_run, "_call_for_each_replica", None),
+                                          "__code__", None)
+    if _REPLICA_THREAD_TYPE is None or _CALL_FOR_EACH_REPLICA_CODE is None \
+            or "coord" not in _CALL_FOR_EACH_REPLICA_CODE.co_varnames \
+            or "coord" not in _REPLICA_THREAD_TYPE.__init__.__code__.co_names:
+        raise _internal_missing("mirrored_run._call_for_each_replica and _MirroredReplicaThread.coord")
 
 
 def _replica_caller(thread: threading.Thread) -> tuple[Any, threading.Thread | None]:
@@ -351,7 +401,8 @@ def enclosing_tf_function() -> TfFunctionFrame | None:
 
 
 # --- execution context -------------------------------------------------------------
-executing_eagerly: Callable[[], bool] = tf.executing_eagerly
+if not IS_JAX:
+    executing_eagerly: Callable[[], bool] = tf.executing_eagerly
 
 # Keras 2 infers a layer's outputs by running `call` in a FuncGraph named
 # `<layer name>_scratch_graph` (`Layer._infer_output_signature`, and the default
@@ -387,7 +438,7 @@ def current_graph_name() -> str | None:
     return getattr(graph, "name", None)
 
 
-if not callable(getattr(_control_flow_util, "GraphOrParentsInXlaContext", None)):
+if not IS_JAX and not callable(getattr(_control_flow_util, "GraphOrParentsInXlaContext", None)):
     raise _internal_missing("tensorflow.python.ops.control_flow_util.GraphOrParentsInXlaContext")
 
 
@@ -455,7 +506,8 @@ def _package_dir(name: str) -> str | None:
 
 _LIBRARY_DIRS = tuple(
     directory for directory in (
-        *(_package_dir(name) for name in ("tensorflow", "keras", "tf_keras", __package__)),
+        *(_package_dir(name) for name in ("tensorflow", "keras", "tf_keras", "jax", "jaxlib",
+                                          __package__)),
         os.path.dirname(contextlib.__file__) + os.sep + "contextlib.py",
     ) if directory
 )
@@ -490,15 +542,17 @@ def calling_frame() -> Any:
 # listed in its conversion rules (TensorFlow, Keras and tf_keras are). traceguard is
 # library code as they are: converting it would turn its bookkeeping into graph
 # control flow. Listing it keeps AutoGraph out of every traceguard function.
-if not any(getattr(rule, "_prefix", None) == __package__ for rule in _autograph_config.CONVERSION_RULES):
+if not IS_JAX and not any(getattr(rule, "_prefix", None) == __package__
+                          for rule in _autograph_config.CONVERSION_RULES):
     _autograph_config.CONVERSION_RULES = (
         (_autograph_config.DoNotConvert(__package__),) + tuple(_autograph_config.CONVERSION_RULES))
 
-# An object carrying `autograph_info__` is run as it is by AutoGraph, even when a
-# `tf.function` wraps it directly (tensorflow/python/autograph/impl/api.py).
-_autograph_artifact: Callable[[Any], Any] = _autograph_api.autograph_artifact
-_CALL_UNCONVERTED_CODE = _autograph_api._call_unconverted.__code__
-_AUTOGRAPH_DISABLED = _autograph_context.Status.DISABLED
+if not IS_JAX:
+    # An object carrying `autograph_info__` is run as it is by AutoGraph, even when a
+    # `tf.function` wraps it directly (tensorflow/python/autograph/impl/api.py).
+    _autograph_artifact: Callable[[Any], Any] = _autograph_api.autograph_artifact
+    _CALL_UNCONVERTED_CODE = _autograph_api._call_unconverted.__code__
+    _AUTOGRAPH_DISABLED = _autograph_context.Status.DISABLED
 
 
 # AutoGraph (tf_keras's `call`, `tf.function(autograph=True)`) converts every
@@ -585,7 +639,8 @@ def as_keras_call(method: Callable[..., Any]) -> Callable[..., Any]:
     if not IS_KERAS_3:  # Keras 2 as tf.keras: `keep_autograph_out_of_layers` covers it.
         return _autograph_api.autograph_artifact(method)
     wrapper = _keras_traceback_utils.filter_traceback(method)
-    _autograph_api.autograph_artifact(method)
+    if not IS_JAX:
+        _autograph_api.autograph_artifact(method)
     return wrapper
 
 
@@ -619,3 +674,100 @@ def is_keras_default_method(method: Any) -> bool:
 
 def mark_keras_default_method(method: Any) -> None:
     setattr(method, _KERAS_DEFAULT_MARK, True)
+
+
+# --- printing at each execution (the "tf.print" print mode) ---------------------------
+def holds_tensor(value: Any) -> bool:
+    """Whether `value` (a structure) holds a tensor, whose runtime value prints."""
+    return any(tf.is_tensor(item) for item in tf.nest.flatten(value))
+
+
+def print_at_each_execution(inputs: list[Any], stream: Any, sep: str, end: str) -> None:
+    """Adds a print of `inputs` (tensors and strings) to the graph being traced."""
+    tf.print(*inputs, output_stream=stream, sep=sep, end=end)
+
+
+# --- the JAX backend -----------------------------------------------------------------
+# Keras 3 on JAX (measured with Keras 3.15.1 and jax 0.10.2; /work/shared/tracing-facts.md):
+# a body run is eager at JAX's top level, symbolic under Keras's `SymbolicScope`
+# (`compute_output_spec` runs `call` on Tracers through `jax.eval_shape`), and a
+# trace when `jax.jit` misses its cache: `pjit.py`'s `cache_miss` closure, whose
+# free variable `fun` is the jitted Python function, is then on the stack. JAX
+# has no trace for variable creation: Keras's `stateless_call` and its jitted
+# steps take variables as arguments, so `creates_variables` is always None.
+def _jax_executing_eagerly() -> bool:
+    # `trace_state_clean()` is True at the top level: no jit, grad, vmap or eval_shape
+    # trace is running (jax/_src/core.py, `TracingContext.is_top_level`).
+    return _jax_core.trace_state_clean()
+
+
+def _find_jax_cache_miss_code() -> Any:
+    from jax._src import pjit
+
+    codes = [c for c in pjit._cpp_pjit.__code__.co_consts
+             if getattr(c, "co_name", None) == "cache_miss"]
+    if len(codes) != 1 or "fun" not in codes[0].co_freevars:
+        raise _internal_missing("jax._src.pjit._cpp_pjit.<cache_miss> and its `fun`")
+    return codes[0]
+
+
+def _enclosing_jit() -> TfFunctionFrame | None:
+    """The innermost `jax.jit` function tracing on this thread (as a `TfFunctionFrame`)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _JAX_CACHE_MISS_CODE:
+            function = frame.f_locals.get("fun")
+            function = getattr(function, "__func__", function)  # A bound method: its function.
+            name = getattr(function, "__name__", None) or type(function).__name__
+            try:
+                key: Any = weakref.ref(function)
+            except TypeError:
+                key = name
+            return TfFunctionFrame(key, name, None)
+        frame = frame.f_back
+    return None
+
+
+def _jax_in_save_context() -> bool:
+    return False
+
+
+def _no_graph_name() -> str | None:
+    return None
+
+
+def _no_replica() -> int | None:
+    return None
+
+
+def _no_variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
+    # JAX variables are arrays held by Keras; the layer's `variables` show new ones.
+    return contextlib.nullcontext()
+
+
+def _as_it_is(obj: Any) -> Any:
+    return obj
+
+
+def _jax_graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., Any],
+                    caller: Any) -> Callable[..., Any]:
+    return original  # No AutoGraph on JAX.
+
+
+def _jax_wrap_call(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    # Keras 3 reads `call`'s parameters with `inspect.signature`, which follows `__wrapped__`.
+    return functools.update_wrapper(wrapper, original)
+
+
+if IS_JAX:
+    _JAX_CACHE_MISS_CODE = _find_jax_cache_miss_code()
+    executing_eagerly = _jax_executing_eagerly
+    enclosing_tf_function = _enclosing_jit
+    in_save_context = _jax_in_save_context
+    current_graph_name = _no_graph_name
+    current_replica = _no_replica
+    variable_creation_watch = _no_variable_creation_watch
+    keep_autograph_out = _as_it_is
+    run_unconverted = _as_it_is
+    graph_body = _jax_graph_body
+    wrap_call = _jax_wrap_call

@@ -280,7 +280,8 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         same_origin = (state.earlier_traces_of_origin(run.origin)
                        if run.context is RunContext.GRAPH and first_trace else [])
         run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
-                                   run.in_creation_phase, run.earlier, same_origin, run.trace)
+                                   run.in_creation_phase, run.earlier, same_origin, run.trace,
+                                   _compat.BACKEND)
         run.kind = run.verdict.kind
         run.variables_before = {id(v) for v in _compat.layer_variables(layer)}
         run.index = state.log._reserve_index()

@@ -42,7 +42,16 @@ def _dims(shape: Any) -> tuple[int | None, ...] | None:
         dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
     except (TypeError, ValueError):  # Unknown rank.
         return None
-    return tuple(None if dim is None else int(dim) for dim in dims)
+    return tuple(_dim(dim) for dim in dims)
+
+
+def _dim(dim: Any) -> int | None:
+    if dim is None:
+        return None
+    try:
+        return int(dim)
+    except Exception:  # A symbolic dimension, such as Keras's `dynamic_dimension` on JAX.
+        return None
 
 
 def _dtype_name(dtype: Any) -> str:

@@ -14,8 +14,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import tensorflow as tf
-
 from traceguard import _compat
 from traceguard._first_runs import Memory, log_internal_error, memory_of_layer, signature_key
 from traceguard._recorder import active_runs
@@ -38,7 +36,7 @@ def print_options(kwargs: dict) -> tuple[str, str, Any]:
 
 def _holds_tensor(value: Any) -> bool:
     try:
-        return any(tf.is_tensor(item) for item in tf.nest.flatten(value))
+        return _compat.holds_tensor(value)
     except Exception:  # A structure tf.nest cannot flatten (e.g. unsortable keys).
         return False
 
@@ -57,7 +55,8 @@ def print_each_execution(args: tuple, kwargs: dict, on_unsupported_file: Callabl
     # Python values print with `str()` as `print` does (tf.print would use their repr).
     inputs = [arg if _holds_tensor(arg) else str(arg) for arg in args]
     try:
-        tf.print(*inputs, output_stream=stream, sep=sep, end=end)
+        # `tf.print`; on JAX, `jax.debug.print` (see `_compat.print_at_each_execution`).
+        _compat.print_at_each_execution(inputs, stream, sep, end)
     except Exception:  # Something tf.print cannot format: print it as Python would, now.
         log_internal_error("turning print into tf.print")
         builtins.print(*args, **kwargs)

@@ -1,0 +1,179 @@
+"""Keras 3 on JAX (`KERAS_BACKEND=jax`): the same kinds, counted exactly.
+
+Runs only on the JAX backend (see `backend_of_module` in conftest.py), where the CI
+job has no TensorFlow installed. The counts are those measured with Keras 3.15.1 and
+jax 0.10.2 (/work/shared/tracing-facts.md, probes/jax_passes.py).
+"""
+
+import io
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import SeedLayer, keras, kinds
+
+import traceguard as tg
+from traceguard import _compat
+
+
+@pytest.fixture
+def seed_input():
+    return jnp.ones((60, 28, 28))
+
+
+def jitted_stateless_call(layer):
+    """`jax.jit` over `layer.stateless_call`, the way JAX users run a Keras layer."""
+
+    @jax.jit
+    def step(trainable, non_trainable, inputs):
+        outputs, _ = layer.stateless_call(trainable, non_trainable, inputs)
+        return outputs
+
+    trainable = [v.value for v in layer.trainable_variables]
+    non_trainable = [v.value for v in layer.non_trainable_variables]
+    return lambda inputs: step(trainable, non_trainable, inputs)
+
+
+def test_backend_is_jax_and_tensorflow_is_not_imported():
+    assert _compat.BACKEND == "jax"
+    assert "tensorflow" not in sys.modules
+    assert _compat.describe_versions() == f"JAX {jax.__version__}, Keras {keras.__version__} (keras3)"
+
+
+def test_eager_call_of_fresh_layer_runs_symbolic_pass_then_eager(seed_input):
+    layer = SeedLayer(name="seed", log_eager=True)
+    layer(seed_input)
+    assert kinds(layer) == ["symbolic", "eager"]
+    symbolic, eager = layer.trace_log
+    assert symbolic.created_variables == ("seed/dense/kernel", "seed/dense/bias")
+    assert symbolic.function is None
+    assert eager.reason == "Ran eagerly: JAX executed `call` op by op, outside any graph."
+    assert layer.trace_log.eager_calls == 1
+
+
+def test_eager_calls_are_only_counted_without_log_eager(seed_input):
+    layer = SeedLayer()
+    layer(seed_input)
+    layer(seed_input)
+    assert kinds(layer) == ["symbolic"]
+    assert layer.trace_log.eager_calls == 2
+
+
+def test_jit_of_stateless_call_traces_once_per_shape(seed_input):
+    layer = SeedLayer()
+    layer(seed_input)
+    step = jitted_stateless_call(layer)
+    step(seed_input)
+    step(seed_input)  # The same shape: jax.jit's cache, no body run.
+    step(jnp.ones((30, 28, 28)))
+    assert kinds(layer) == ["symbolic", "trace", "retrace"]
+    _, trace, retrace = layer.trace_log
+    assert (trace.function, retrace.function) == ("step", "step")
+    assert trace.signature == {"inputs": "float32[60,28,28]"}
+    assert trace.reason == ("First trace of jax.jit `step` for this signature: JAX ran the Python "
+                            "body to build a jaxpr.")
+    assert retrace.changes == ("inputs: dim 0 60 -> 30",)
+    assert retrace.reason == ("The jax.jit `step` traced again because the signature changed: "
+                              "inputs: dim 0 60 -> 30.")
+    assert retrace.hint.startswith("Each new shape costs a trace: `jax.jit` compiles once per input shape.")
+
+
+def test_jit_results_are_unchanged(seed_input):
+    layer, plain = SeedLayer(), keras.layers.Dense(32)
+    layer(seed_input)
+    plain.build(seed_input.shape)
+    plain.set_weights(layer.dense.get_weights())
+    np.testing.assert_array_equal(jitted_stateless_call(layer)(seed_input), plain(seed_input))
+
+
+def test_fit_with_partial_last_batch_traces_train_step_twice():
+    inputs = keras.Input((28, 28))
+    layer = SeedLayer()
+    model = keras.Model(inputs, layer(inputs))
+    model.compile(optimizer="sgd", loss="mse")
+    rng = np.random.default_rng(0)
+    model.fit(rng.random((70, 28, 28)), rng.random((70, 28, 32)), batch_size=32, verbose=0)
+    # Two symbolic passes at construction (batch `dynamic_dimension`, shown as None), one at
+    # the start of fit, then train_step for batch 32 and the last batch of 6.
+    assert kinds(layer) == ["symbolic", "symbolic", "symbolic", "trace", "retrace"]
+    events = list(layer.trace_log)
+    assert [e.signature["inputs"] for e in events] == [
+        "float32[None,28,28]", "float32[None,28,28]", "float32[32,28,28]",
+        "float32[32,28,28]", "float32[6,28,28]"]
+    assert [e.function for e in events[3:]] == ["train_step", "train_step"]
+    assert events[4].changes == ("inputs: dim 0 32 -> 6",)
+    assert events[4].hint.startswith("A partial last batch has a new shape and costs a trace")
+
+
+def test_no_variable_retrace_on_jax(seed_input):
+    # tf.function traces a fresh layer twice (trace, variable_retrace); JAX has no such trace,
+    # and Keras creates the variables eagerly, before any jax.jit.
+    layer = SeedLayer()
+    layer(seed_input)
+    step = jitted_stateless_call(layer)
+    step(seed_input)
+    assert "variable_retrace" not in kinds(layer)
+    assert kinds(layer) == ["symbolic", "trace"]
+
+
+def test_budget_raises_on_the_trace_past_it(seed_input):
+    layer = SeedLayer(name="seed", max_traces=1, on_excess="raise")
+    layer(seed_input)
+    step = jitted_stateless_call(layer)
+    step(seed_input)
+    with pytest.raises(tg.RetraceError) as raised:
+        step(jnp.ones((30, 28, 28)))
+    message = str(raised.value).splitlines()
+    assert message[:3] == [
+        "Layer 'seed' traced 2 times, over its budget of max_traces=1.",
+        "  Event #3 (retrace in step): The jax.jit `step` traced again because the signature "
+        "changed: inputs: dim 0 60 -> 30.",
+        "  Changed: inputs: dim 0 60 -> 30"]
+    assert kinds(layer) == ["symbolic", "trace", "retrace"]
+
+
+def test_budget_warns_on_the_trace_past_it(seed_input):
+    layer = SeedLayer(max_traces=1)
+    layer(seed_input)  # Builds the layer; #1 is its symbolic pass.
+    step = jitted_stateless_call(layer)
+    step(seed_input)
+    expected = r"over its budget of max_traces=1\.\n  Event #3 \(retrace in step\)"
+    with pytest.warns(UserWarning, match=expected):
+        step(jnp.ones((30, 28, 28)))
+
+
+def test_assert_max_traces_counts_jit_traces(seed_input):
+    layer = SeedLayer()
+    layer(seed_input)
+    step = jitted_stateless_call(layer)
+    with tg.testing.assert_max_traces(layer, 1):
+        step(seed_input)
+    with pytest.raises(AssertionError, match="inputs: dim 0 60 -> 30"):
+        with tg.testing.assert_max_traces(layer, 0):
+            step(jnp.ones((30, 28, 28)))
+
+
+def test_import_traceguard_does_not_import_tensorflow():
+    code = ("import sys, traceguard; from traceguard import _compat; "
+            "print(_compat.BACKEND, 'tensorflow' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "KERAS_BACKEND": "jax"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["jax", "False"]
+
+
+def test_demo_runs_the_seed_layer_under_jax_jit():
+    from traceguard._demo import run_demo
+
+    out = io.StringIO()
+    run_demo(out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"traceguard demo on JAX {jax.__version__}, Keras {keras.__version__} (keras3)"
+    assert "   -> 1 symbolic run, 1 eager run." in lines
+    assert ("   -> call's body ran 2 times under jax.jit, once per batch size; the second call ran "
+            "the compiled function only.") in lines
+    assert "TraceLog of layer 'eager_layer': 1 symbolic, 1 trace, 1 retrace (1 eager call)" in lines

@@ -1,0 +1,85 @@
+"""Each JAX / Keras-on-JAX internal traceguard relies on, checked on the installed versions.
+
+When one of these fails after an upgrade, the JAX section of `traceguard/_compat.py`
+needs a new branch.
+"""
+
+import jax
+import jax.numpy as jnp
+import keras
+from keras.src.backend.common.symbolic_scope import in_symbolic_scope
+
+from traceguard import _compat
+
+
+def test_trace_state_is_clean_only_outside_jax_traces():
+    seen = []
+
+    def probe(x):
+        seen.append(_compat.executing_eagerly())
+        return x
+
+    probe(jnp.ones(2))
+    jax.jit(probe)(jnp.ones(3))
+    jax.eval_shape(probe, jnp.ones(4))
+    jax.grad(lambda x: probe(x).sum())(jnp.ones(5))
+    assert seen == [True, False, False, False]
+
+
+def test_enclosing_jit_names_the_jitted_function_from_cache_miss():
+    seen = []
+
+    def train_step(x):
+        seen.append(_compat.enclosing_tf_function())
+        return x
+
+    jitted = jax.jit(train_step)
+    jitted(jnp.ones(2))
+    jitted(jnp.ones(2))  # Cached: no trace, no Python run.
+    jitted(jnp.ones(3))
+    jax.eval_shape(train_step, jnp.ones(4))  # A trace, but not by jax.jit.
+    first, second, outside = seen
+    assert (first.name, second.name) == ("train_step", "train_step")
+    assert first.key() is train_step and first.creates_variables is None
+    assert outside is None
+    assert _compat._JAX_CACHE_MISS_CODE.co_name == "cache_miss"
+
+
+def test_enclosing_jit_of_a_bound_method_is_its_function():
+    # Keras's JAX trainer jits `self.train_step`, a bound method.
+    seen = []
+
+    class Model:
+        def predict_step(self, x):
+            seen.append(_compat.enclosing_tf_function())
+            return x
+
+    jax.jit(Model().predict_step)(jnp.ones(2))
+    assert seen[0].name == "predict_step"
+    assert seen[0].key() is Model.predict_step
+
+
+def test_keras_compute_output_spec_runs_in_symbolic_scope():
+    seen = []
+
+    class Probe(keras.layers.Layer):  # No `build()`: the first call builds it symbolically.
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(2)
+
+        def call(self, x):
+            seen.append((in_symbolic_scope(), isinstance(x, jax.core.Tracer)))
+            return self.dense(x)
+
+    Probe()(jnp.ones((2, 3)))
+    assert seen == [(True, True), (False, False)]
+    assert _compat.in_symbolic_build() is False
+
+
+def test_the_tensorflow_questions_have_neutral_answers_on_jax():
+    assert _compat.tf is None and _compat.TF_VERSION is None
+    assert _compat.current_graph_name() is None
+    assert _compat.current_replica() is None
+    assert _compat.in_save_context() is False
+    with _compat.variable_creation_watch(lambda variable: None):
+        pass
