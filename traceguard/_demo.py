@@ -46,6 +46,12 @@ def run_demo(out: TextIO, keras_version: int | None = None) -> None:
     Raises:
         ImportError: When the Keras asked for is not installed, naming what to install.
     """
+    from traceguard import _compat
+
+    if _compat.IS_JAX and keras_version != 2:
+        from traceguard._demo_jax import run_jax_demo
+
+        return run_jax_demo(out)
     import tensorflow as tf
 
     from traceguard._side_effects import side_effects
