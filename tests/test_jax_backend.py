@@ -177,3 +177,38 @@ def test_demo_runs_the_seed_layer_under_jax_jit():
     assert ("   -> call's body ran 2 times under jax.jit, once per batch size; the second call ran "
             "the compiled function only.") in lines
     assert "TraceLog of layer 'eager_layer': 1 symbolic, 1 trace, 1 retrace (1 eager call)" in lines
+
+
+def small_model(layer):
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, layer(inputs))
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def test_trace_monitor_warns_of_a_partial_batch_in_a_later_fit():
+    model = small_model(SeedLayer(name="seed"))
+    monitor = tg.callbacks.TraceMonitor()
+    data = np.ones((70, 3)), np.ones((70, 32))
+    model.fit(data[0][:64], data[1][:64], batch_size=32, verbose=0, callbacks=[monitor])
+    expected = (r"Layer 'seed' retraced jax\.jit `train_step` during fit call 2, epoch 1: "
+                r"inputs: dim 0 32 -> 6\. Fix: A partial last batch")
+    with pytest.warns(UserWarning, match=expected):
+        model.fit(*data, batch_size=32, verbose=0, callbacks=[monitor])
+    assert monitor.report.layers["seed"].counts()["retrace"] == 1
+
+
+def test_watch_records_plain_layers_under_jit():
+    with tg.watch() as watched:
+        dense = keras.layers.Dense(4, name="plain")
+        dense(jnp.ones((8, 3)))
+        step = jax.jit(lambda trainable, x: dense.stateless_call(trainable, [], x)[0])
+        trainable = [v.value for v in dense.trainable_variables]
+        step(trainable, jnp.ones((8, 3)))
+        step(trainable, jnp.ones((5, 3)))
+    runs = watched.layers["plain"]
+    assert list(watched.layers) == ["plain"]
+    # Dense has a `build()`: no symbolic pass; its eager run is only counted.
+    assert [event.kind.value for event in runs.events] == ["trace", "retrace"]
+    assert [event.function for event in runs.events] == ["<lambda>", "<lambda>"]
+    assert runs.eager_calls == 1

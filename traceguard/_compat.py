@@ -71,6 +71,7 @@ def _decide_backend() -> str:
 
 BACKEND = _decide_backend()
 IS_JAX = BACKEND == "jax"
+TRACER = "jax.jit" if IS_JAX else "tf.function"  # What traces a function, for messages.
 # The TensorFlow-only questions below are asked only when `BACKEND` is "tensorflow";
 # on JAX, TensorFlow is never imported (tests/test_compat.py checks it in a subprocess).
 if IS_JAX:

@@ -182,7 +182,7 @@ class TraceMonitor(_compat.keras.callbacks.Callback):
         for (function, where, changes, fix), layers in layers_by_retrace.items():
             subject = f"Layer {layers[0]}" if len(layers) == 1 else f"Layers {', '.join(layers)}"
             warnings.warn(
-                f"{subject} retraced tf.function `{function}` during {where}: "
+                f"{subject} retraced {_compat.TRACER} `{function}` during {where}: "
                 f"{'; '.join(changes) or 'none of its arguments changed'}. "
                 f"Fix: {fix} All runs: TraceMonitor.report.",
                 UserWarning, stacklevel=_compat.user_stacklevel(),
