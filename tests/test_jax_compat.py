@@ -4,6 +4,8 @@ When one of these fails after an upgrade, the JAX section of `traceguard/_compat
 needs a new branch.
 """
 
+import sys
+
 import jax
 import jax.numpy as jnp
 import keras
@@ -83,3 +85,25 @@ def test_the_tensorflow_questions_have_neutral_answers_on_jax():
     assert _compat.in_save_context() is False
     with _compat.variable_creation_watch(lambda variable: None):
         pass
+
+
+def test_print_at_each_execution_prints_runtime_values_under_jit(capsys):
+    @jax.jit
+    def step(x):
+        _compat._jax_print_at_each_execution(["x {=}", x, "3"], sys.stdout, " ", "\n")
+        _compat._jax_print_at_each_execution(["err", x], sys.stderr, "-", "!")
+        return x + 1
+
+    step(jnp.arange(2.0))
+    step(jnp.arange(2.0) + 1)  # Cached: only the compiled prints run.
+    captured = capsys.readouterr()
+    assert captured.out == "x {=} [0. 1.] 3\nx {=} [1. 2.] 3\n"
+    assert captured.err == "err-[0. 1.]!err-[1. 2.]!"
+
+
+def test_holds_array_sees_arrays_and_tracers_in_structures():
+    seen = []
+    jax.jit(lambda x: seen.append(_compat._jax_holds_array({"a": [x]})) or x)(jnp.ones(2))
+    assert seen == [True]
+    assert _compat._jax_holds_array((jnp.ones(1),)) is True
+    assert _compat._jax_holds_array(["text", 3, None]) is False

@@ -760,6 +760,37 @@ def _jax_wrap_call(original: Callable[..., Any], wrapper: Callable[..., Any]) ->
     return functools.update_wrapper(wrapper, original)
 
 
+def _jax_holds_array(value: Any) -> bool:
+    """Whether `value` (a structure) holds a JAX array or Tracer: printed at execution."""
+    try:
+        return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))
+    except Exception:  # A structure JAX cannot flatten.
+        return False
+
+
+def _jax_print_at_each_execution(inputs: list[Any], stream: Any, sep: str, end: str) -> None:
+    """`print(*inputs, sep=sep, end=end, file=stream)` at every execution of the traced code.
+
+    `jax.debug.print` formats its arguments' runtime values into a format string and
+    writes it to `sys.stdout` with a newline (jax/_src/debugging.py). Every input,
+    strings too, is an argument of its own `{}`: jax 0.10.2 looks for placeholders
+    only before the first escaped brace (`_format_print_callback`'s `has_placeholders`),
+    so a literal `{{` first would print the format string unformatted. Other streams,
+    and an `end` other than a newline, go through `jax.debug.callback`, its mechanism.
+    """
+    text = sep.replace("{", "{{").replace("}", "}}").join("{}" for _ in inputs)
+    if not inputs:
+        text, inputs = "{}", [""]
+    if stream is sys.stdout and end == "\n":
+        jax.debug.print(text, *inputs)
+        return
+
+    def write(*values: Any) -> None:
+        stream.write(text.format(*values) + end)
+
+    jax.debug.callback(write, *inputs)
+
+
 if IS_JAX:
     _JAX_CACHE_MISS_CODE = _find_jax_cache_miss_code()
     executing_eagerly = _jax_executing_eagerly
