@@ -4,6 +4,8 @@ When one of these fails after an upgrade, the JAX section of `traceguard/_compat
 needs a new branch.
 """
 
+import os
+import subprocess
 import sys
 
 import jax
@@ -107,3 +109,23 @@ def test_holds_array_sees_arrays_and_tracers_in_structures():
     assert seen == [True]
     assert _compat._jax_holds_array((jnp.ones(1),)) is True
     assert _compat._jax_holds_array(["text", 3, None]) is False
+
+
+def test_a_backend_other_than_tensorflow_or_jax_is_refused_at_import():
+    result = subprocess.run([sys.executable, "-c", "import traceguard"], capture_output=True, text=True,
+                            env={**os.environ, "KERAS_BACKEND": "numpy"}, timeout=300)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        "ImportError: traceguard records Keras 3 on the backends tensorflow, jax. "
+        f"Received: KERAS_BACKEND='numpy' (Keras {keras.__version__}).")
+
+
+def test_tf_use_legacy_keras_means_tensorflow_without_asking_keras():
+    # tf_keras runs on TensorFlow only: traceguard goes for TensorFlow even with
+    # KERAS_BACKEND=jax, and says what is missing where it is not installed.
+    code = ("import os; os.environ['TF_USE_LEGACY_KERAS'] = '1'\n"
+            "try:\n    from traceguard import _compat; print(_compat.BACKEND)\n"
+            "except ModuleNotFoundError as error:\n    print(error.name)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "KERAS_BACKEND": "jax"}, timeout=300)
+    assert result.stdout.split() == ["tensorflow"], result.stderr
