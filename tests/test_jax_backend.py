@@ -212,3 +212,9 @@ def test_watch_records_plain_layers_under_jit():
     assert [event.kind.value for event in runs.events] == ["trace", "retrace"]
     assert [event.function for event in runs.events] == ["<lambda>", "<lambda>"]
     assert runs.eager_calls == 1
+
+
+def test_keras2_module_says_keras_2_needs_tensorflow():
+    with pytest.raises(ImportError, match=r"^Keras 2 runs on TensorFlow only, and Keras 3 runs on JAX "
+                                          r"here\. Received: KERAS_BACKEND='jax' \(JAX "):
+        import traceguard.keras2  # noqa: F401
