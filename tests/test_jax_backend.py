@@ -218,3 +218,51 @@ def test_keras2_module_says_keras_2_needs_tensorflow():
     with pytest.raises(ImportError, match=r"^Keras 2 runs on TensorFlow only, and Keras 3 runs on JAX "
                                           r"here\. Received: KERAS_BACKEND='jax' \(JAX "):
         import traceguard.keras2  # noqa: F401
+
+
+def printing_seed_class(mode):
+    class PrintingSeed(tg.TraceAwareLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(32)
+
+        @tg.side_effects(print=mode)
+        def call(self, inputs):
+            print("Tracing")
+            return self.dense(inputs)
+
+    return PrintingSeed
+
+
+@pytest.mark.parametrize(
+    "mode, eager_call, jit_same_batch_twice, jit_new_batch_twice",
+    [
+        # "tf.print" is jax.debug.print on JAX: nothing from the symbolic pass (eval_shape
+        # runs nothing), then once per execution of the compiled function.
+        ("tf.print", ["Tracing"], ["Tracing"] * 2, ["Tracing"] * 2),
+        # The symbolic pass already printed for batch 60: the trace for it prints nothing.
+        ("once", ["Tracing"] * 2, [], ["Tracing"]),
+        ("each_trace", ["[#1 symbolic] Tracing", "Tracing"], ["[#2 trace] Tracing"],
+         ["[#3 retrace] Tracing"]),
+        ("log", [], [], []),
+        ("python", ["Tracing"] * 2, ["Tracing"], ["Tracing"]),
+    ],
+)
+def test_print_modes_across_passes_executions_and_batch_sizes(
+        capsys, seed_input, mode, eager_call, jit_same_batch_twice, jit_new_batch_twice):
+    def printed():
+        return capsys.readouterr().out.splitlines()
+
+    layer = printing_seed_class(mode)()
+    layer(seed_input)  # The symbolic pass, then the eager run (plain Python print).
+    assert printed() == eager_call
+    step = jitted_stateless_call(layer)
+    step(seed_input)
+    step(seed_input)
+    assert printed() == jit_same_batch_twice
+    step(seed_input[:30])
+    step(seed_input[:30])
+    assert printed() == jit_new_batch_twice
+    assert kinds(layer) == ["symbolic", "trace", "retrace"]
+    expected_messages = ("Tracing",) if mode == "log" else ()
+    assert [event.messages for event in layer.trace_log] == [expected_messages] * 3

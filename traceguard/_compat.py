@@ -801,5 +801,8 @@ if IS_JAX:
     variable_creation_watch = _no_variable_creation_watch
     keep_autograph_out = _as_it_is
     run_unconverted = _as_it_is
+    in_xla_context = _jax_in_save_context  # False: jax.debug.print runs inside XLA.
+    holds_tensor = _jax_holds_array
+    print_at_each_execution = _jax_print_at_each_execution
     graph_body = _jax_graph_body
     wrap_call = _jax_wrap_call
