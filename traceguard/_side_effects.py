@@ -158,7 +158,8 @@ def side_effects(function: _Function | None = None, /, *, print: str = "tf.print
       `sep` and `end`; tensors show their runtime values. tf.print writes to
       the process's stdout from C++, not to Python's `sys.stdout`. Under XLA
       (`jit_compile=True`), which cannot compile tf.print, it warns once and
-      falls back to `"once"`.
+      falls back to `"once"`. On Keras 3's JAX backend it becomes
+      `jax.debug.print`: at every execution of the jitted function.
     - `"once"`: prints on the first run for each input signature of the layer
       (the Keras symbolic pass, the first trace and the variable retrace of
       one signature print once in total); a new signature prints again.
