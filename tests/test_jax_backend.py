@@ -266,3 +266,11 @@ def test_print_modes_across_passes_executions_and_batch_sizes(
     assert kinds(layer) == ["symbolic", "trace", "retrace"]
     expected_messages = ("Tracing",) if mode == "log" else ()
     assert [event.messages for event in layer.trace_log] == [expected_messages] * 3
+
+
+def test_traceguard_print_prints_at_each_jit_execution(capsys):
+    step = jax.jit(lambda x: (tg.print("x =", x), x + 1)[1])
+    step(jnp.arange(2))
+    step(jnp.arange(2))
+    tg.print("eager", 1)
+    assert capsys.readouterr().out.splitlines() == ["x = [0 1]", "x = [0 1]", "eager 1"]
