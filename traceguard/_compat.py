@@ -555,6 +555,14 @@ if not IS_JAX:
     _CALL_UNCONVERTED_CODE = _autograph_api._call_unconverted.__code__
     _AUTOGRAPH_DISABLED = _autograph_context.Status.DISABLED
 
+    # AutoGraph (tf_keras's `call`, `tf.function(autograph=True)`) converts every
+    # function it calls that is not TensorFlow's own: it would turn the builtin
+    # `print` inside traceguard's routing into a `py_function`. Functions wrapped by
+    # this public decorator are called as they are (`is_autograph_artifact` in
+    # tensorflow/python/autograph/impl/api.py).
+    run_unconverted: Callable[[Callable[..., Any]], Callable[..., Any]] = \
+        tf.autograph.experimental.do_not_convert
+
 
 # AutoGraph (tf_keras's `call`, `tf.function(autograph=True)`) converts every
 # function it calls that is not TensorFlow's own: it would turn the builtin
