@@ -564,15 +564,6 @@ if not IS_JAX:
         tf.autograph.experimental.do_not_convert
 
 
-# AutoGraph (tf_keras's `call`, `tf.function(autograph=True)`) converts every
-# function it calls that is not TensorFlow's own: it would turn the builtin
-# `print` inside traceguard's routing into a `py_function`. Functions wrapped by
-# this public decorator are called as they are (`is_autograph_artifact` in
-# tensorflow/python/autograph/impl/api.py).
-run_unconverted: Callable[[Callable[..., Any]], Callable[..., Any]] = \
-    tf.autograph.experimental.do_not_convert
-
-
 def keep_autograph_out(obj: Any) -> Any:
     """Makes AutoGraph run `obj` (a function, or instances of a class) unconverted."""
     return _autograph_artifact(obj)
