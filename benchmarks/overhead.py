@@ -2,24 +2,29 @@
 
 Usage:  python benchmarks/overhead.py           # everything, a few minutes on 2 CPU cores
         python benchmarks/overhead.py --quick   # graph identity only (what CI runs)
+        python benchmarks/overhead.py --only eager --repetitions 401 --clock cpu
 
-Each timing interleaves the traceguard and the plain variant repetition by repetition in one
-process and compares medians, so drift on a shared machine hits both sides alike. The script
-prints one table with the target beside each ratio and exits 1 if a target is missed.
+Each timing runs the traceguard and the plain variant in one process, interleaved
+repetition by repetition (ABBA order), and compares medians, so drift on a shared
+machine hits both sides alike; the 95% interval (a bootstrap over the repetitions) shows
+how far the ratio can be trusted. The script prints one table with the target beside each
+ratio and exits 1 if a target is missed.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import functools
 import gc
+import io
 import os
 import platform
 import resource
-import statistics
 import sys
 import time
+import timeit
 import tracemalloc
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -32,10 +37,14 @@ from traceguard import _compat  # noqa: E402
 
 keras = _compat.keras
 SEED_SHAPE = (60, 28, 28)
+TINY_SHAPE = (1, 4)
+SECTIONS = ("graph", "steady", "eager", "trace", "memory")
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+TRACE_AWARE, PLAIN = tg.TraceAwareLayer, keras.layers.Layer
 
 
-# --- the architectures, each in a traceguard and a plain flavour ----------------------
-def seed_layer(base):
+# --- the architectures, each class defined once per flavour -----------------------------
+def _seed_class(base):
     class Seed(base):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
@@ -44,24 +53,35 @@ def seed_layer(base):
         def call(self, inputs):
             return self.dense(inputs)
 
-    return Seed()
+    return Seed
 
 
-def side_effect_seed_layer(mode):
-    class Seed(tg.TraceAwareLayer):
+def _routed_seed_class(mode, prints=True):
+    """The trace-aware seed layer with `call` under `side_effects(print=mode)`."""
+
+    class RoutedSeed(TRACE_AWARE):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
             self.dense = keras.layers.Dense(32)
 
         @tg.side_effects(print=mode)
         def call(self, inputs):
-            print("seed layer ran")
+            if prints:
+                print("seed layer ran")
             return self.dense(inputs)
 
-    return Seed()
+    return RoutedSeed
 
 
-def mlp(base, depth=3, width=64):
+def _identity_class(base):
+    class Identity(base):
+        def call(self, inputs):
+            return inputs
+
+    return Identity
+
+
+def _block_class(base):
     class Block(base):
         def __init__(self, units, **kwargs):
             super().__init__(**kwargs)
@@ -70,10 +90,10 @@ def mlp(base, depth=3, width=64):
         def call(self, inputs):
             return self.dense(inputs)
 
-    return keras.Sequential([Block(width) for _ in range(depth)] + [Block(10)])
+    return Block
 
 
-def transformer_block(base, dim=32, heads=4):
+def _transformer_class(base, dim=32, heads=4):
     class TransformerBlock(base):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
@@ -87,177 +107,329 @@ def transformer_block(base, dim=32, heads=4):
             x = self.norm1(inputs + self.attention(inputs, inputs))
             return self.norm2(x + self.ffn2(self.ffn1(x)))
 
-    return TransformerBlock()
+    return TransformerBlock
 
 
-def deep_model(base, depth=20):
-    return mlp(base, depth=depth - 1, width=16)
+FLAVOURS = (TRACE_AWARE, PLAIN)
+SEED = {base: _seed_class(base) for base in FLAVOURS}
+IDENTITY = {base: _identity_class(base) for base in FLAVOURS}
+BLOCK = {base: _block_class(base) for base in FLAVOURS}
+TRANSFORMER = {base: _transformer_class(base) for base in FLAVOURS}
 
 
-# --- measurements -----------------------------------------------------------------------
-def graph_ops(layer, shape):
-    concrete = tf.function(layer).get_concrete_function(tf.TensorSpec(shape, tf.float32))
-    return collections.Counter(op.type for op in concrete.graph.get_operations())
+def seed_layer(base, **kwargs):
+    return SEED[base](**kwargs)
 
 
-def interleaved(traced, plain, repetitions):
-    """Median seconds of `traced()` and `plain()`, alternating who goes first."""
-    times = {traced: [], plain: []}
-    for repetition in range(repetitions):
-        order = (traced, plain) if repetition % 2 == 0 else (plain, traced)
-        for run in order:
-            start = time.perf_counter()
-            run()
-            times[run].append(time.perf_counter() - start)
-    return statistics.median(times[traced]), statistics.median(times[plain])
+def mlp(base, depth=4, width=64):
+    """`depth` layers of the flavour (`depth - 1` hidden, one output), in a Sequential."""
+    return keras.Sequential([BLOCK[base](width) for _ in range(depth - 1)] + [BLOCK[base](10)])
 
 
-def repeat(function, count):
-    def run():
-        for _ in range(count):
-            function()
-
-    return run
+def transformer_block(base):
+    return TRANSFORMER[base]()
 
 
+def deep_model(base):
+    return mlp(base, depth=20, width=16)
+
+
+# --- measuring ----------------------------------------------------------------------------
 class Table:
     def __init__(self):
         self.rows = []
 
-    def add(self, name, value, target, passed, detail=""):
-        self.rows.append((name, value, target, passed, detail))
+    def add(self, name, value, target, passed, interval="", detail=""):
+        self.rows.append((name, value, target, passed, interval, detail))
+        print(f"  {name}: {self._shown(value).strip()} (target {target}){'' if passed else ' MISSED'}",
+              file=sys.stderr, flush=True)
+
+    @staticmethod
+    def _shown(value):
+        return f"{value:8.3f}" if isinstance(value, float) else f"{value!s:>8}"
 
     def print(self):
         width = max(len(row[0]) for row in self.rows)
-        print(f"{'measure':<{width}}  {'ratio':>8}  {'target':>8}  ok    detail")
-        for name, value, target, passed, detail in self.rows:
-            shown = f"{value:8.3f}" if isinstance(value, float) else f"{value!s:>8}"
-            print(f"{name:<{width}}  {shown}  {target:>8}  {'yes' if passed else 'NO ':<4}  {detail}")
+        print(f"{'measure':<{width}}  {'tg/plain':>8}  {'target':>9}  ok   {'95% interval':<13}  detail")
+        for name, value, target, passed, interval, detail in self.rows:
+            print(f"{name:<{width}}  {self._shown(value)}  {target:>9}  "
+                  f"{'yes' if passed else 'NO ':<3}  {interval:<13}  {detail}")
 
     @property
     def passed(self):
         return all(row[3] for row in self.rows)
 
 
+class Timer:
+    """Interleaved timings of a traceguard and a plain variant, compared by medians."""
+
+    def __init__(self, clock, repetitions):
+        self.clock = CLOCKS[clock]
+        self.repetitions = repetitions
+
+    def times(self, traced, plain, repetitions=None, calls=1):
+        """Seconds per call of `traced()` and `plain()`, one array entry per repetition.
+
+        The order alternates ABBA, so neither variant always runs right after the
+        other; each repetition runs a variant `calls` times.
+        """
+        clock = self.clock
+        measured = {traced: [], plain: []}
+        for repetition in range(repetitions or self.repetitions):
+            order = (traced, plain) if repetition % 2 == 0 else (plain, traced)
+            for run in order:
+                start = clock()
+                for _ in range(calls):
+                    run()
+                measured[run].append((clock() - start) / calls)
+        return np.array(measured[traced]), np.array(measured[plain])
+
+    def compare(self, table, name, traced, plain, target, repetitions=None, calls=1, unit="us",
+                detail=""):
+        """Adds the ratio of the median times of `traced()` and `plain()` to the table.
+
+        Returns the median seconds per call of `plain()`.
+        """
+        gc.collect()
+        traced_times, plain_times = self.times(traced, plain, repetitions, calls)
+        ratio = float(np.median(traced_times) / np.median(plain_times))
+        low, high = bootstrap_interval(traced_times, plain_times)
+        scale = {"us": 1e6, "ms": 1e3}[unit]
+        plain_text = f"plain {np.median(plain_times) * scale:.0f} {unit}"
+        table.add(name, ratio, f"<= {target:.2f}", ratio <= target, f"{low:.3f}-{high:.3f}",
+                  plain_text + (f"; {detail}" if detail else ""))
+        return float(np.median(plain_times))
+
+
+def bootstrap_interval(traced_times, plain_times, resamples=2000):
+    """95% interval of the ratio of medians, resampling whole repetitions (both sides)."""
+    picks = np.random.default_rng(0).integers(0, len(traced_times), (resamples, len(traced_times)))
+    ratios = np.median(traced_times[picks], axis=1) / np.median(plain_times[picks], axis=1)
+    return np.percentile(ratios, 2.5), np.percentile(ratios, 97.5)
+
+
+def best_time(function, number):
+    """Seconds per call of `function()`: the fastest of several timeit runs (load only adds)."""
+    return min(timeit.repeat(function, number=number, repeat=15)) / number
+
+
+# --- 1. graph identity --------------------------------------------------------------------
+def graph_ops(layer, shape):
+    with contextlib.redirect_stdout(io.StringIO()):  # The side-effect layers print at trace time.
+        concrete = tf.function(layer).get_concrete_function(tf.TensorSpec(shape, tf.float32))
+    return collections.Counter(op.type for op in concrete.graph.get_operations())
+
+
 def check_graph_identity(table):
     x_shape = (8,) + SEED_SHAPE[1:]
-    cases = [("seed layer", seed_layer, x_shape), ("MLP", mlp, (8, 16)),
-             ("transformer block", transformer_block, (4, 10, 32))]
-    for name, build, shape in cases:
-        traced = graph_ops(build(tg.TraceAwareLayer), shape)
-        plain = graph_ops(build(keras.layers.Layer), shape)
+    cases = [
+        ("seed layer", seed_layer, {}, x_shape),
+        ("seed layer, log_eager, max_traces", seed_layer,
+         {"log_eager": True, "max_traces": 5, "on_excess": "raise"}, x_shape),
+        ("MLP (4 layers)", mlp, {}, (8, 16)),
+        ("transformer block", transformer_block, {}, (4, 10, 32)),
+    ]
+    for name, build, settings, shape in cases:
+        traced = graph_ops(build(TRACE_AWARE, **settings), shape)
+        plain = graph_ops(build(PLAIN), shape)
         extra = (traced - plain) + (plain - traced)
-        table.add(f"graph ops: {name}", f"+{sum((traced - plain).values())}", "+0", not extra,
-                  f"{sum(plain.values())} ops" + (f"; differs: {dict(extra)}" if extra else ""))
-    if hasattr(tg, "side_effects"):
-        plain = graph_ops(seed_layer(keras.layers.Layer), x_shape)
-        for mode in tg.PRINT_MODES:
-            traced = graph_ops(side_effect_seed_layer(mode), x_shape)
-            extra, missing = traced - plain, plain - traced
-            if mode == "tf.print":
-                allowed = {"PrintV2", "StringFormat", "Const"}
-                ok = not missing and set(extra) <= allowed and extra["PrintV2"] >= 1
-            else:
-                ok = not extra and not missing
-            table.add(f"graph ops: side_effects(print={mode!r})", f"+{sum(extra.values())}",
-                      "print ops" if mode == "tf.print" else "+0", ok, ", ".join(sorted(extra)) or "-")
+        table.add(f"graph ops: {name}", f"+{sum((traced - plain).values())}", "+0", not extra, "",
+                  f"{sum(plain.values())} ops, same types" if not extra else f"differs: {dict(extra)}")
+    plain = graph_ops(seed_layer(PLAIN), x_shape)
+    for mode in tg.PRINT_MODES:
+        traced = graph_ops(_routed_seed_class(mode)(), x_shape)
+        extra, missing = traced - plain, plain - traced
+        if mode == "tf.print":
+            # tf.print formats its inputs (StringFormat) and prints (PrintV2); the control
+            # dependency that keeps the print may add a NoOp or constants for the format.
+            ok = not missing and set(extra) <= {"PrintV2", "StringFormat", "NoOp", "Const"} \
+                and extra["PrintV2"] >= 1
+        else:
+            ok = not extra and not missing
+        table.add(f"graph ops: side_effects(print={mode!r})", f"+{sum(extra.values())}",
+                  "print ops" if mode == "tf.print" else "+0", ok, "",
+                  ", ".join(f"{op} x{n}" for op, n in sorted(extra.items())) or "same types")
 
 
-def compare(table, name, traced, plain, target, repetitions, calls=1, unit="us/call"):
-    """Adds the median time ratio of `traced()` over `plain()`, each run `calls` times a repetition."""
-    t, p = interleaved(repeat(traced, calls), repeat(plain, calls), repetitions)
-    scale = 1e6 if unit.startswith("us") else 1e3
-    table.add(name, t / p, f"<= {target}", t / p <= target, f"{p / calls * scale:.0f} {unit} plain")
-
-
-def check_graph_call_time(table, repetitions):
+# --- 2. steady-state graph calls ----------------------------------------------------------
+def check_graph_call_time(table, timer):
     x = tf.random.uniform(SEED_SHAPE)
-    traced, plain = tf.function(seed_layer(tg.TraceAwareLayer)), tf.function(seed_layer(keras.layers.Layer))
+    traced, plain = tf.function(seed_layer(TRACE_AWARE)), tf.function(seed_layer(PLAIN))
     traced(x), plain(x)
-    compare(table, "graph call: seed layer", lambda: traced(x), lambda: plain(x), 1.01, repetitions, 50)
+    timer.compare(table, "graph call: seed layer", lambda: traced(x), lambda: plain(x), 1.01,
+                  calls=10)
 
     data = np.random.default_rng(0).random((512, 16)).astype("float32")
     labels = np.random.default_rng(1).random((512, 10)).astype("float32")
     models = []
-    for base in (tg.TraceAwareLayer, keras.layers.Layer):
+    for base in FLAVOURS:
         model = mlp(base)
         model.compile(optimizer="sgd", loss="mse")
         model.fit(data, labels, batch_size=64, verbose=0)
         model.predict(data, batch_size=64, verbose=0)
         models.append(model)
     traced_model, plain_model = models
-    compare(table, "graph call: model.predict", lambda: traced_model.predict(data, batch_size=64, verbose=0),
-            lambda: plain_model.predict(data, batch_size=64, verbose=0), 1.01, repetitions, unit="ms")
-    compare(table, "graph call: one fit epoch",
-            lambda: traced_model.fit(data, labels, batch_size=64, verbose=0),
-            lambda: plain_model.fit(data, labels, batch_size=64, verbose=0), 1.01, repetitions, unit="ms")
+    repetitions = max(11, timer.repetitions // 4)
+    timer.compare(table, "graph call: model.predict (4 layers)",
+                  lambda: traced_model.predict(data, batch_size=64, verbose=0),
+                  lambda: plain_model.predict(data, batch_size=64, verbose=0), 1.01, repetitions,
+                  unit="ms")
+    timer.compare(table, "graph call: one fit epoch (4 layers)",
+                  lambda: traced_model.fit(data, labels, batch_size=64, verbose=0),
+                  lambda: plain_model.fit(data, labels, batch_size=64, verbose=0), 1.01, repetitions,
+                  unit="ms")
 
 
-def check_eager_call_time(table, repetitions):
-    for shape, target in ((SEED_SHAPE, 1.02), ((1, 4), 1.10)):
+# --- 3. eager calls -----------------------------------------------------------------------
+class _DirectCall(PLAIN):
+    """A Keras layer whose `__call__` only runs `call`: what is left is traceguard's own work."""
+
+    def __call__(self, *args, **kwargs):
+        return self.call(*args, **kwargs)
+
+
+class _TracedDirect(tg.TraceAwareMixin, _DirectCall):
+    def call(self, inputs):
+        return inputs
+
+
+class _PlainDirect(_DirectCall):
+    def call(self, inputs):
+        return inputs
+
+
+def own_eager_cost(x):
+    """Microseconds traceguard adds to each eager call of a built layer.
+
+    `TraceAwareMixin.__call__` and the recorded `call` around a body that returns its
+    input, with Keras's `__call__` (the same on both sides) left out: the difference of
+    the fastest timings, which load on the machine can only slow down.
+    """
+    traced, plain = _TracedDirect(), _PlainDirect()
+    traced.built = plain.built = True
+    return (best_time(lambda: traced(x), 5000) - best_time(lambda: plain(x), 5000)) * 1e6
+
+
+def check_eager_call_time(table, timer):
+    plain_seconds = {}
+    for shape, target in ((SEED_SHAPE, 1.02), (TINY_SHAPE, 1.10)):
         x = tf.random.uniform(shape)
-        traced, plain = seed_layer(tg.TraceAwareLayer), seed_layer(keras.layers.Layer)
+        traced, plain = seed_layer(TRACE_AWARE), seed_layer(PLAIN)
         traced(x), plain(x)
-        compare(table, f"eager call: {shape}", functools.partial(traced, x), functools.partial(plain, x),
-                target, repetitions, 50)
+        plain_seconds[shape] = timer.compare(
+            table, f"eager call: seed layer {shape}", functools.partial(traced, x),
+            functools.partial(plain, x), target, timer.repetitions * 4, calls=2)
+    x = tf.random.uniform(TINY_SHAPE)
+    # The body does not print: eager runs print as plain Python, which is the user's cost.
+    routed, plain = _routed_seed_class("once", prints=False)(), seed_layer(PLAIN)
+    routed(x), plain(x)
+    timer.compare(table, f"eager call: side_effects seed layer {TINY_SHAPE}", lambda: routed(x),
+                  lambda: plain(x), 1.10, timer.repetitions * 4, calls=2, detail="print='once'")
+    own = own_eager_cost(x)
+    table.add("eager: traceguard's own work per call", f"{own:.2f} us", "info", True, "",
+              f"{own / 1e6 / plain_seconds[SEED_SHAPE]:.2%} of a plain seed layer call on {SEED_SHAPE}, "
+              f"{own / 1e6 / plain_seconds[TINY_SHAPE]:.2%} on {TINY_SHAPE} "
+              "(`__call__` and recorded `call`, fastest of 15 runs)")
 
 
-def check_first_result_time(table, repetitions):
-    cases = [("seed layer", seed_layer, tf.random.uniform(SEED_SHAPE)),
-             ("20-layer model", deep_model, tf.random.uniform((8, 16)))]
-    for name, build, inputs in cases:
-        compare(table, f"first result (trace): {name}",
-                lambda build=build, inputs=inputs: tf.function(build(tg.TraceAwareLayer))(inputs),
-                lambda build=build, inputs=inputs: tf.function(build(keras.layers.Layer))(inputs),
-                1.05, repetitions, unit="ms")
-        gc.collect()
+# --- 4. time to first result --------------------------------------------------------------
+def check_first_result_time(table, timer):
+    cases = [("seed layer", seed_layer, tf.random.uniform(SEED_SHAPE), timer.repetitions),
+             ("20-layer model", deep_model, tf.random.uniform((8, 16)),
+              max(7, timer.repetitions // 6))]
+    for name, build, inputs, repetitions in cases:
+        timer.compare(table, f"first result (build + trace): {name}",
+                      lambda build=build, inputs=inputs: tf.function(build(TRACE_AWARE))(inputs),
+                      lambda build=build, inputs=inputs: tf.function(build(PLAIN))(inputs),
+                      1.05, repetitions, unit="ms")
 
 
-def check_memory(table, events):
-    tiny = tf.random.uniform((1, 4))
-
-    class Tiny(tg.TraceAwareLayer):
-        def call(self, inputs):
-            return inputs
-
-    tiny_layer = Tiny(log_eager=True)
-    bound = tiny_layer.trace_log.maxlen
+# --- 5. memory ----------------------------------------------------------------------------
+def memory_growth(layer, x, events):
+    """Bytes Python holds more after `events` more recorded runs of `layer`, past its bound."""
+    # Runs go straight to the recorded `call` (each one an event with log_eager=True):
+    # Keras's own `__call__` around it records nothing and takes far longer.
+    call = layer.call
+    bound = layer.trace_log.maxlen if hasattr(layer, "trace_log") else 0
     # Trace allocations from the start, so the events that replace the first ones are
     # compared with traced events, not with memory tracemalloc never saw.
     tracemalloc.start()
-    for _ in range(2 * bound):
-        tiny_layer(tiny)
+    for _ in range(2 * bound + 1000):
+        call(x)
     gc.collect()
     before, _ = tracemalloc.get_traced_memory()
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for _ in range(events):
-        tiny_layer(tiny)
+        call(x)
     gc.collect()
     after, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
+    return after - before
+
+
+def check_memory(table, events):
+    x = tf.random.uniform(TINY_SHAPE)
+    traced, plain = IDENTITY[TRACE_AWARE](log_eager=True), IDENTITY[PLAIN]()
+    traced(x), plain(x)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    traced_growth = memory_growth(traced, x, events)
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    growth_kib = (after - before) / 1024
-    ok = len(tiny_layer.trace_log) == bound and growth_kib < 64
-    table.add(f"memory: {events} events past the bound", f"{growth_kib:.0f} KiB", "flat", ok,
-              f"log holds {len(tiny_layer.trace_log)}, dropped {tiny_layer.trace_log.dropped}; "
+    plain_growth = memory_growth(plain, x, events)
+    log = traced.trace_log
+    extra_kib = (traced_growth - plain_growth) / 1024
+    ok = len(log) == log.maxlen and log.dropped == log.eager_calls - log.maxlen and extra_kib < 64
+    table.add(f"memory: {events:,} events past the bound", f"{extra_kib:+.0f} KiB", "flat", ok, "",
+              f"growth {traced_growth / 1024:.0f} KiB vs plain {plain_growth / 1024:.0f} KiB; "
+              f"log keeps {len(log)}, dropped {log.dropped:,}; "
               f"peak RSS +{(rss_after - rss_before) / 1024:.1f} MiB")
+
+
+# --- main ---------------------------------------------------------------------------------
+def describe_machine():
+    model = "unknown CPU"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo
+                      if line.startswith("model name")), model)
+    return (f"traceguard {tg.__version__} on {_compat.describe_versions()}, Python "
+            f"{platform.python_version()}; {model}, {os.cpu_count()} CPUs, {platform.machine()}")
+
+
+def load_note():
+    load = os.getloadavg()[0]
+    busy = load > 0.5 * (os.cpu_count() or 1)
+    return f"load average {load:.2f}" + (" (busy: ratios are noisy, see the intervals)" if busy else "")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="graph identity only (for CI)")
-    parser.add_argument("--repetitions", type=int, default=31, help="interleaved repetitions per timing")
+    parser.add_argument("--only", action="append", choices=SECTIONS,
+                        help="run only this section (repeatable)")
+    parser.add_argument("--repetitions", type=int, default=41,
+                        help="interleaved repetitions per timing (some use a multiple)")
+    parser.add_argument("--clock", choices=CLOCKS, default="wall",
+                        help="wall: time.perf_counter; cpu: time.process_time, the process's CPU "
+                             "time, which other processes on a busy machine do not add to")
+    parser.add_argument("--events", type=int, default=100_000, help="events for the memory check")
     arguments = parser.parse_args(argv)
-    print(f"traceguard {tg.__version__} on {_compat.describe_versions()}, "
-          f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs")
-    table = Table()
-    check_graph_identity(table)
-    if not arguments.quick:
-        check_graph_call_time(table, arguments.repetitions)
-        check_eager_call_time(table, arguments.repetitions)
-        check_first_result_time(table, max(7, arguments.repetitions // 3))
-        check_memory(table, 100_000)
+    sections = ("graph",) if arguments.quick else tuple(arguments.only or SECTIONS)
+    print(describe_machine())
+    print(f"start: {load_note()}; clock {arguments.clock}, {arguments.repetitions} repetitions")
+    started = time.perf_counter()
+    table, timer = Table(), Timer(arguments.clock, arguments.repetitions)
+    if "graph" in sections:
+        check_graph_identity(table)
+    if "steady" in sections:
+        check_graph_call_time(table, timer)
+    if "eager" in sections:
+        check_eager_call_time(table, timer)
+    if "trace" in sections:
+        check_first_result_time(table, timer)
+    if "memory" in sections:
+        check_memory(table, arguments.events)
+    print()
     table.print()
+    print(f"\nend: {load_note()}; {time.perf_counter() - started:.0f} s")
+    print("all targets met" if table.passed else "TARGET MISSED")
     return 0 if table.passed else 1
 
 
