@@ -154,6 +154,70 @@ def test_concrete_function_trace_is_found_too():
     assert frames[0].key() is step and frames[0].creates_variables is True
 
 
+def test_wrapped_fn_keeps_the_graph_it_traces_into():
+    graphs, function, trace_graph = [], None, None
+
+    @tf.function
+    def probe(x):
+        nonlocal function, trace_graph
+        function, trace_graph = _compat._find_enclosing_tf_function(sys._getframe())
+        graphs.append(tf.compat.v1.get_default_graph())
+        return x
+
+    probe(tf.ones(()))
+    assert function.key() is probe and trace_graph is graphs[-1]
+
+
+def test_one_answer_per_trace_and_nested_functions_answer_for_themselves():
+    seen = []
+
+    def note(where):
+        seen.append((where, _compat.enclosing_tf_function()))
+
+    @tf.function
+    def inner(x):
+        note("inner")
+        return x + 1.0
+
+    @tf.function
+    def outer(x):
+        note("outer")
+        y = inner(x)
+        note("outer again")
+        return tf.cond(y > 0, lambda: note("branch") or y, lambda: y)
+
+    outer(tf.ones(()))
+    assert [(where, frame.name) for where, frame in seen] == [
+        ("outer", "outer"), ("inner", "inner"), ("outer again", "outer"), ("branch", "outer")]
+    assert seen[0][1] is seen[2][1]  # Kept for the trace, not found again.
+    outer(tf.ones((), tf.float64))  # A new trace: its own answer.
+    assert seen[4][1] is not seen[0][1] and seen[4][1].name == "outer"
+
+
+def test_keras_symbolic_pass_runs_in_a_scratch_graph_inside_the_trace():
+    seen = []
+
+    class Probe(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)  # Unbuilt: Keras builds by a symbolic run.
+
+        def call(self, inputs):
+            graph = tf.compat.v1.get_default_graph()
+            seen.append((_compat.in_symbolic_build(), graph, _compat.enclosing_tf_function()))
+            return self.dense(inputs)
+
+    layer = Probe()
+    traced = []
+    step = tf.function(lambda x: traced.append(tf.compat.v1.get_default_graph()) or layer(x))
+    step(tf.ones((1, 1)))
+    symbolic, scratch, frame = seen[0]
+    assert symbolic and scratch.name.startswith(_compat._KERAS_SCRATCH_GRAPH_PREFIX)
+    assert scratch.outer_graph is traced[0] and frame.key() is step
+    assert frame is _compat._facts_of_trace[traced[0]].function
+    assert seen[1][1] is traced[0] and seen[1][2] is frame
+
+
 def test_save_context_is_seen_by_tf_saved_model_save(tmp_path):
     seen = []
     module = tf.Module()

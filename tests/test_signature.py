@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from traceguard._signature import diff_signatures, format_signature, signature_of, spec_of
+from traceguard._signature import _bound_signature, diff_signatures, format_signature, signature_of, spec_of
 
 
 def call(self, inputs, mask=None, training=None, *rest, **options):
@@ -41,6 +41,39 @@ def test_signature_names_arguments_and_includes_training_default():
 def test_signature_expands_variadic_arguments():
     signature = signature_of(call, (1, 2, 3, 4, 5), {"scale": 2})
     assert list(signature) == ["inputs", "mask", "training", "rest[0]", "rest[1]", "scale"]
+
+
+def named_call(self, inputs, mask=None, training=True, *, scale=1.0):
+    return inputs
+
+
+def positional_only_call(self, inputs, /, training=None):
+    return inputs
+
+
+@pytest.mark.parametrize("function", [named_call, positional_only_call, call])
+@pytest.mark.parametrize("args, kwargs", [
+    ((1,), {}),
+    ((1, 2), {"training": False}),
+    ((), {"inputs": 1, "scale": 2.0}),
+    ((1, 2, 3), {}),
+    ((1, 2, 3, 4), {}),
+    ((1,), {"inputs": 2}),
+    ((1,), {"unknown": 2}),
+    ((1,), {"self": 2}),
+    ((), {}),
+])
+def test_signature_binds_as_bind_partial_does(function, args, kwargs):
+    # signature_of binds the usual named `call` by hand; _bound_signature uses inspect.
+    signature = signature_of(function, args, kwargs)
+    assert signature == _bound_signature(function, args, kwargs)
+    assert list(signature) == list(_bound_signature(function, args, kwargs))
+
+
+def test_named_call_signature_follows_parameter_order_not_call_order():
+    signature = signature_of(named_call, (), {"scale": 3.0, "mask": None, "inputs": tf.zeros(2)})
+    assert format_signature(signature) == {"inputs": "float32[2]", "mask": "None", "training": "True",
+                                           "scale": "3.0"}
 
 
 def test_unbindable_call_is_described_positionally():

@@ -373,32 +373,79 @@ def _identity_key(value: Any) -> Any:
     return reference
 
 
+class _TraceFacts:
+    """What every run of one trace sees the same: its tf.function, whether Keras exports."""
+
+    __slots__ = ("function", "exporting")
+
+    def __init__(self, function: TfFunctionFrame) -> None:
+        self.function = function
+        self.exporting: bool | None = None  # Filled in by the first `in_save_context()`.
+
+
+# The stack above `wrapped_fn` stays as it is while `wrapped_fn` builds its FuncGraph
+# (its `default_graph` local), and every trace builds a graph of its own: runs in that
+# graph share one answer, kept here until the graph dies. Only a trace's first run
+# walks the stack.
+_facts_of_trace: weakref.WeakKeyDictionary[Any, _TraceFacts] = weakref.WeakKeyDictionary()
+# Keras 3 runs `call` on symbolic inputs in a FuncGraph it names `scratch_graph`,
+# `scratch_graph_1`, ... inside the graph being traced (`compute_output_spec` in
+# keras/src/backend/tensorflow/core.py, Keras 3.0 to 3.15).
+_KERAS_SCRATCH_GRAPH_PREFIX = "scratch_graph"
+
+
+def _known_facts(graph: Any) -> _TraceFacts | None:
+    """The facts of the trace whose graph is `graph`, or holds Keras's scratch `graph`."""
+    facts = _facts_of_trace.get(graph)
+    if facts is None and getattr(graph, "name", "").startswith(_KERAS_SCRATCH_GRAPH_PREFIX) \
+            and in_symbolic_build():
+        # Not for other nested graphs: a tf.function traced in one has a graph of its own.
+        outer = getattr(graph, "outer_graph", None)
+        facts = None if outer is None else _facts_of_trace.get(outer)
+    return facts
+
+
 def enclosing_tf_function() -> TfFunctionFrame | None:
     """Returns the innermost tf.function being traced by this thread, if any.
 
     Walks the Python stack (and, in a `MirroredStrategy` replica thread, the
-    stack of the thread that started the replica), so call it only off the
-    eager fast path.
+    stack of the thread that started the replica) on a trace's first run, so
+    call it only off the eager fast path.
+    """
+    facts = _known_facts(tf.compat.v1.get_default_graph())
+    if facts is not None:
+        return facts.function
+    function, trace_graph = _find_enclosing_tf_function(sys._getframe(1))
+    if trace_graph is not None:
+        _facts_of_trace[trace_graph] = _TraceFacts(function)
+    return function
+
+
+def _find_enclosing_tf_function(start: Any) -> tuple[TfFunctionFrame | None, Any]:
+    """The innermost tf.function traced on the stack from frame `start`, and its trace's graph.
+
+    The graph is None unless the `tf.function` itself was found.
     """
     phase: bool | None = None
-    trace: Any = None
-    for frame in calling_frames(sys._getframe(1)):
+    graph: Any = None
+    for frame in calling_frames(start):
         code = frame.f_code
         if code is _WRAPPED_FN_CODE and phase is None:
             local = frame.f_locals
             phase = getattr(local.get("scope"), "__name__", "") != _NO_VARIABLE_CREATION_SCOPE
             graph = local.get("default_graph")
-            trace = None if graph is None else weakref.ref(graph)
         elif code in _FUNCTION_METHOD_CODES and phase is not None:
             function = frame.f_locals.get("self")
             try:
                 key: Any = weakref.ref(function)
             except TypeError:
                 key = function.name
-            return TfFunctionFrame(key, function.name, phase, function_origin(function), trace)
+            trace = None if graph is None else weakref.ref(graph)
+            return TfFunctionFrame(key, function.name, phase, function_origin(function), trace), graph
     if phase is None:
-        return None
-    return TfFunctionFrame(current_graph_name(), current_graph_name(), phase, trace=trace)
+        return None, None
+    trace = None if graph is None else weakref.ref(graph)
+    return TfFunctionFrame(current_graph_name(), current_graph_name(), phase, trace=trace), None
 
 
 # --- execution context -------------------------------------------------------------
@@ -429,9 +476,16 @@ def in_save_context() -> bool:
     if _KERAS_EXPORT_DIR is None:
         return False
     # Keras 3 `model.export` traces `__call__` and `serving_default` before it
-    # enters TF's save context (measured on Keras 3.15): recognise its frames.
-    return any(frame.f_code.co_filename.startswith(_KERAS_EXPORT_DIR)
-               for frame in calling_frames(sys._getframe(1)))
+    # enters TF's save context (measured on Keras 3.15): recognise its frames,
+    # once per trace (see `_facts_of_trace`).
+    facts = _facts_of_trace.get(tf.compat.v1.get_default_graph())
+    if facts is not None and facts.exporting is not None:
+        return facts.exporting
+    exporting = any(frame.f_code.co_filename.startswith(_KERAS_EXPORT_DIR)
+                    for frame in calling_frames(sys._getframe(1)))
+    if facts is not None:
+        facts.exporting = exporting
+    return exporting
 
 
 def current_graph_name() -> str | None:
