@@ -209,10 +209,22 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
         state = layer.__dict__.get(STATE_ATTRIBUTE)
         if state is None and plain_layer_state is not None:
             state = plain_layer_state(layer)
-        runs = active_runs()
+        try:
+            runs = _local.runs
+        except AttributeError:
+            runs = active_runs()
         if state is None or (runs and runs[-1].layer is layer):
             # Not initialised yet, or `super().call()` of an already recorded run.
             return body(layer, *args, **kwargs)
+        if eager and not state.settings.log_eager:
+            # The eager fast path, every step of an eager loop: count the run and keep
+            # it on the stack (side effects read it); nothing is logged.
+            _count_eager_run(layer, state)
+            runs.append(BodyRun(layer, state, original, args, kwargs))
+            try:
+                return original(layer, *args, **kwargs)
+            finally:
+                runs.pop()
         run = _begin(layer, state, original, args, kwargs)
         runs.append(run)
         try:
@@ -249,12 +261,8 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
            args: tuple, kwargs: dict) -> BodyRun:
     run = BodyRun(layer, state, original, args, kwargs)
     try:
-        if _compat.executing_eagerly():
-            state.log._count_eager_call()
-            if _observers:
-                _notify("_record_eager", layer)
-            if not state.settings.log_eager:
-                return run  # The fast path: nothing else to do.
+        if _compat.executing_eagerly():  # With `log_eager=True`: the run becomes an event.
+            _count_eager_run(layer, state)
             run.context = RunContext.EAGER
             run.function = run.function_key = run.in_creation_phase = run.origin = frame = None
             run.trace = None
@@ -290,6 +298,15 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         _log_internal_error("starting to record a run")
         run.index = None
     return run
+
+
+def _count_eager_run(layer: Any, state: LayerTraceState) -> None:
+    try:
+        state.log._count_eager_call()
+        if _observers:
+            _notify("_record_eager", layer)
+    except Exception:  # Bookkeeping must never break the user's call.
+        _log_internal_error("counting an eager run")
 
 
 def _finish(run: BodyRun, error: BaseException | None) -> None:
