@@ -219,7 +219,12 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
         if eager and not state.settings.log_eager:
             # The eager fast path, every step of an eager loop: count the run and keep
             # it on the stack (side effects read it); nothing is logged.
-            _count_eager_run(layer, state)
+            try:
+                state.log._count_eager_call()
+                if _observers:
+                    _notify("_record_eager", layer)
+            except Exception:  # Bookkeeping must never break the user's call.
+                _log_internal_error("counting an eager run")
             runs.append(BodyRun(layer, state, original, args, kwargs))
             try:
                 return original(layer, *args, **kwargs)
