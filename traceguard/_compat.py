@@ -31,7 +31,7 @@ import sys
 import threading
 import types
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 
@@ -317,14 +317,14 @@ def _replica_caller(thread: threading.Thread) -> tuple[Any, threading.Thread | N
     return None, None
 
 
-def calling_frames(frame: Any) -> Iterator[Any]:
-    """`frame` and its callers; in a replica thread, then the frames of the thread it runs for."""
-    thread: threading.Thread | None = threading.current_thread()
-    while frame is not None:
-        yield frame
-        frame = frame.f_back
-        if frame is None and isinstance(thread, _REPLICA_THREAD_TYPE):
-            frame, thread = _replica_caller(thread)
+def _caller_thread_frame(thread: threading.Thread | None) -> tuple[Any, threading.Thread | None]:
+    """Where a walk up the stack goes on past the top of `thread`'s (None: this thread's).
+
+    In a replica thread, in the frames of the thread it runs for, and that thread; else
+    nowhere: `(None, None)`.
+    """
+    thread = threading.current_thread() if thread is None else thread
+    return _replica_caller(thread) if isinstance(thread, _REPLICA_THREAD_TYPE) else (None, None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -428,7 +428,8 @@ def _find_enclosing_tf_function(start: Any) -> tuple[TfFunctionFrame | None, Any
     """
     phase: bool | None = None
     graph: Any = None
-    for frame in calling_frames(start):
+    frame, thread = start, None
+    while frame is not None:  # A plain loop: no generator frame to resume at each step.
         code = frame.f_code
         if code is _WRAPPED_FN_CODE and phase is None:
             local = frame.f_locals
@@ -442,6 +443,9 @@ def _find_enclosing_tf_function(start: Any) -> tuple[TfFunctionFrame | None, Any
                 key = function.name
             trace = None if graph is None else weakref.ref(graph)
             return TfFunctionFrame(key, function.name, phase, function_origin(function), trace), graph
+        frame = frame.f_back
+        if frame is None:
+            frame, thread = _caller_thread_frame(thread)
     if phase is None:
         return None, None
     trace = None if graph is None else weakref.ref(graph)
@@ -481,8 +485,15 @@ def in_save_context() -> bool:
     facts = _facts_of_trace.get(tf.compat.v1.get_default_graph())
     if facts is not None and facts.exporting is not None:
         return facts.exporting
-    exporting = any(frame.f_code.co_filename.startswith(_KERAS_EXPORT_DIR)
-                    for frame in calling_frames(sys._getframe(1)))
+    exporting = False
+    frame, thread = sys._getframe(1), None
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_KERAS_EXPORT_DIR):
+            exporting = True
+            break
+        frame = frame.f_back
+        if frame is None:
+            frame, thread = _caller_thread_frame(thread)
     if facts is not None:
         facts.exporting = exporting
     return exporting

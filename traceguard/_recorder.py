@@ -272,13 +272,14 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             run.function = run.function_key = run.in_creation_phase = run.origin = frame = None
             run.trace = None
         else:
+            # First: it keeps what every run of the trace shares, `in_save_context()` too.
+            frame = _compat.enclosing_tf_function()
             if _compat.in_symbolic_build():
                 run.context = RunContext.SYMBOLIC
             elif _compat.in_save_context():
                 run.context = RunContext.SAVE
             else:
                 run.context = RunContext.GRAPH
-            frame = _compat.enclosing_tf_function()
             run.function = frame.name if frame else _compat.current_graph_name()
             run.function_key = frame.key if frame else run.function
             run.in_creation_phase = frame.creates_variables if frame else None
