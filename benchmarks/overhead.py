@@ -2,13 +2,14 @@
 
 Usage:  python benchmarks/overhead.py           # everything, a few minutes on 2 CPU cores
         python benchmarks/overhead.py --quick   # graph identity only (what CI runs)
-        python benchmarks/overhead.py --only eager --repetitions 401 --clock cpu
+        python benchmarks/overhead.py --only eager --scale 3 --clock cpu
 
 Each timing runs the traceguard and the plain variant in one process, interleaved
 repetition by repetition (ABBA order), and compares medians, so drift on a shared
 machine hits both sides alike; the 95% interval (a bootstrap over the repetitions) shows
-how far the ratio can be trusted. The script prints one table with the target beside each
-ratio and exits 1 if a target is missed.
+how far the ratio can be trusted. Fast calls are timed one per repetition, many
+repetitions, so a burst of load on the machine spoils few of them. The script prints
+one table with the target beside each ratio and exits 1 if a target is missed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import platform
 import resource
 import sys
+import threading
 import time
 import timeit
 import tracemalloc
@@ -163,11 +165,11 @@ class Table:
 class Timer:
     """Interleaved timings of a traceguard and a plain variant, compared by medians."""
 
-    def __init__(self, clock, repetitions):
+    def __init__(self, clock, scale):
         self.clock = CLOCKS[clock]
-        self.repetitions = repetitions
+        self.scale = scale
 
-    def times(self, traced, plain, repetitions=None, calls=1):
+    def times(self, traced, plain, repetitions, calls=1):
         """Seconds per call of `traced()` and `plain()`, one array entry per repetition.
 
         The order alternates ABBA, so neither variant always runs right after the
@@ -175,7 +177,7 @@ class Timer:
         """
         clock = self.clock
         measured = {traced: [], plain: []}
-        for repetition in range(repetitions or self.repetitions):
+        for repetition in range(max(3, round(repetitions * self.scale))):
             order = (traced, plain) if repetition % 2 == 0 else (plain, traced)
             for run in order:
                 start = clock()
@@ -184,7 +186,7 @@ class Timer:
                 measured[run].append((clock() - start) / calls)
         return np.array(measured[traced]), np.array(measured[plain])
 
-    def compare(self, table, name, traced, plain, target, repetitions=None, calls=1, unit="us",
+    def compare(self, table, name, traced, plain, target, repetitions, calls=1, unit="us",
                 detail=""):
         """Adds the ratio of the median times of `traced()` and `plain()` to the table.
 
@@ -256,8 +258,8 @@ def check_graph_call_time(table, timer):
     x = tf.random.uniform(SEED_SHAPE)
     traced, plain = tf.function(seed_layer(TRACE_AWARE)), tf.function(seed_layer(PLAIN))
     traced(x), plain(x)
-    timer.compare(table, "graph call: seed layer", lambda: traced(x), lambda: plain(x), 1.01,
-                  calls=10)
+    timer.compare(table, "graph call: seed layer", functools.partial(traced, x),
+                  functools.partial(plain, x), 1.01, 1500)
 
     data = np.random.default_rng(0).random((512, 16)).astype("float32")
     labels = np.random.default_rng(1).random((512, 10)).astype("float32")
@@ -269,15 +271,39 @@ def check_graph_call_time(table, timer):
         model.predict(data, batch_size=64, verbose=0)
         models.append(model)
     traced_model, plain_model = models
-    repetitions = max(11, timer.repetitions // 4)
-    timer.compare(table, "graph call: model.predict (4 layers)",
-                  lambda: traced_model.predict(data, batch_size=64, verbose=0),
-                  lambda: plain_model.predict(data, batch_size=64, verbose=0), 1.01, repetitions,
-                  unit="ms")
-    timer.compare(table, "graph call: one fit epoch (4 layers)",
-                  lambda: traced_model.fit(data, labels, batch_size=64, verbose=0),
-                  lambda: plain_model.fit(data, labels, batch_size=64, verbose=0), 1.01, repetitions,
-                  unit="ms")
+    predict = {model: functools.partial(model.predict, data, batch_size=64, verbose=0)
+               for model in models}
+    fit = {model: functools.partial(model.fit, data, labels, batch_size=64, verbose=0)
+           for model in models}
+    # A call of predict or fit varies by 15% from one to the next here (Keras's data
+    # pipeline threads on 2 shared cores): the medians need many repetitions.
+    timer.compare(table, "graph call: model.predict (4 layers)", predict[traced_model],
+                  predict[plain_model], 1.01, 101, unit="ms")
+    timer.compare(table, "graph call: one fit epoch (4 layers)", fit[traced_model],
+                  fit[plain_model], 1.01, 101, unit="ms")
+    calls = traceguard_calls(lambda: (predict[traced_model](), fit[traced_model]()))
+    table.add("graph call: traceguard's Python calls", f"{calls}", "0", calls == 0, "",
+              "while predict and fit run the traced graphs, traced by sys.setprofile")
+
+
+def traceguard_calls(function):
+    """How many Python calls of traceguard's own functions `function()` makes, on any thread."""
+    package = os.path.dirname(tg.__file__) + os.sep
+    count = 0
+
+    def profile(frame, event, argument):
+        nonlocal count
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            count += 1
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        function()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    return count
 
 
 # --- 3. eager calls -----------------------------------------------------------------------
@@ -318,13 +344,13 @@ def check_eager_call_time(table, timer):
         traced(x), plain(x)
         plain_seconds[shape] = timer.compare(
             table, f"eager call: seed layer {shape}", functools.partial(traced, x),
-            functools.partial(plain, x), target, timer.repetitions * 4, calls=2)
+            functools.partial(plain, x), target, 1500)
     x = tf.random.uniform(TINY_SHAPE)
     # The body does not print: eager runs print as plain Python, which is the user's cost.
     routed, plain = _routed_seed_class("once", prints=False)(), seed_layer(PLAIN)
     routed(x), plain(x)
     timer.compare(table, f"eager call: side_effects seed layer {TINY_SHAPE}", lambda: routed(x),
-                  lambda: plain(x), 1.10, timer.repetitions * 4, calls=2, detail="print='once'")
+                  lambda: plain(x), 1.10, 1500, detail="print='once'")
     own = own_eager_cost(x)
     table.add("eager: traceguard's own work per call", f"{own:.2f} us", "info", True, "",
               f"{own / 1e6 / plain_seconds[SEED_SHAPE]:.2%} of a plain seed layer call on {SEED_SHAPE}, "
@@ -334,9 +360,8 @@ def check_eager_call_time(table, timer):
 
 # --- 4. time to first result --------------------------------------------------------------
 def check_first_result_time(table, timer):
-    cases = [("seed layer", seed_layer, tf.random.uniform(SEED_SHAPE), timer.repetitions),
-             ("20-layer model", deep_model, tf.random.uniform((8, 16)),
-              max(7, timer.repetitions // 6))]
+    cases = [("seed layer", seed_layer, tf.random.uniform(SEED_SHAPE), 121),
+             ("20-layer model", deep_model, tf.random.uniform((8, 16)), 31)]
     for name, build, inputs, repetitions in cases:
         timer.compare(table, f"first result (build + trace): {name}",
                       lambda build=build, inputs=inputs: tf.function(build(TRACE_AWARE))(inputs),
@@ -404,18 +429,25 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="graph identity only (for CI)")
     parser.add_argument("--only", action="append", choices=SECTIONS,
                         help="run only this section (repeatable)")
-    parser.add_argument("--repetitions", type=int, default=41,
-                        help="interleaved repetitions per timing (some use a multiple)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiplies every timing's number of interleaved repetitions")
     parser.add_argument("--clock", choices=CLOCKS, default="wall",
                         help="wall: time.perf_counter; cpu: time.process_time, the process's CPU "
                              "time, which other processes on a busy machine do not add to")
+    parser.add_argument("--tf-threads", type=int, default=None,
+                        help="TensorFlow's intra- and inter-op threads (default: TensorFlow's "
+                             "choice); 1 steadies the timings on a busy machine")
     parser.add_argument("--events", type=int, default=100_000, help="events for the memory check")
     arguments = parser.parse_args(argv)
+    if arguments.tf_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(arguments.tf_threads)
+        tf.config.threading.set_inter_op_parallelism_threads(arguments.tf_threads)
     sections = ("graph",) if arguments.quick else tuple(arguments.only or SECTIONS)
     print(describe_machine())
-    print(f"start: {load_note()}; clock {arguments.clock}, {arguments.repetitions} repetitions")
+    threads = f"{arguments.tf_threads} TensorFlow threads" if arguments.tf_threads else "TensorFlow's threads"
+    print(f"start: {load_note()}; clock {arguments.clock}, repetitions x{arguments.scale:g}, {threads}")
     started = time.perf_counter()
-    table, timer = Table(), Timer(arguments.clock, arguments.repetitions)
+    table, timer = Table(), Timer(arguments.clock, arguments.scale)
     if "graph" in sections:
         check_graph_identity(table)
     if "steady" in sections:
