@@ -195,6 +195,9 @@ def test_one_answer_per_trace_and_nested_functions_answer_for_themselves():
 
 
 def test_keras_symbolic_pass_runs_in_a_scratch_graph_inside_the_trace():
+    if "keras3" not in {flavor.name for flavor in FLAVORS}:
+        pytest.skip("Keras 3 is not installed")
+    keras = _compat.keras3_flavor().keras
     seen = []
 
     class Probe(keras.layers.Layer):
