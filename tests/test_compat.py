@@ -1,8 +1,10 @@
 """Each TensorFlow / Keras internal traceguard relies on, checked on the installed versions.
 
-When one of these fails after an upgrade, `traceguard/_compat.py` needs a new branch.
+When one of these fails after an upgrade, the module of `traceguard/_compat/` named in the
+failing check needs a new branch.
 """
 
+import ast
 import contextlib
 import inspect
 import io
@@ -15,7 +17,9 @@ import pytest
 import tensorflow as tf
 from conftest import FLAVORS
 
+import traceguard as tg
 from traceguard import _compat
+from traceguard._compat import _autograph, _flavors, _frames, _tf_context, _tf_function
 from traceguard._routed_globals import copy_with_print
 
 
@@ -72,7 +76,7 @@ def test_in_symbolic_build_is_true_only_in_the_symbolic_run(keras_flavor):
     # functional call in a graph named `<layer>_scratch_graph`.
     assert symbolic == keras_flavor.pick([True, False, True, True], [False, True])
     if not keras_flavor.is_keras_3:
-        assert seen[-1][1] == "probe" + _compat.KERAS2_SCRATCH_GRAPH_SUFFIX
+        assert seen[-1][1] == "probe" + _tf_context.KERAS2_SCRATCH_GRAPH_SUFFIX
 
 
 def test_keras2_autograph_rule_helpers(keras_flavor):
@@ -134,7 +138,7 @@ def test_mirrored_replica_thread_sees_the_tf_function_of_the_thread_it_runs_for(
 
     step(tf.ones(()))
     ((thread, frame, graph, replica),) = seen
-    assert isinstance(thread, _compat._REPLICA_THREAD_TYPE) and thread is not threading.main_thread()
+    assert isinstance(thread, _tf_function._REPLICA_THREAD_TYPE) and thread is not threading.main_thread()
     assert frame.key() is step and frame.name == "step" and frame.creates_variables is True
     assert frame.trace() is graph
     assert replica == 0
@@ -160,7 +164,7 @@ def test_wrapped_fn_keeps_the_graph_it_traces_into():
     @tf.function
     def probe(x):
         nonlocal function, trace_graph
-        function, trace_graph = _compat._find_enclosing_tf_function(sys._getframe())
+        function, trace_graph = _tf_function._find_enclosing_tf_function(sys._getframe())
         graphs.append(tf.compat.v1.get_default_graph())
         return x
 
@@ -215,9 +219,9 @@ def test_keras_symbolic_pass_runs_in_a_scratch_graph_inside_the_trace():
     step = tf.function(lambda x: traced.append(tf.compat.v1.get_default_graph()) or layer(x))
     step(tf.ones((1, 1)))
     symbolic, scratch, frame = seen[0]
-    assert symbolic and scratch.name.startswith(_compat._KERAS_SCRATCH_GRAPH_PREFIX)
+    assert symbolic and scratch.name.startswith(_tf_function._KERAS_SCRATCH_GRAPH_PREFIX)
     assert scratch.outer_graph is traced[0] and frame.key() is step
-    assert frame is _compat._facts_of_trace[traced[0]].function
+    assert frame is _tf_function._facts_of_trace[traced[0]].function
     assert seen[1][1] is traced[0] and seen[1][2] is frame
 
 
@@ -235,8 +239,8 @@ def test_keras_export_directory_exists():
     if "keras3" not in {flavor.name for flavor in FLAVORS}:
         pytest.skip("Keras 3 is not installed")
     _compat.keras3_flavor()
-    assert os.path.isdir(_compat._KERAS_EXPORT_DIR)
-    assert os.path.isfile(os.path.join(_compat._KERAS_EXPORT_DIR, "saved_model.py"))
+    assert os.path.isdir(_flavors._KERAS_EXPORT_DIR)
+    assert os.path.isfile(os.path.join(_flavors._KERAS_EXPORT_DIR, "saved_model.py"))
 
 
 def test_keras_default_method_mark_drives_auto_config(keras_flavor):
@@ -301,6 +305,7 @@ def test_autograph_does_not_convert_traceguard_modules():
     from traceguard import _recorder
 
     assert conversion.is_allowlisted(_recorder.observe_call)
+    assert conversion.is_allowlisted(_tf_function.enclosing_tf_function)  # In a subpackage.
     assert not conversion.is_allowlisted(test_autograph_does_not_convert_traceguard_modules)
 
 
@@ -308,7 +313,7 @@ def test_converted_code_calls_an_artifact_through_call_unconverted():
     callers = []
     probe = _compat.keep_autograph_out(lambda x: callers.append(sys._getframe(1).f_code) or x)
     tf.function(lambda x: probe(x) + 1)(tf.ones(()))
-    assert callers == [_compat._CALL_UNCONVERTED_CODE]
+    assert callers == [_autograph._CALL_UNCONVERTED_CODE]
 
 
 def test_tf_function_rewraps_a_decorated_function_before_calling_it():
@@ -382,7 +387,7 @@ def test_function_origin_is_the_code_and_captured_objects():
     def plain(x):
         return x
 
-    origin = _compat.function_origin
+    origin = _tf_function.function_origin
     assert origin(function_of(layer)) == origin(function_of(layer))
     assert origin(function_of(layer)) != origin(function_of(_compat.keras.layers.Dense(1)))
     assert origin(tf.function(plain)) == origin(tf.function(plain)) == (plain.__code__, ())
@@ -451,6 +456,48 @@ def test_calling_frame_is_the_first_frame_outside_libraries():
     assert "__autograph_generated_file" in frames[1].f_code.co_filename
 
 
+def test_frames_of_the_compat_subpackage_are_traceguard_code_too():
+    # A function compiled under the file name of a `_compat` module, as its own code is.
+    namespace = {"user_stacklevel": _compat.user_stacklevel, "calling_frame": _compat.calling_frame}
+    exec(compile("def ask():\n    return user_stacklevel(), calling_frame()\n",
+                 _tf_function.__file__, "exec"), namespace)
+    level, frame = namespace["ask"]()
+    assert level == 2 and frame is sys._getframe()
+    assert _frames._TRACEGUARD_DIR == os.path.dirname(os.path.abspath(tg.__file__)) + os.sep
+
+
+def module_names_of(path):
+    """`__all__` and the top-level names a module defines, read without importing it."""
+    with open(path) as source:
+        tree = ast.parse(source.read())
+    names, exported = set(), None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.add(target.id)
+                if target.id == "__all__":
+                    exported = ast.literal_eval(node.value)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(alias.asname or alias.name for alias in node.names)
+    return exported, names
+
+
+def test_both_backends_answer_the_same_questions():
+    # `_compat` takes the backend's names from `_tensorflow` here and from `_jax` on JAX,
+    # which cannot be imported here: its source says what it defines.
+    from traceguard._compat import _tensorflow
+
+    jax_exported, jax_names = module_names_of(os.path.join(os.path.dirname(_compat.__file__), "_jax.py"))
+    assert jax_exported == _tensorflow.__all__
+    assert set(jax_exported) <= jax_names
+    assert all(getattr(_compat, name) is getattr(_tensorflow, name) for name in _tensorflow.__all__)
+    assert set(_tensorflow.__all__) <= set(_compat.__all__)
+    assert all(hasattr(_compat, name) for name in _compat.__all__)
+
+
 def test_run_unconverted_keeps_autograph_out_and_converted_code_reads_fn_globals():
     def tensor_branch(x):
         if tf.reduce_sum(x) > 0:  # Needs AutoGraph: a Python `if` on a tensor.
@@ -485,7 +532,8 @@ def test_keras_traceback_filter_hides_traceguard_frames_only():
         pytest.skip("Keras 3's traceback filter; tf.keras is Keras 2 here")
     from keras.src.utils import traceback_utils
 
-    assert not traceback_utils.include_frame(os.path.join(_compat._TRACEGUARD_DIR, "_recorder.py"))
+    assert not traceback_utils.include_frame(os.path.join(_frames._TRACEGUARD_DIR, "_recorder.py"))
+    assert not traceback_utils.include_frame(_tf_function.__file__)
     assert traceback_utils.include_frame(__file__)
 
 
@@ -494,8 +542,6 @@ def test_mixin_call_is_wrapped_by_keras_filter_and_left_unconverted_by_autograph
         pytest.skip("Keras 3's traceback filter; tf.keras is Keras 2 here")
     from keras.src.utils import traceback_utils
     from tensorflow.python.autograph.impl import api
-
-    import traceguard as tg
 
     wrapper = tg.TraceAwareMixin.__call__
     assert wrapper.__code__ is _compat.keras.layers.Layer.__call__.__code__  # Keras's `error_handler`.

@@ -125,6 +125,8 @@ def _raise(*args, **kwargs):
     raise RuntimeError("bookkeeping broke")
 
 
+# `_compat`'s names are replaced on the package, where `_recorder` looks them up at each
+# call (`_compat.enclosing_tf_function()`); the log record asserted below shows it took.
 INTERNALS = [
     (_recorder, "signature_of", "starting to record a run"),
     (_recorder, "classify_run", "starting to record a run"),

@@ -1,7 +1,6 @@
 """Each JAX / Keras-on-JAX internal traceguard relies on, checked on the installed versions.
 
-When one of these fails after an upgrade, the JAX section of `traceguard/_compat.py`
-needs a new branch.
+When one of these fails after an upgrade, `traceguard/_compat/_jax.py` needs a new branch.
 """
 
 import os
@@ -14,6 +13,7 @@ import keras
 from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
 from traceguard import _compat
+from traceguard._compat import _jax
 
 
 def test_trace_state_is_clean_only_outside_jax_traces():
@@ -46,7 +46,7 @@ def test_enclosing_jit_names_the_jitted_function_from_cache_miss():
     assert (first.name, second.name) == ("train_step", "train_step")
     assert first.key() is train_step and first.creates_variables is None
     assert outside is None
-    assert _compat._JAX_CACHE_MISS_CODE.co_name == "cache_miss"
+    assert _jax._JAX_CACHE_MISS_CODE.co_name == "cache_miss"
 
 
 def test_enclosing_jit_of_a_bound_method_is_its_function():
@@ -81,7 +81,7 @@ def test_keras_compute_output_spec_runs_in_symbolic_scope():
 
 
 def test_the_tensorflow_questions_have_neutral_answers_on_jax():
-    assert _compat.tf is None and _compat.TF_VERSION is None
+    assert getattr(_compat, "tf", None) is None and _compat.TF_VERSION is None
     assert _compat.current_graph_name() is None
     assert _compat.current_replica() is None
     assert _compat.in_save_context() is False
@@ -89,11 +89,16 @@ def test_the_tensorflow_questions_have_neutral_answers_on_jax():
         pass
 
 
+def test_compat_answers_with_the_jax_backend():
+    assert all(getattr(_compat, name) is getattr(_jax, name) for name in _jax.__all__)
+    assert _compat.DEFAULT_FLAVOR is _compat.keras3_flavor() and _compat.TRACER == "jax.jit"
+
+
 def test_print_at_each_execution_prints_runtime_values_under_jit(capsys):
     @jax.jit
     def step(x):
-        _compat._jax_print_at_each_execution(["x {=}", x, "3"], sys.stdout, " ", "\n")
-        _compat._jax_print_at_each_execution(["err", x], sys.stderr, "-", "!")
+        _jax.print_at_each_execution(["x {=}", x, "3"], sys.stdout, " ", "\n")
+        _jax.print_at_each_execution(["err", x], sys.stderr, "-", "!")
         return x + 1
 
     step(jnp.arange(2.0))
@@ -105,10 +110,10 @@ def test_print_at_each_execution_prints_runtime_values_under_jit(capsys):
 
 def test_holds_array_sees_arrays_and_tracers_in_structures():
     seen = []
-    jax.jit(lambda x: seen.append(_compat._jax_holds_array({"a": [x]})) or x)(jnp.ones(2))
+    jax.jit(lambda x: seen.append(_jax.holds_tensor({"a": [x]})) or x)(jnp.ones(2))
     assert seen == [True]
-    assert _compat._jax_holds_array((jnp.ones(1),)) is True
-    assert _compat._jax_holds_array(["text", 3, None]) is False
+    assert _jax.holds_tensor((jnp.ones(1),)) is True
+    assert _jax.holds_tensor(["text", 3, None]) is False
 
 
 def test_a_backend_other_than_tensorflow_or_jax_is_refused_at_import():

@@ -1,0 +1,96 @@
+"""Which stack frames are the user's, and what a walk up the stack reports.
+
+traceguard's own frames, in every module of the package, count as library code
+together with TensorFlow's, Keras's and JAX's: warnings point past them at the
+user's line (`user_stacklevel`), and Keras 3 hides them from the tracebacks of
+errors raised by `call` (`hide_traceguard_frames_from_keras`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from traceguard._compat._flavors import internal_missing
+
+# The top-level package: every subpackage of traceguard is its own code too.
+_PACKAGE = __name__.split(".")[0]
+# traceguard/, the directory of every traceguard module.
+_TRACEGUARD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+@dataclasses.dataclass(frozen=True)
+class TfFunctionFrame:
+    """The innermost `tf.function` (on JAX, `jax.jit`) whose trace is running on this thread."""
+
+    key: Any  # A weak reference to the Function, or its name when none was found.
+    name: str
+    creates_variables: bool | None  # None when the phase could not be seen.
+    # What the Function wraps (see `_tf_function.function_origin`), or None.
+    origin: Any = None
+    trace: Any = None  # A weak reference to the FuncGraph being built: one per trace.
+
+
+def _package_dir(name: str) -> str | None:
+    spec = importlib.util.find_spec(name)  # Finds the package without importing it.
+    location = spec.submodule_search_locations if spec else None
+    return os.path.join(list(location)[0], "") if location else None
+
+
+_LIBRARY_DIRS = tuple(
+    directory for directory in (
+        *(_package_dir(name) for name in ("tensorflow", "keras", "tf_keras", "jax", "jaxlib",
+                                          _PACKAGE)),
+        os.path.dirname(contextlib.__file__) + os.sep + "contextlib.py",
+    ) if directory
+)
+
+
+def user_stacklevel() -> int:
+    """The `stacklevel` for `warnings.warn` that points at the user's code."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
+        # AutoGraph's converted copies of functions, written to temporary files.
+        or "__autograph_generated_file" in frame.f_code.co_filename
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def calling_frame() -> Any:
+    """The innermost caller's frame outside TF, Keras and traceguard.
+
+    AutoGraph's converted copies of user functions count as the user's code:
+    each converted function has its own code object and generated file.
+    """
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame = frame.f_back
+    return frame
+
+
+# --- looking like Keras's own `Layer.__call__` ------------------------------------------
+def hide_traceguard_frames_from_keras() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Adds traceguard's directory to Keras 3's traceback filter; returns `filter_traceback`.
+
+    Keras 3 wraps `Layer.__call__` in `filter_traceback`, which drops the frames of
+    files under `_EXCLUDED_PATHS` from the traceback of an error raised by `call`
+    (keras/src/utils/traceback_utils.py; off after
+    `keras.config.disable_traceback_filtering()`). traceguard's directory joins that
+    list so an error from a trace-aware layer reads exactly as from a plain layer.
+    Asked by the backend when `traceguard.TraceAwareLayer` is a Keras 3 layer.
+    """
+    from keras.src.utils import traceback_utils
+
+    if not isinstance(getattr(traceback_utils, "_EXCLUDED_PATHS", None), tuple) \
+            or not callable(getattr(traceback_utils, "filter_traceback", None)):
+        raise internal_missing("keras.src.utils.traceback_utils._EXCLUDED_PATHS and filter_traceback")
+    if _TRACEGUARD_DIR not in traceback_utils._EXCLUDED_PATHS:
+        traceback_utils._EXCLUDED_PATHS += (_TRACEGUARD_DIR,)
+    return traceback_utils.filter_traceback

@@ -1,0 +1,181 @@
+"""The JAX backend: every backend question, answered for Keras 3 on JAX, without TensorFlow.
+
+`__all__` is the backend surface, the same names as `_tensorflow`'s;
+`traceguard._compat` takes them from the backend Keras runs on. This module never
+imports TensorFlow (tests/test_jax_backend.py checks it in a subprocess).
+
+Keras 3 on JAX (measured with Keras 3.15.1 and jax 0.10.2; /work/shared/tracing-facts.md):
+a body run is eager at JAX's top level, symbolic under Keras's `SymbolicScope`
+(`compute_output_spec` runs `call` on Tracers through `jax.eval_shape`), and a
+trace when `jax.jit` misses its cache: `pjit.py`'s `cache_miss` closure, whose
+free variable `fun` is the jitted Python function, is then on the stack. JAX
+has no trace for variable creation: Keras's `stateless_call` and its jitted
+steps take variables as arguments, so `creates_variables` is always None. The
+TensorFlow-only questions (save context, graph, replica, AutoGraph) have neutral
+answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import jax
+from jax._src import core as _jax_core
+
+from traceguard._compat import _flavors, _frames
+from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flavor
+from traceguard._compat._frames import TfFunctionFrame
+
+__all__ = [
+    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "as_keras_call", "current_graph_name",
+    "current_replica", "enclosing_tf_function", "executing_eagerly", "graph_body", "holds_tensor",
+    "in_save_context", "in_symbolic_build", "in_xla_context", "keep_autograph_out",
+    "keep_autograph_out_of_layers", "keras2_flavor", "keras3_flavor", "print_at_each_execution",
+    "run_unconverted", "variable_creation_watch", "wrap_call",
+]
+
+TRACER = "jax.jit"  # What traces a function, for messages.
+TF_VERSION: tuple[int, int] | None = None
+
+# On JAX, `TraceAwareLayer` is Keras 3's `Layer`: the only Keras that runs there.
+DEFAULT_FLAVOR = _flavors.set_default_flavor(load_flavor("keras3"))
+_keras_filter_traceback = _frames.hide_traceguard_frames_from_keras()
+
+
+def keras2_flavor() -> KerasFlavor:
+    """Keras 2 never runs on JAX: ImportError."""
+    raise ImportError("Keras 2 runs on TensorFlow only, and Keras 3 runs on JAX here. "
+                      f"Received: KERAS_BACKEND='jax' ({_flavors.describe_versions()}).")
+
+
+def keras3_flavor() -> KerasFlavor:
+    """Keras 3, the default flavor on JAX."""
+    return DEFAULT_FLAVOR
+
+
+# --- where JAX is running now ------------------------------------------------------------
+def executing_eagerly() -> bool:
+    # `trace_state_clean()` is True at the top level: no jit, grad, vmap or eval_shape
+    # trace is running (jax/_src/core.py, `TracingContext.is_top_level`).
+    return _jax_core.trace_state_clean()
+
+
+def in_symbolic_build() -> bool:
+    """True while Keras runs `call` on symbolic inputs to infer shapes or build."""
+    return DEFAULT_FLAVOR.symbolic_scope()
+
+
+def _find_jax_cache_miss_code() -> Any:
+    from jax._src import pjit
+
+    codes = [c for c in pjit._cpp_pjit.__code__.co_consts
+             if getattr(c, "co_name", None) == "cache_miss"]
+    if len(codes) != 1 or "fun" not in codes[0].co_freevars:
+        raise internal_missing("jax._src.pjit._cpp_pjit.<cache_miss> and its `fun`")
+    return codes[0]
+
+
+_JAX_CACHE_MISS_CODE = _find_jax_cache_miss_code()
+
+
+def enclosing_tf_function() -> TfFunctionFrame | None:
+    """The innermost `jax.jit` function tracing on this thread (as a `TfFunctionFrame`)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _JAX_CACHE_MISS_CODE:
+            function = frame.f_locals.get("fun")
+            function = getattr(function, "__func__", function)  # A bound method: its function.
+            name = getattr(function, "__name__", None) or type(function).__name__
+            try:
+                key: Any = weakref.ref(function)
+            except TypeError:
+                key = name
+            return TfFunctionFrame(key, name, None)
+        frame = frame.f_back
+    return None
+
+
+def in_save_context() -> bool:
+    return False
+
+
+def in_xla_context() -> bool:
+    return False  # jax.debug.print runs inside XLA: printing needs no fallback.
+
+
+def current_graph_name() -> str | None:
+    return None
+
+
+def current_replica() -> int | None:
+    return None
+
+
+def variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
+    # JAX variables are arrays held by Keras; the layer's `variables` show new ones.
+    return contextlib.nullcontext()
+
+
+# --- no AutoGraph; wrapping `call` and `__call__` -----------------------------------------
+def keep_autograph_out(obj: Any) -> Any:
+    return obj
+
+
+run_unconverted = keep_autograph_out
+
+
+def graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., Any],
+               caller: Any) -> Callable[..., Any]:
+    return original  # No AutoGraph on JAX.
+
+
+def wrap_call(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    # Keras 3 reads `call`'s parameters with `inspect.signature`, which follows `__wrapped__`.
+    return functools.update_wrapper(wrapper, original)
+
+
+def as_keras_call(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps a mixin's `__call__` the way Keras 3 wraps `Layer.__call__` (`filter_traceback`)."""
+    return _keras_filter_traceback(method)
+
+
+def keep_autograph_out_of_layers(mixin: type) -> None:
+    """Nothing to do: no AutoGraph on JAX."""
+
+
+
+# --- printing at each execution (the "tf.print" print mode) ---------------------------
+def holds_tensor(value: Any) -> bool:
+    """Whether `value` (a structure) holds a JAX array or Tracer: printed at execution."""
+    try:
+        return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))
+    except Exception:  # A structure JAX cannot flatten.
+        return False
+
+
+def print_at_each_execution(inputs: list[Any], stream: Any, sep: str, end: str) -> None:
+    """`print(*inputs, sep=sep, end=end, file=stream)` at every execution of the traced code.
+
+    `jax.debug.print` formats its arguments' runtime values into a format string and
+    writes it to `sys.stdout` with a newline (jax/_src/debugging.py). Every input,
+    strings too, is an argument of its own `{}`: jax 0.10.2 looks for placeholders
+    only before the first escaped brace (`_format_print_callback`'s `has_placeholders`),
+    so a literal `{{` first would print the format string unformatted. Other streams,
+    and an `end` other than a newline, go through `jax.debug.callback`, its mechanism.
+    """
+    text = sep.replace("{", "{{").replace("}", "}}").join("{}" for _ in inputs)
+    if not inputs:
+        text, inputs = "{}", [""]
+    if stream is sys.stdout and end == "\n":
+        jax.debug.print(text, *inputs)
+        return
+
+    def write(*values: Any) -> None:
+        stream.write(text.format(*values) + end)
+
+    jax.debug.callback(write, *inputs)

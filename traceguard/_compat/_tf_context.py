@@ -1,0 +1,65 @@
+"""Where TensorFlow is running now: eagerly, in which graph, under XLA, in which replica.
+
+Part of the TensorFlow backend (see `_tensorflow`); imported only when Keras runs
+on TensorFlow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tensorflow as tf
+from tensorflow.python.ops import control_flow_util as _control_flow_util
+
+from traceguard._compat import _flavors
+from traceguard._compat._flavors import internal_missing
+
+executing_eagerly: Callable[[], bool] = tf.executing_eagerly
+
+# Keras 2 infers a layer's outputs by running `call` in a FuncGraph named
+# `<layer name>_scratch_graph` (`Layer._infer_output_signature`, and the default
+# `compute_output_shape`), in every Keras 2 from 2.4 to tf_keras 2.21.
+KERAS2_SCRATCH_GRAPH_SUFFIX = "_scratch_graph"
+
+
+def current_graph_name() -> str | None:
+    graph = tf.compat.v1.get_default_graph()
+    return getattr(graph, "name", None)
+
+
+def in_symbolic_build() -> bool:
+    """True while Keras runs `call` on symbolic inputs to infer shapes or build."""
+    keras3 = _flavors.loaded_flavor("keras3")
+    if keras3 is not None and keras3.symbolic_scope():
+        return True
+    if _flavors._keras2_layer_bases:
+        name = current_graph_name()
+        return name is not None and name.endswith(KERAS2_SCRATCH_GRAPH_SUFFIX)
+    return False
+
+
+if not callable(getattr(_control_flow_util, "GraphOrParentsInXlaContext", None)):
+    raise internal_missing("tensorflow.python.ops.control_flow_util.GraphOrParentsInXlaContext")
+
+
+def in_xla_context() -> bool:
+    """True while tracing code that XLA will compile (`jit_compile=True`, TPU).
+
+    `tf.function(jit_compile=True)` enters an `XLAControlFlowContext` on the
+    graph it traces (`OptionalXlaContext` in polymorphic_function.py); TF's own
+    ops ask the same question with `GraphOrParentsInXlaContext`, which also
+    sees an enclosing jit-compiled function through `outer_graph`.
+    """
+    return _control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
+def current_replica() -> int | None:
+    """The replica id under `tf.distribute`, else None."""
+    if not tf.distribute.has_strategy():
+        return None
+    context = tf.distribute.get_replica_context()
+    if context is None:  # Cross-replica context.
+        return None
+    # A constant tensor inside tf.function; `get_static_value` gives a 0-d array.
+    replica = tf.get_static_value(context.replica_id_in_sync_group)
+    return None if replica is None else int(replica)

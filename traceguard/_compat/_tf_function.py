@@ -1,0 +1,231 @@
+"""Which `tf.function` is tracing, in which phase, and whether it traces to save.
+
+Found by walking the Python stack to TensorFlow's own frames, once per trace (the
+answer is kept for the graph the trace builds), and across the threads
+`MirroredStrategy` runs replicas in. Part of the TensorFlow backend (see
+`_tensorflow`); imported only when Keras runs on TensorFlow.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.distribute import mirrored_run as _mirrored_run
+from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
+from tensorflow.python.saved_model import save_context as _save_context
+
+from traceguard._compat import _flavors
+from traceguard._compat._flavors import internal_missing
+from traceguard._compat._frames import TfFunctionFrame
+from traceguard._compat._tf_context import current_graph_name, in_symbolic_build
+
+
+# --- tf.function's trace phases --------------------------------------------------
+# `Function._initialize` traces the first call through a `wrapped_fn` closure whose
+# `scope` is `variable_capturing_scope`; once that trace created variables, every
+# later trace runs `wrapped_fn` with `scope=invalid_creator_scope` (variable
+# creation forbidden). `wrapped_fn` runs inside the FuncGraph being built and keeps
+# it in its `default_graph` local: that graph identifies one trace. See `_call` in
+# tensorflow/python/eager/polymorphic_function/polymorphic_function.py: the closure is
+# made by `_generate_scoped_tracing_options` since TF 2.14, by `_compiler_with_scope`
+# in TF 2.12-2.13.
+def _find_wrapped_fn_code() -> Any:
+    for factory_name in ("_generate_scoped_tracing_options", "_compiler_with_scope"):
+        factory = getattr(_tf_function.Function, factory_name, None)
+        codes = [c for c in getattr(getattr(factory, "__code__", None), "co_consts", ())
+                 if getattr(c, "co_name", None) == "wrapped_fn"]
+        if len(codes) == 1 and "scope" in codes[0].co_freevars \
+                and "default_graph" in codes[0].co_varnames:
+            return codes[0]
+    raise internal_missing("Function._generate_scoped_tracing_options.<wrapped_fn>")
+
+
+_WRAPPED_FN_CODE = _find_wrapped_fn_code()
+_FUNCTION_METHOD_CODES = frozenset(
+    getattr(_tf_function.Function, name).__code__
+    for name in ("_call", "_get_concrete_function_garbage_collected")
+)
+_NO_VARIABLE_CREATION_SCOPE = "invalid_creator_scope"
+
+
+# --- MirroredStrategy replica threads ------------------------------------------------
+# `MirroredStrategy.run` runs each replica's function in its own
+# `_MirroredReplicaThread` while the calling thread waits in
+# `_call_for_each_replica`, whose `coord` local is each replica thread's `coord`
+# (tensorflow/python/distribute/mirrored_run.py). The tf.function whose trace runs
+# the replicas is on the waiting thread's stack, so a replica's stack continues there.
+_REPLICA_THREAD_TYPE: Any = getattr(_mirrored_run, "_MirroredReplicaThread", None)
+_CALL_FOR_EACH_REPLICA_CODE = getattr(getattr(_mirrored_run, "_call_for_each_replica", None),
+                                      "__code__", None)
+if _REPLICA_THREAD_TYPE is None or _CALL_FOR_EACH_REPLICA_CODE is None \
+        or "coord" not in _CALL_FOR_EACH_REPLICA_CODE.co_varnames \
+        or "coord" not in _REPLICA_THREAD_TYPE.__init__.__code__.co_names:
+    raise internal_missing("mirrored_run._call_for_each_replica and _MirroredReplicaThread.coord")
+
+
+def _replica_caller(thread: threading.Thread) -> tuple[Any, threading.Thread | None]:
+    """The `_call_for_each_replica` frame waiting for replica `thread`, and its thread."""
+    coord = getattr(thread, "coord", None)
+    for ident, frame in sys._current_frames().items():
+        while frame is not None:
+            if frame.f_code is _CALL_FOR_EACH_REPLICA_CODE and frame.f_locals.get("coord") is coord:
+                caller = next((t for t in threading.enumerate() if t.ident == ident), None)
+                return frame, caller
+            frame = frame.f_back
+    return None, None
+
+
+def _caller_thread_frame(thread: threading.Thread | None) -> tuple[Any, threading.Thread | None]:
+    """Where a walk up the stack goes on past the top of `thread`'s (None: this thread's).
+
+    In a replica thread, in the frames of the thread it runs for, and that thread; else
+    nowhere: `(None, None)`.
+    """
+    thread = threading.current_thread() if thread is None else thread
+    return _replica_caller(thread) if isinstance(thread, _REPLICA_THREAD_TYPE) else (None, None)
+
+
+# --- the function being traced ------------------------------------------------------
+def function_origin(function: Any) -> Any:
+    """A key equal for tf.functions wrapping the same Python function, or None.
+
+    The same function is the same code with the same closure: the same `def`
+    or lambda re-evaluated in a loop, with the same captured objects. Code
+    alone is not enough: Keras 3.15 makes the train, test and predict steps
+    from one closure in `TensorFlowTrainer._make_function`, so they share code.
+    Captured objects are compared by identity through weak references, so an
+    object that died never matches a new one at the same address.
+    """
+    wrapped = getattr(function, "python_function", None)  # Public: "The python function wrapped".
+    if wrapped is None:
+        return None
+    wrapped = getattr(wrapped, "__func__", wrapped)  # A bound method: its function.
+    code = getattr(wrapped, "__code__", None)
+    try:
+        if code is None:  # A callable object, such as a layer.
+            return _identity_key(wrapped)
+        cells = tuple(_identity_key(cell.cell_contents) for cell in wrapped.__closure__ or ())
+    except (TypeError, ValueError):  # Unhashable, or an empty cell.
+        return None
+    return code, cells
+
+
+def _identity_key(value: Any) -> Any:
+    try:
+        reference = weakref.ref(value)
+    except TypeError:  # Numbers, strings, tuples: compared by value.
+        hash(value)
+        return ("value", value)
+    hash(reference)
+    return reference
+
+
+class _TraceFacts:
+    """What every run of one trace sees the same: its tf.function, whether Keras exports."""
+
+    __slots__ = ("function", "exporting")
+
+    def __init__(self, function: TfFunctionFrame) -> None:
+        self.function = function
+        self.exporting: bool | None = None  # Filled in by the first `in_save_context()`.
+
+
+# The stack above `wrapped_fn` stays as it is while `wrapped_fn` builds its FuncGraph
+# (its `default_graph` local), and every trace builds a graph of its own: runs in that
+# graph share one answer, kept here until the graph dies. Only a trace's first run
+# walks the stack.
+_facts_of_trace: weakref.WeakKeyDictionary[Any, _TraceFacts] = weakref.WeakKeyDictionary()
+# Keras 3 runs `call` on symbolic inputs in a FuncGraph it names `scratch_graph`,
+# `scratch_graph_1`, ... inside the graph being traced (`compute_output_spec` in
+# keras/src/backend/tensorflow/core.py, Keras 3.0 to 3.15).
+_KERAS_SCRATCH_GRAPH_PREFIX = "scratch_graph"
+
+
+def _known_facts(graph: Any) -> _TraceFacts | None:
+    """The facts of the trace whose graph is `graph`, or holds Keras's scratch `graph`."""
+    facts = _facts_of_trace.get(graph)
+    if facts is None and getattr(graph, "name", "").startswith(_KERAS_SCRATCH_GRAPH_PREFIX) \
+            and in_symbolic_build():
+        # Not for other nested graphs: a tf.function traced in one has a graph of its own.
+        outer = getattr(graph, "outer_graph", None)
+        facts = None if outer is None else _facts_of_trace.get(outer)
+    return facts
+
+
+def enclosing_tf_function() -> TfFunctionFrame | None:
+    """Returns the innermost tf.function being traced by this thread, if any.
+
+    Walks the Python stack (and, in a `MirroredStrategy` replica thread, the
+    stack of the thread that started the replica) on a trace's first run, so
+    call it only off the eager fast path.
+    """
+    facts = _known_facts(tf.compat.v1.get_default_graph())
+    if facts is not None:
+        return facts.function
+    function, trace_graph = _find_enclosing_tf_function(sys._getframe(1))
+    if trace_graph is not None:
+        _facts_of_trace[trace_graph] = _TraceFacts(function)
+    return function
+
+
+def _find_enclosing_tf_function(start: Any) -> tuple[TfFunctionFrame | None, Any]:
+    """The innermost tf.function traced on the stack from frame `start`, and its trace's graph.
+
+    The graph is None unless the `tf.function` itself was found.
+    """
+    phase: bool | None = None
+    graph: Any = None
+    frame, thread = start, None
+    while frame is not None:  # A plain loop: no generator frame to resume at each step.
+        code = frame.f_code
+        if code is _WRAPPED_FN_CODE and phase is None:
+            local = frame.f_locals
+            phase = getattr(local.get("scope"), "__name__", "") != _NO_VARIABLE_CREATION_SCOPE
+            graph = local.get("default_graph")
+        elif code in _FUNCTION_METHOD_CODES and phase is not None:
+            function = frame.f_locals.get("self")
+            try:
+                key: Any = weakref.ref(function)
+            except TypeError:
+                key = function.name
+            trace = None if graph is None else weakref.ref(graph)
+            return TfFunctionFrame(key, function.name, phase, function_origin(function), trace), graph
+        frame = frame.f_back
+        if frame is None:
+            frame, thread = _caller_thread_frame(thread)
+    if phase is None:
+        return None, None
+    trace = None if graph is None else weakref.ref(graph)
+    return TfFunctionFrame(current_graph_name(), current_graph_name(), phase, trace=trace), None
+
+
+# --- saving ---------------------------------------------------------------------------
+def in_save_context() -> bool:
+    """True while SavedModel saving (or `model.export`) traces functions."""
+    if _save_context.in_save_context():
+        return True
+    export_dir = _flavors._KERAS_EXPORT_DIR
+    if export_dir is None:
+        return False
+    # Keras 3 `model.export` traces `__call__` and `serving_default` before it
+    # enters TF's save context (measured on Keras 3.15): recognise its frames,
+    # once per trace (see `_facts_of_trace`).
+    facts = _facts_of_trace.get(tf.compat.v1.get_default_graph())
+    if facts is not None and facts.exporting is not None:
+        return facts.exporting
+    exporting = False
+    frame, thread = sys._getframe(1), None
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(export_dir):
+            exporting = True
+            break
+        frame = frame.f_back
+        if frame is None:
+            frame, thread = _caller_thread_frame(thread)
+    if facts is not None:
+        facts.exporting = exporting
+    return exporting
