@@ -121,6 +121,8 @@ def test_both_backends_answer_the_same_questions():
     assert all(getattr(_compat, name) is getattr(_tensorflow, name) for name in _tensorflow.__all__)
     assert set(_tensorflow.__all__) <= set(_compat.__all__)
     assert all(hasattr(_compat, name) for name in _compat.__all__)
+    # One default flavor, decided once: the package and the backend name the object `_flavors` holds.
+    assert _compat.DEFAULT_FLAVOR is _tensorflow.DEFAULT_FLAVOR is _flavors.DEFAULT_FLAVOR
 
 
 # --- which Keras `traceguard` follows -----------------------------------------------------

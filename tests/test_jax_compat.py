@@ -13,7 +13,7 @@ import keras
 from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
 from traceguard import _compat
-from traceguard._compat import _jax
+from traceguard._compat import _flavors, _jax
 
 
 def test_trace_state_is_clean_only_outside_jax_traces():
@@ -91,7 +91,8 @@ def test_the_tensorflow_questions_have_neutral_answers_on_jax():
 
 def test_compat_answers_with_the_jax_backend():
     assert all(getattr(_compat, name) is getattr(_jax, name) for name in _jax.__all__)
-    assert _compat.DEFAULT_FLAVOR is _compat.keras3_flavor() and _compat.TRACER == "jax.jit"
+    assert _compat.DEFAULT_FLAVOR is _compat.keras3_flavor() is _flavors.DEFAULT_FLAVOR
+    assert _compat.TRACER == "jax.jit"
 
 
 def test_print_at_each_execution_prints_runtime_values_under_jit(capsys):
