@@ -61,12 +61,33 @@ def test_keras2_autograph_rule_helpers(keras_flavor):
     assert utils.from_saved_model(keras_flavor.SeedLayer()) is False
 
 
-def test_keras_export_directory_exists():
-    if "keras3" not in {flavor.name for flavor in FLAVORS}:
-        pytest.skip("Keras 3 is not installed")
-    _compat.keras3_flavor()
-    assert os.path.isdir(_flavors._KERAS_EXPORT_DIR)
-    assert os.path.isfile(os.path.join(_flavors._KERAS_EXPORT_DIR, "saved_model.py"))
+def test_each_kerass_export_directory_holds_its_export_code(keras_flavor):
+    flavor = _compat.load_flavor(keras_flavor.name)
+    # Keras 3 writes the SavedModel in export/saved_model.py, Keras 2 in export/export_lib.py.
+    module = "saved_model.py" if flavor.is_keras_3 else "export_lib.py"
+    package = os.path.dirname(sys.modules[flavor.layer_base.__module__.split(".")[0]].__file__)
+    (directory,) = [d for d in _flavors._KERAS_EXPORT_DIRS if d.startswith(package + os.sep)]
+    assert os.path.isfile(os.path.join(directory, module))
+
+
+def test_keras_export_traces_before_the_save_context_are_seen_as_saving(keras_flavor, tmp_path):
+    """`model.export` traces `__call__` outside TF's save context; its frames are recognised."""
+    seen = []
+
+    class Probe(keras_flavor.keras.layers.Layer):
+        def call(self, inputs):
+            seen.append((_tf_function._save_context.in_save_context(), _compat.in_save_context()))
+            return inputs
+
+    inputs = keras_flavor.keras.Input((2,))
+    model = keras_flavor.keras.Model(inputs, Probe()(inputs))
+    seen.clear()
+    model.export(str(tmp_path / "exported"))
+    # Keras 3: `__call__` and `serving_default` outside TF's save context, then `__call__` in it;
+    # Keras 2: one `__call__` outside and one in it (in this order from 2.13, the reverse in 2.12).
+    assert sorted(in_tf_context for in_tf_context, _ in seen) == keras_flavor.pick([False, False, True],
+                                                                                  [False, True])
+    assert all(saving for _, saving in seen)
 
 
 def test_keras_default_method_mark_drives_auto_config(keras_flavor):

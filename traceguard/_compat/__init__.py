@@ -19,7 +19,7 @@ The modules, in the order they are imported:
 
 Callers use the names below as `_compat.<name>`: replace one there (a test's
 `monkeypatch.setattr(_compat, ...)`) to change what callers get. A module's own
-state (`_flavors._KERAS_EXPORT_DIR`, `_tf_function._facts_of_trace`, ...) is read
+state (`_flavors._KERAS_EXPORT_DIRS`, `_tf_function._facts_of_trace`, ...) is read
 from that module: it exists there only.
 """
 
@@ -34,6 +34,7 @@ from traceguard._compat._flavors import (
     layer_base_of,
     layer_variables,
     load_flavor,
+    loaded_layer_bases,
     mark_keras_default_method,
     variable_path,
 )
@@ -80,7 +81,7 @@ __all__ = [
     "enclosing_tf_function", "executing_eagerly", "flavor_of_class", "graph_body", "holds_tensor",
     "in_save_context", "in_symbolic_build", "in_xla_context", "is_base_layer_method",
     "is_keras_default_method", "keep_autograph_out", "keep_autograph_out_of_layers", "keras",
-    "keras2_flavor", "keras3_flavor", "layer_base_of", "layer_variables", "load_flavor",
+    "keras2_flavor", "keras3_flavor", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
     "mark_keras_default_method", "parse_version", "print_at_each_execution", "run_unconverted",
     "user_stacklevel", "variable_creation_watch", "variable_path", "wrap_call",
 ]

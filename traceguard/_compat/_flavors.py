@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import os
 import sys
 import types
 from collections.abc import Callable
 from typing import Any
 
-from traceguard._compat._backend import describe_engine, parse_version
+from traceguard._compat._backend import IS_JAX, describe_engine, parse_version
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -46,10 +47,10 @@ class KerasFlavor:
 
 
 # The state below exists here only; other modules read it as `_flavors.<name>`, since
-# `_KERAS_EXPORT_DIR`, `_keras2_layer_bases` and `DEFAULT_FLAVOR` are rebound as Kerases load.
+# `_KERAS_EXPORT_DIRS`, `_keras2_layer_bases` and `DEFAULT_FLAVOR` are rebound as Kerases load.
 _flavors: dict[str, KerasFlavor] = {}
 _KERAS_DEFAULT_MARK = "_is_default"
-_KERAS_EXPORT_DIR: str | None = None  # Set when Keras 3 loads.
+_KERAS_EXPORT_DIRS: tuple[str, ...] = ()  # Each Keras adds its export package when it loads.
 _keras2_layer_bases: tuple[type, ...] = ()
 # The flavor `traceguard.TraceAwareLayer` follows: set once, at import, by the backend.
 DEFAULT_FLAVOR: KerasFlavor | None = None
@@ -80,14 +81,14 @@ def _check_default_mark(layer_base: type, name: str) -> None:
 
 
 def _load_keras3() -> KerasFlavor:
-    global _KERAS_EXPORT_DIR
+    global _KERAS_EXPORT_DIRS
     import keras
     from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
     _check_default_mark(keras.layers.Layer, "Keras 3")
     # Keras 3 `model.export` traces `__call__` and `serving_default` before it
     # enters TF's save context (measured on Keras 3.15): its frames tell.
-    _KERAS_EXPORT_DIR = os.path.dirname(keras.src.export.__file__) + os.sep
+    _KERAS_EXPORT_DIRS += (os.path.dirname(keras.src.export.__file__) + os.sep,)
     return KerasFlavor("keras3", keras, keras.layers.Layer, keras.__version__,
                        symbolic_scope=in_symbolic_scope)
 
@@ -110,8 +111,40 @@ def _load_keras2(name: str) -> KerasFlavor:
             raise internal_missing(f"{utils.__name__}.{function}")
     _check_default_mark(layer_base, name)
     _keras2_layer_bases += (layer_base,)
+    _add_keras2_export_dir(layer_base)
     return KerasFlavor(name, namespace, layer_base, sys.modules[root].__version__,
                        base_layer_utils=utils)
+
+
+# --- Keras 2's `model.export`, and every Keras in the process (issues #5, #6) ----------
+# Keras 2 `model.export` (keras/export in Keras 2.12, keras/src/export in 2.13-2.15,
+# tf_keras/src/export) traces `__call__` through `ExportArchive.add_endpoint` outside
+# TF's save context, as Keras 3's does: its frames tell (measured on tf_keras 2.21,
+# Keras 2.12 and 2.15).
+def _add_keras2_export_dir(layer_base: type) -> None:
+    global _KERAS_EXPORT_DIRS
+    package = layer_base.__module__.rsplit(".", 2)[0] + ".export"  # Beside `engine`.
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise internal_missing(f"{package} (Keras 2's `model.export`)")
+    _KERAS_EXPORT_DIRS += (os.path.join(list(spec.submodule_search_locations)[0], ""),)
+
+
+def loaded_layer_bases() -> tuple[type, ...]:
+    """The `Layer` class of the default Keras, then of each other Keras imported so far.
+
+    Imports no Keras: a Keras the user has not imported has no layers to record.
+    """
+    names = [DEFAULT_FLAVOR.name]
+    if not IS_JAX:  # Keras 2 runs on TensorFlow only.
+        if "tf_keras" in sys.modules:
+            names.append("tf_keras")
+        if parse_version(getattr(sys.modules.get("keras"), "__version__", "0"))[0] >= 3:
+            names.append("keras3")
+    bases: dict[type, None] = {}
+    for name in names:
+        bases[load_flavor(name).layer_base] = None
+    return tuple(bases)
 
 
 def load_flavor(name: str) -> KerasFlavor:

@@ -208,19 +208,20 @@ def in_save_context() -> bool:
     """True while SavedModel saving (or `model.export`) traces functions."""
     if _save_context.in_save_context():
         return True
-    export_dir = _flavors._KERAS_EXPORT_DIR
-    if export_dir is None:
+    export_dirs = _flavors._KERAS_EXPORT_DIRS
+    if not export_dirs:
         return False
     # Keras 3 `model.export` traces `__call__` and `serving_default` before it
-    # enters TF's save context (measured on Keras 3.15): recognise its frames,
-    # once per trace (see `_facts_of_trace`).
+    # enters TF's save context (measured on Keras 3.15), Keras 2's `__call__`
+    # (tf_keras 2.21, Keras 2.12-2.15): recognise its frames, once per trace (see
+    # `_facts_of_trace`).
     facts = _facts_of_trace.get(tf.compat.v1.get_default_graph())
     if facts is not None and facts.exporting is not None:
         return facts.exporting
     exporting = False
     frame, thread = sys._getframe(1), None
     while frame is not None:
-        if frame.f_code.co_filename.startswith(export_dir):
+        if frame.f_code.co_filename.startswith(export_dirs):
             exporting = True
             break
         frame = frame.f_back
