@@ -90,6 +90,19 @@ def test_keras_export_traces_before_the_save_context_are_seen_as_saving(keras_fl
     assert all(saving for _, saving in seen)
 
 
+def test_loaded_layer_bases_are_tf_keras_then_each_other_keras_imported_and_import_none():
+    code = ("import sys; from traceguard import _compat; "
+            "names = lambda: [base.__module__.split('.')[0] for base in _compat.loaded_layer_bases()]; "
+            "print(names(), 'tf_keras' in sys.modules); import tf_keras; print(names())")
+    if "tf_keras" not in {flavor.name for flavor in FLAVORS}:
+        pytest.skip("tf_keras is not installed")
+    # With Keras 3 as tf.keras: its `Layer`, then tf_keras's once the user imported it.
+    assert run_python(code, TF_USE_LEGACY_KERAS="0") == ["['keras'] False", "['keras', 'tf_keras']"]
+    # The Keras of every flavor the tests use is imported, so each `Layer` is there.
+    assert set(_compat.loaded_layer_bases()) == {flavor.keras.layers.Layer for flavor in FLAVORS}
+    assert _compat.loaded_layer_bases()[0] is _compat.LayerBase
+
+
 def test_keras_default_method_mark_drives_auto_config(keras_flavor):
     keras = keras_flavor.keras
     assert _compat.is_keras_default_method(keras.layers.Layer.get_config)

@@ -5,16 +5,18 @@ import threading
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import DEFAULT, SeedLayer, keras, kinds
+from conftest import DEFAULT, FLAVORS, SeedLayer, keras, kinds
 
 import traceguard as tg
 from traceguard import _compat, _instrument, _recorder
 
 
 def layer_calls():
-    """Each Keras layer class and the `call` in its own namespace, plus Layer's namespace keys."""
-    return ({cls: cls.__dict__.get("call") for cls in _instrument.layer_classes()},
-            set(_compat.LayerBase.__dict__))
+    """Each layer class of every Keras imported and the `call` in its own namespace, plus
+    the namespace keys of each Keras's `Layer`."""
+    bases = _compat.loaded_layer_bases()
+    return ({cls: cls.__dict__.get("call") for cls in _instrument.layer_classes(bases)},
+            {base: set(base.__dict__) for base in bases})
 
 
 def event_kinds(runs):
@@ -135,7 +137,8 @@ def test_watch_records_plain_and_trace_aware_layers_in_fit():
         assert "drop_remainder=True" in retrace.hint
 
 
-def test_watch_restores_every_layer_class_exactly_even_on_error():
+def test_watch_restores_every_layer_class_exactly_even_on_error(keras_flavor):
+    keras = keras_flavor.keras  # Each Keras imported is patched, and restored.
     before = layer_calls()
     with pytest.raises(RuntimeError, match="user error"), tg.watch():
         class DefinedInside(keras.layers.Layer):
@@ -143,7 +146,9 @@ def test_watch_restores_every_layer_class_exactly_even_on_error():
                 return inputs + 1
 
         original = DefinedInside.__dict__["call"].__wrapped__
-        assert keras.layers.Dense.__dict__["call"] is not before[0][keras.layers.Dense]
+        for flavor in FLAVORS:
+            dense = flavor.keras.layers.Dense
+            assert dense.__dict__["call"] is not before[0][dense]
         raise RuntimeError("user error")
     after_calls, after_base_names = layer_calls()
     assert DefinedInside.__dict__["call"] is original
@@ -153,15 +158,24 @@ def test_watch_restores_every_layer_class_exactly_even_on_error():
     assert _recorder.plain_layer_state is None and _recorder._observers == ()
 
 
-def test_class_defined_inside_watch_is_recorded():
+def test_class_defined_inside_watch_is_recorded(keras_flavor):
     with tg.watch() as report:
-        class AddOne(keras.layers.Layer):
+        class AddOne(keras_flavor.keras.layers.Layer):
             def call(self, inputs):
                 return inputs + 1
 
         layer = AddOne(name="add_one")
         tf.function(layer)(tf.ones((2,)))
     assert event_kinds(report.layers["add_one"]) == ["trace"]
+
+
+def test_watch_records_the_plain_layers_of_every_keras_imported(keras_flavor):
+    dense = keras_flavor.keras.layers.Dense(2, name="dense")
+    with tg.watch() as report:
+        tf.function(dense)(tf.ones((1, 3)))
+    # `Dense` has `build()`: fresh under tf.function, its first trace creates the weights.
+    assert event_kinds(report.layers["dense"]) == ["trace", "variable_retrace"]
+    assert report.layers["dense"].class_name == "Dense" and not report.layers["dense"].trace_aware
 
 
 def test_plain_layers_keep_no_traceguard_attribute():

@@ -1,7 +1,8 @@
 """Recording plain Keras layers for a while: patching `call` on every Keras layer class.
 
 `watch()` and `explain()` open an instrumentation session. While at least one is
-open, every subclass of Keras's `Layer` that defines its own `call` (found
+open, every subclass of the `Layer` of each Keras imported when the first session
+opened (`tf.keras`'s, and tf_keras's or Keras 3's next to it) that defines its own `call` (found
 recursively through `__subclasses__()`, and any class defined meanwhile, through
 a temporary `Layer.__init_subclass__`) runs the recorder's wrapped `call`. Plain
 layers have no traceguard state: theirs lives in a store owned by the sessions
@@ -31,7 +32,8 @@ _lock = threading.RLock()
 _open_sessions = 0
 _eager_sessions = 0  # Open sessions that want plain layers' eager runs as events.
 _patched: dict[type, tuple[Callable[..., Any], Callable[..., Any]]] = {}  # class -> (original, recorded)
-_saved_subclass_hook: list[Any] = []  # The `Layer.__dict__` entry replaced, if there was one.
+_bases: tuple[type, ...] = ()  # The `Layer` classes patched: one per Keras.
+_saved_subclass_hooks: dict[type, Any] = {}  # The `Layer.__dict__` entries replaced, if there were.
 _states: weakref.WeakKeyDictionary[Any, LayerTraceState] = weakref.WeakKeyDictionary()
 _plain_settings = {False: TraceSettings(log_eager=False), True: TraceSettings(log_eager=True)}
 
@@ -59,10 +61,13 @@ def close_session(log_eager: bool) -> None:
             _apply_eager_setting()
 
 
-def layer_classes() -> list[type]:
-    """Every class derived from Keras's `Layer`, base included, each once."""
+def layer_classes(bases: tuple[type, ...] | None = None) -> list[type]:
+    """Every class derived from the `Layer` classes `bases`, bases included, each once.
+
+    `bases` defaults to `tf.keras`'s `Layer`.
+    """
     found: dict[type, None] = {}
-    pending = [_compat.LayerBase]
+    pending = list(bases or (_compat.LayerBase,))
     while pending:
         cls = pending.pop()
         if cls not in found:
@@ -72,12 +77,14 @@ def layer_classes() -> list[type]:
 
 
 def _install() -> None:
+    global _bases
     try:
-        base = _compat.LayerBase
-        if _SUBCLASS_HOOK in base.__dict__:
-            _saved_subclass_hook.append(base.__dict__[_SUBCLASS_HOOK])
-        type.__setattr__(base, _SUBCLASS_HOOK, classmethod(_instrument_new_subclass))
-        for cls in layer_classes():
+        _bases = _compat.loaded_layer_bases()
+        for base in _bases:
+            if _SUBCLASS_HOOK in base.__dict__:
+                _saved_subclass_hooks[base] = base.__dict__[_SUBCLASS_HOOK]
+            type.__setattr__(base, _SUBCLASS_HOOK, classmethod(_instrument_new_subclass))
+        for cls in layer_classes(_bases):
             _instrument_class(cls)
         _recorder.plain_layer_state = _state_of
     except BaseException:
@@ -86,12 +93,14 @@ def _install() -> None:
 
 
 def _uninstall() -> None:
+    global _bases
     _recorder.plain_layer_state = None
-    base = _compat.LayerBase
-    if _saved_subclass_hook:
-        type.__setattr__(base, _SUBCLASS_HOOK, _saved_subclass_hook.pop())
-    elif _SUBCLASS_HOOK in base.__dict__:
-        type.__delattr__(base, _SUBCLASS_HOOK)
+    for base in _bases:
+        if base in _saved_subclass_hooks:
+            type.__setattr__(base, _SUBCLASS_HOOK, _saved_subclass_hooks.pop(base))
+        elif _SUBCLASS_HOOK in base.__dict__:
+            type.__delattr__(base, _SUBCLASS_HOOK)
+    _bases = ()
     for cls, (original, recorded) in _patched.items():
         # Leave alone a `call` the user replaced meanwhile (a mock, say).
         if cls.__dict__.get("call") is recorded:
@@ -102,8 +111,9 @@ def _uninstall() -> None:
 
 def _instrument_new_subclass(cls: type, **kwargs: Any) -> None:
     # Runs for classes defined while a session is open; chains to the next
-    # `__init_subclass__` after `Layer` in the MRO (object's, on Keras 3.15).
-    super(_compat.LayerBase, cls).__init_subclass__(**kwargs)
+    # `__init_subclass__` after their `Layer` in the MRO (object's, on Keras 3.15).
+    base = next(klass for klass in cls.__mro__ if klass in _bases)
+    super(base, cls).__init_subclass__(**kwargs)
     with _lock:
         if _open_sessions:
             _instrument_class(cls)
@@ -111,7 +121,7 @@ def _instrument_new_subclass(cls: type, **kwargs: Any) -> None:
 
 def _instrument_class(cls: type) -> None:
     original = cls.__dict__.get("call")
-    if (cls is _compat.LayerBase or not isinstance(original, types.FunctionType)
+    if (cls in _bases or not isinstance(original, types.FunctionType)
             or is_recorded(original) or issubclass(cls, TraceAwareMixin) or cls in _patched):
         return
     recorded = _compat.wrap_call(original, record_body(original))
