@@ -5,34 +5,61 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import DEFAULT, keras
+from conftest import DEFAULT, FLAVORS, keras
 from test_explanation import FakeLayer, event
 
 import traceguard as tg
-from traceguard import _recorder
+from traceguard import _compat, _recorder
 from traceguard._events import TraceKind
 
 
-class Projection(tg.TraceAwareLayer):
-    """examples/fit_partial_batch.py's layer: it has `build()`, so no symbolic run in fit."""
+def define_projection(base):
+    class Projection(base):
+        """examples/fit_partial_batch.py's layer: it has `build()`, so no symbolic run in fit."""
 
-    def __init__(self, units, **kwargs):
-        super().__init__(**kwargs)
-        self.units = units
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
 
-    def build(self, input_shape):
-        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
+        def build(self, input_shape):
+            self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
 
-    def call(self, inputs, training=None):
-        return inputs @ self.kernel
+        def call(self, inputs, training=None):
+            return inputs @ self.kernel
+
+    return Projection
+
+
+Projection = define_projection(tg.TraceAwareLayer)
+
+
+def projection_of(flavor):
+    """`Projection` on `flavor`'s trace-aware base."""
+    return Projection if flavor is DEFAULT else define_projection(flavor.TraceAwareLayer)
+
+
+def monitor_class_of(flavor):
+    """The `TraceMonitor` for `flavor`'s models: a Keras runs only its own callbacks."""
+    if flavor is DEFAULT:
+        return tg.callbacks.TraceMonitor
+    if not flavor.is_keras_3:
+        import traceguard.keras2
+
+        return traceguard.keras2.TraceMonitor
+    # Keras 3 next to tf_keras as tf.keras: the mixin on its own Callback.
+    return type("TraceMonitor", (tg.callbacks.TraceMonitorMixin, flavor.keras.callbacks.Callback), {})
+
+
+def compiled_projection_model(flavor):
+    inputs = flavor.keras.Input((8,))
+    model = flavor.keras.Model(inputs, projection_of(flavor)(4, name="projection")(inputs))
+    model.compile(optimizer="sgd", loss="mse")
+    return model
 
 
 @pytest.fixture
 def model():
-    inputs = keras.Input((8,))
-    model = keras.Model(inputs, Projection(4, name="projection")(inputs))
-    model.compile(optimizer="sgd", loss="mse")
-    return model
+    return compiled_projection_model(DEFAULT)
 
 
 def data(samples, seed=0):
@@ -44,16 +71,17 @@ def kinds_of(runs):
     return [e.kind.value for e in runs.events]
 
 
-def test_partial_last_batch_of_a_later_fit_warns_and_shows_in_the_report(model, caplog):
+def test_partial_last_batch_of_a_later_fit_warns_and_shows_in_the_report(keras_flavor, caplog):
     caplog.set_level(logging.INFO, logger="traceguard")
-    monitor = tg.callbacks.TraceMonitor()
+    model = compiled_projection_model(keras_flavor)
+    monitor = monitor_class_of(keras_flavor)()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # The first fit traces once and does not warn.
         model.fit(*data(64), batch_size=32, verbose=0, callbacks=[monitor])
     # Keras 2 creates the optimizer's variables in its first trace of `train_function`.
-    first = DEFAULT.pick(["trace"], ["trace", "variable_retrace"])
+    first = keras_flavor.pick(["trace"], ["trace", "variable_retrace"])
     assert kinds_of(monitor.report.layers["projection"]) == first
-    step = DEFAULT.pick("one_step_on_data", "train_function")
+    step = keras_flavor.pick("one_step_on_data", "train_function")
     expected = (rf"Layer 'projection' retraced tf.function `{step}` during fit call 2, "
                 r"epoch 1: inputs: dim 0 32 -> None. Fix: A partial last batch has a new shape")
     with pytest.warns(UserWarning, match=expected) as record:
@@ -66,30 +94,31 @@ def test_partial_last_batch_of_a_later_fit_warns_and_shows_in_the_report(model, 
     tables = [r.getMessage() for r in caplog.records if r.name == "traceguard" and r.levelno == logging.INFO]
     assert [t.splitlines()[0] for t in tables] == ["TraceMonitor: layer body runs after fit (call 1):",
                                                   "TraceMonitor: layer body runs after fit (call 2):"]
-    variable_retraces = DEFAULT.pick("-", "1")
+    variable_retraces = keras_flavor.pick("-", "1")
     assert tables[1].splitlines()[2].split() == [
         "projection", "Projection", "-", "1", variable_retraces, "1", "-", "-"]
     assert _recorder._observers == ()
 
 
-def test_under_watch_one_warning_names_every_plain_layer_of_the_retraced_step():
+def test_under_watch_one_warning_names_every_plain_layer_of_the_retraced_step(keras_flavor):
+    keras = keras_flavor.keras  # watch() records the plain layers of every Keras imported.
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, name="dense")], name="seq")
     model.compile(optimizer="sgd", loss="mse")
-    monitor = tg.callbacks.TraceMonitor()
+    monitor = monitor_class_of(keras_flavor)()
     with tg.watch():
         model.fit(*data(64), batch_size=32, verbose=0, callbacks=[monitor])
         with pytest.warns(UserWarning) as record:
             model.fit(*data(70), batch_size=32, verbose=0, callbacks=[monitor])
     [warning] = record
     layers = list(monitor.report.layers)
-    if DEFAULT.is_keras_3:  # Keras 3's Sequential runs an inner Functional.
+    if keras_flavor.is_keras_3:  # Keras 3's Sequential runs an inner Functional.
         outer, inner, dense = layers
         assert inner.startswith("functional")
     else:
         outer, dense = layers
     assert (outer, dense) == ("seq", "dense")
     names = ", ".join(f"'{name}'" for name in layers)
-    step = DEFAULT.pick("one_step_on_data", "train_function")
+    step = keras_flavor.pick("one_step_on_data", "train_function")
     assert str(warning.message).startswith(
         f"Layers {names} retraced tf.function `{step}` during fit "
         "call 2, epoch 1: inputs: dim 0 32 -> None. Fix: A partial last batch")
@@ -158,3 +187,28 @@ def test_a_dropped_monitor_stops_observing():
 
 def test_callbacks_is_an_attribute_of_the_package():
     assert isinstance(tg.callbacks.TraceMonitor(), keras.callbacks.Callback)
+
+
+@pytest.mark.skipif(len(FLAVORS) == 1, reason="a single Keras is importable here")
+def test_a_monitor_of_another_keras_names_the_monitor_to_use():
+    other = FLAVORS[1]
+    model = compiled_projection_model(other)
+    with pytest.raises(TypeError) as info:
+        model.fit(*data(32), batch_size=32, verbose=0, callbacks=[tg.callbacks.TraceMonitor()])
+    advice = ("Use `traceguard.keras2.TraceMonitor()` for it." if not other.is_keras_3 else
+              "Make it a `TraceMonitor` of that Keras: `class Monitor("
+              "traceguard.callbacks.TraceMonitorMixin, keras.callbacks.Callback)`.")
+    other_keras = _compat.load_flavor(other.name).describe()  # "tf_keras 2.21.0", "Keras 3.15.1"
+    assert str(info.value) == (
+        f"`traceguard.callbacks.TraceMonitor` is a {_compat.DEFAULT_FLAVOR.describe()} callback and "
+        f"{other_keras} runs only its own callbacks. {advice} Received: a model of "
+        f"{other_keras}, Functional {model.name!r}")
+    assert _recorder._observers == ()
+
+
+def test_keras2_trace_monitor_is_a_keras_2_callback():
+    keras2 = pytest.importorskip("traceguard.keras2")
+    assert issubclass(keras2.TraceMonitor, keras2.keras.callbacks.Callback)
+    assert issubclass(keras2.TraceMonitor, tg.callbacks.TraceMonitorMixin)
+    # Where tf.keras is Keras 2 there is one monitor class, as there is one Keras.
+    assert (keras2.TraceMonitor is tg.callbacks.TraceMonitor) is (keras2.keras is keras)

@@ -1,4 +1,10 @@
-"""Keras callbacks: `TraceMonitor` watches the traces of `fit`, `evaluate` and `predict`."""
+"""Keras callbacks: `TraceMonitor` watches the traces of `fit`, `evaluate` and `predict`.
+
+The behaviour lives in `TraceMonitorMixin`; `TraceMonitor` is the mixin on the
+`Callback` of `tf.keras` and `traceguard.keras2.TraceMonitor` on Keras 2's, as each
+Keras runs only its own callbacks (tf_keras asks every callback for hooks that Keras 3's
+`Callback` does not have).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from traceguard._events import TraceEvent, TraceKind
 from traceguard._explanation import Explanation
 from traceguard._tensorboard import TensorBoardWriter
 
-__all__ = ["TraceMonitor"]
+__all__ = ["TraceMonitor", "TraceMonitorMixin"]
 
 logger = logging.getLogger("traceguard")
 
@@ -42,50 +48,16 @@ class _Observer:
             monitor.report._record_eager(layer)
 
 
-class TraceMonitor(_compat.keras.callbacks.Callback):
-    """Reports the layer traces made by `fit`, `evaluate` and `predict`, and warns of late retraces.
+class TraceMonitorMixin:
+    """The behaviour of `TraceMonitor`, for the `Callback` class of any Keras.
 
-    While a `fit`, `evaluate` or `predict` call it is passed to runs, the
-    monitor records every body run of the `TraceAwareLayer`s (and, under
-    `traceguard.watch()` or `python -m traceguard run`, of every Keras layer).
-    At the end of each call it logs a table of counts by kind per layer on the
-    `traceguard` logger at INFO level, and keeps all it saw, across calls, in
-    `report`. A retrace after the first epoch, or in a later call than the
-    first (the second `fit`, an `evaluate` after `fit`, ...), usually costs time
-    on every occurrence: each one is reported with a `UserWarning` that names
-    the layer, what changed and the fix, at the end of its epoch or call.
-
-    Args:
-        html: Path (str or path-like) of a self-contained HTML report of
-            `report` (a timeline per layer, then tables), rewritten at the end
-            of each `fit`, `evaluate` or `predict` call. Its directory must
-            exist. Defaults to `None`, no HTML report.
-        log_dir: Directory (str or path-like) for TensorBoard summaries: at
-            the end of each epoch, and of each `evaluate` or `predict` call
-            outside `fit`, the scalars `traceguard/<layer>/<kind>` (runs of
-            kind `trace`, `variable_retrace` and `retrace` so far) and, for
-            each layer that retraced since, the text
-            `traceguard/<layer>/retrace_reason` (what changed, why, the fix).
-            Created if missing. Defaults to `None`, no summaries.
-
-    Raises:
-        TypeError: If `html` or `log_dir` is not a str or path-like.
-        ValueError: If the directory of `html` does not exist, or `log_dir`
-            is an existing file.
-
-    Example:
-
-    ```python
-    monitor = traceguard.callbacks.TraceMonitor(html="traces.html", log_dir="logs/traceguard")
-    model.fit(x[:64], y[:64], batch_size=32, callbacks=[monitor])
-    model.fit(x[:70], y[:70], batch_size=32, callbacks=[monitor])  # Warns: partial batch.
-    print(monitor.report)
-    ```
+    Mix it in before the Keras `Callback` class; see `TraceMonitor` for the
+    arguments.
     """
 
     def __init__(self, html: str | os.PathLike | None = None,
                  log_dir: str | os.PathLike | None = None) -> None:
-        super().__init__()
+        super().__init__()  # The Keras `Callback`.
         self.html = _checked_html_path(html)
         self._tensorboard = None if log_dir is None else TensorBoardWriter(_checked_log_dir(log_dir))
         self.report = Explanation("TraceMonitor")
@@ -114,6 +86,10 @@ class TraceMonitor(_compat.keras.callbacks.Callback):
         return where
 
     # --- Keras hooks ---
+    def set_model(self, model: Any) -> None:
+        _check_same_keras(self, model)
+        super().set_model(model)  # type: ignore[misc]
+
     def on_train_begin(self, logs: Any = None) -> None:
         self._begin("train")
 
@@ -189,6 +165,28 @@ class TraceMonitor(_compat.keras.callbacks.Callback):
             )
 
 
+def _check_same_keras(monitor: Any, model: Any) -> None:
+    """Fails, naming the monitor to use, when `model` is of another Keras than `monitor`.
+
+    A Keras runs only its own callbacks: tf_keras's `fit` would fail on a missing
+    private hook of a Keras 3 `Callback`, with no word of the cause.
+    """
+    model_keras = _compat.flavor_of_class(type(model))
+    own_keras = _compat.flavor_of_class(type(monitor))
+    if model_keras is None or own_keras is None or model_keras is own_keras:
+        return
+    fitting = "traceguard.callbacks.TraceMonitor" if model_keras is _compat.DEFAULT_FLAVOR \
+        else "traceguard.keras2.TraceMonitor" if not model_keras.is_keras_3 else None
+    advice = f"Use `{fitting}()` for it." if fitting else \
+        "Make it a `TraceMonitor` of that Keras: `class Monitor(traceguard.callbacks.TraceMonitorMixin, " \
+        "keras.callbacks.Callback)`."
+    raise TypeError(
+        f"`{type(monitor).__module__}.{type(monitor).__qualname__}` is a {own_keras.describe()} callback "
+        f"and {model_keras.describe()} runs only its own callbacks. {advice} "
+        f"Received: a model of {model_keras.describe()}, {type(model).__qualname__} {model.name!r}"
+    )
+
+
 def _checked_html_path(html: object) -> pathlib.Path | None:
     if html is None:
         return None
@@ -210,3 +208,51 @@ def _checked_log_dir(log_dir: object) -> str:
         raise ValueError("`TraceMonitor(log_dir=...)` expects a directory, created if missing; it is an "
                          f"existing file. Received: log_dir={log_dir!r}")
     return os.fspath(log_dir)
+
+
+class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):
+    """Reports the layer traces made by `fit`, `evaluate` and `predict`, and warns of late retraces.
+
+    While a `fit`, `evaluate` or `predict` call it is passed to runs, the
+    monitor records every body run of the `TraceAwareLayer`s (and, under
+    `traceguard.watch()` or `python -m traceguard run`, of every Keras layer).
+    At the end of each call it logs a table of counts by kind per layer on the
+    `traceguard` logger at INFO level, and keeps all it saw, across calls, in
+    `report`. A retrace after the first epoch, or in a later call than the
+    first (the second `fit`, an `evaluate` after `fit`, ...), usually costs time
+    on every occurrence: each one is reported with a `UserWarning` that names
+    the layer, what changed and the fix, at the end of its epoch or call.
+
+    It is a callback of `tf.keras`, whichever Keras that is when traceguard is
+    imported (as `traceguard.TraceAwareLayer` is a layer of it); for a tf_keras
+    model next to Keras 3, use `traceguard.keras2.TraceMonitor`.
+
+    Args:
+        html: Path (str or path-like) of a self-contained HTML report of
+            `report` (a timeline per layer, then tables), rewritten at the end
+            of each `fit`, `evaluate` or `predict` call. Its directory must
+            exist. Defaults to `None`, no HTML report.
+        log_dir: Directory (str or path-like) for TensorBoard summaries: at
+            the end of each epoch, and of each `evaluate` or `predict` call
+            outside `fit`, the scalars `traceguard/<layer>/<kind>` (runs of
+            kind `trace`, `variable_retrace` and `retrace` so far) and, for
+            each layer that retraced since, the text
+            `traceguard/<layer>/retrace_reason` (what changed, why, the fix).
+            Created if missing. Defaults to `None`, no summaries.
+
+    Raises:
+        TypeError: If `html` or `log_dir` is not a str or path-like; when a
+            `fit`, `evaluate` or `predict` call begins, if the model is of
+            another Keras.
+        ValueError: If the directory of `html` does not exist, or `log_dir`
+            is an existing file.
+
+    Example:
+
+    ```python
+    monitor = traceguard.callbacks.TraceMonitor(html="traces.html", log_dir="logs/traceguard")
+    model.fit(x[:64], y[:64], batch_size=32, callbacks=[monitor])
+    model.fit(x[:70], y[:70], batch_size=32, callbacks=[monitor])  # Warns: partial batch.
+    print(monitor.report)
+    ```
+    """

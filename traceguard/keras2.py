@@ -1,16 +1,17 @@
-"""Keras 2: `TraceAwareLayer` on `tf_keras`, next to Keras 3 if need be.
+"""Keras 2: `TraceAwareLayer` and `TraceMonitor` on `tf_keras`, next to Keras 3 if need be.
 
 `traceguard.TraceAwareLayer` subclasses `tf.keras.layers.Layer`, whichever Keras
 that is. This module's `TraceAwareLayer` subclasses Keras 2's `Layer` in any case:
 `tf_keras.layers.Layer` when the `tf_keras` package is installed
 (`pip install 'traceguard[keras2]'`), else `tf.keras.layers.Layer` on TensorFlow
 2.12-2.15, whose `tf.keras` is Keras 2. Importing it raises `ImportError`, naming
-what is installed and what to install, when neither is there.
+what is installed and what to install, when neither is there. `TraceMonitor` is
+the callback for `fit`, `evaluate` and `predict` of Keras 2 models.
 """
 
 from __future__ import annotations
 
-from traceguard import _compat
+from traceguard import _compat, callbacks
 from traceguard._layer import TraceAwareMixin
 
 _FLAVOR = _compat.keras2_flavor()
@@ -57,4 +58,38 @@ class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):
     """
 
 
-__all__ = ["TraceAwareLayer", "TraceAwareMixin", "keras"]
+# A Keras runs only its own callbacks. Where `tf.keras` is Keras 2, the default
+# monitor is already a callback of this Keras.
+if keras is _compat.keras:
+    TraceMonitor = callbacks.TraceMonitor
+else:
+    class TraceMonitor(callbacks.TraceMonitorMixin, keras.callbacks.Callback):  # type: ignore[no-redef]
+        """`traceguard.callbacks.TraceMonitor` for the `fit`, `evaluate` and `predict` of Keras 2 models.
+
+        A Keras runs only its own callbacks: pass this one to a tf_keras model's
+        `fit` while Keras 3 is `tf.keras`. Where `tf.keras` is Keras 2, it is
+        `traceguard.callbacks.TraceMonitor` itself. The arguments are those of
+        `traceguard.callbacks.TraceMonitor`.
+
+        Args:
+            html: Path (str or path-like) of a self-contained HTML report of
+                `report`, rewritten at the end of each call. Defaults to `None`.
+            log_dir: Directory (str or path-like) for TensorBoard summaries.
+                Defaults to `None`.
+
+        Example:
+
+        ```python
+        import tf_keras
+        from traceguard.keras2 import TraceMonitor
+
+        model = tf_keras.Sequential([tf_keras.Input((8,)), tf_keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+        monitor = TraceMonitor()
+        model.fit(x, y, batch_size=32, callbacks=[monitor])
+        print(monitor.report)
+        ```
+        """
+
+
+__all__ = ["TraceAwareLayer", "TraceAwareMixin", "TraceMonitor", "keras"]
