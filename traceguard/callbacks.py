@@ -183,7 +183,8 @@ def _check_same_keras(monitor: Any, model: Any) -> None:
     raise TypeError(
         f"`{type(monitor).__module__}.{type(monitor).__qualname__}` is a {own_keras.describe()} callback "
         f"and {model_keras.describe()} runs only its own callbacks. {advice} "
-        f"Received: a model of {model_keras.describe()}, {type(model).__qualname__} {model.name!r}"
+        f"Received: a model of {model_keras.describe()}, "
+        f"{type(model).__qualname__} {getattr(model, 'name', None)!r}"
     )
 
 
