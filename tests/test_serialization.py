@@ -18,8 +18,9 @@ import traceguard as tg
 from traceguard._recorder import STATE_ATTRIBUTE, LayerTraceState, TraceSettings
 
 # Keras 2 builds a rebuilt `Scale` twice (from its saved build config, then when the
-# functional model calls it), so its sublayer's initializer runs twice and warns; a
-# plain Keras 2 layer does the same (`test_keras_2_warns_of_the_second_build_for_a_plain_layer_too`).
+# functional model calls it), so its sublayer's initializer runs twice and warns (from
+# Keras 2.13); a plain Keras 2 layer does the same
+# (`test_keras_2_warns_of_the_second_build_for_a_plain_layer_too`).
 KERAS_2_REBUILD_WARNING = "The initializer GlorotUniform is unseeded and being called multiple times"
 pytestmark = pytest.mark.filterwarnings(f"ignore:{KERAS_2_REBUILD_WARNING}:UserWarning")
 
@@ -204,7 +205,17 @@ def assert_serving_equals(model, path):
     return restored, output
 
 
-def test_export_then_saved_model_serving_equals_the_model(model, expected, tmp_path):
+def test_export_then_saved_model_serving_equals_the_model(keras_flavor, model, expected, tmp_path):
+    if keras_flavor.version == (2, 12):
+        # Keras 2.12's export also tracks the model's `predict_function`, which captures
+        # variables it does not save: a plain model fails alike once it has predicted.
+        keras = keras_flavor.keras
+        inputs = keras.Input((4,))
+        plain = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+        plain.predict(X, verbose=0)
+        with pytest.raises(KeyError, match="Failed to add concrete function .*predict_function"):
+            plain.export(str(tmp_path / "plain"))
+        pytest.skip("Keras 2.12 cannot export a model that has predicted (a plain model fails alike)")
     layer = model.get_layer("scale")
     layer.trace_log.clear()
     model.export(str(tmp_path / "exported"))
@@ -226,9 +237,13 @@ def test_keras_2_saved_model_save_serves_and_loads_with_a_fresh_log(keras_flavor
     layer = model.get_layer("scale")
     layer.trace_log.clear()
     model.save(str(tmp_path / "saved"), save_format="tf")
-    assert [(e.kind.value, e.function) for e in layer.trace_log] == expected["saved_model"]
+    runs = expected["saved_model"]
+    if keras_flavor.version == (2, 12):  # Keras 2.12 also traces the model's own function twice.
+        own = ("save", f"{model.name}_layer_call_and_return_conditional_losses")
+        runs = [runs[0], runs[1], own, own, runs[2]]
+    assert [(e.kind.value, e.function) for e in layer.trace_log] == runs
     assert_serving_equals(model, tmp_path / "saved")
-    assert [(e.kind.value, e.function) for e in layer.trace_log] == expected["saved_model"]
+    assert [(e.kind.value, e.function) for e in layer.trace_log] == runs
     # Keras 2 loads its SavedModel back as the registered classes, rebuilt from their config.
     loaded = keras_flavor.keras.models.load_model(str(tmp_path / "saved"))
     assert type(loaded.get_layer("scale")) is type(layer)
@@ -245,7 +260,8 @@ def test_keras_2_warns_of_the_second_build_for_a_plain_layer_too(keras_flavor):
         warnings.simplefilter("always")
         copy.deepcopy(model)
     messages = [str(warning.message) for warning in record if KERAS_2_REBUILD_WARNING in str(warning.message)]
-    assert len(messages) == keras_flavor.pick(0, 1)
+    # Keras 2 warns of an initializer called twice from 2.13 on.
+    assert len(messages) == keras_flavor.pick(0, int(keras_flavor.version >= (2, 13)))
 
 
 def test_state_copies_are_fresh_with_the_same_settings():
