@@ -253,3 +253,20 @@ def test_mixin_call_is_wrapped_by_keras_filter_and_left_unconverted_by_autograph
     assert wrapper.__code__ is traceback_utils.filter_traceback(len).__code__
     assert not api.is_autograph_artifact(wrapper)  # Converted by tf.function, as Keras's is.
     assert api.is_autograph_artifact(wrapper.__wrapped__)
+
+
+def test_keras2_traceback_filter_hides_traceguard_frames_and_wraps_the_mixin_call():
+    if _compat.IS_KERAS_3:
+        pytest.skip("Keras 2's traceback filter; tf.keras is Keras 3 here")
+    from tensorflow.python.autograph.impl import api
+
+    from traceguard._compat import _tensorflow
+
+    traceback_utils = _tensorflow._keras2_traceback_utils
+    assert traceback_utils.__name__.split(".")[0] == _compat.LayerBase.__module__.split(".")[0]
+    assert not traceback_utils.include_frame(os.path.join(_frames._TRACEGUARD_DIR, "_recorder.py"))
+    assert traceback_utils.include_frame(__file__)
+    wrapper = tg.TraceAwareMixin.__call__
+    assert wrapper.__code__ is _compat.LayerBase.__call__.__code__  # Keras 2's `error_handler`.
+    # Never converted: AutoGraph runs the instances, marked too, as they are.
+    assert api.is_autograph_artifact(wrapper) and api.is_autograph_artifact(wrapper.__wrapped__)

@@ -2,14 +2,15 @@
 
 traceguard's own frames, in every module of the package, count as library code
 together with TensorFlow's, Keras's and JAX's: warnings point past them at the
-user's line (`user_stacklevel`), and Keras 3 hides them from the tracebacks of
-errors raised by `call` (`hide_traceguard_frames_from_keras`).
+user's line (`user_stacklevel`), and Keras hides them from the tracebacks of
+errors raised by `call` (`hide_traceguard_frames_from_keras`, and `..._keras2`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import importlib.util
 import os
 import sys
@@ -94,3 +95,26 @@ def hide_traceguard_frames_from_keras() -> Callable[[Callable[..., Any]], Callab
     if _TRACEGUARD_DIR not in traceback_utils._EXCLUDED_PATHS:
         traceback_utils._EXCLUDED_PATHS += (_TRACEGUARD_DIR,)
     return traceback_utils.filter_traceback
+
+
+def hide_traceguard_frames_from_keras2(layer_base: type) -> Any:
+    """Adds traceguard's directory to Keras 2's traceback filter; returns its module.
+
+    Keras 2 (tf_keras; the Keras 2 of TF 2.12-2.15) wraps `Layer.__call__` in its
+    own `filter_traceback`, which drops the frames whose file path contains an
+    entry of `_EXCLUDED_PATHS` (tf_keras/src/utils/traceback_utils.py; keras/utils/
+    in 2.12, keras/src/utils/ in 2.13-2.15; off after
+    `tf.debugging.disable_traceback_filtering()`). Without traceguard's directory
+    there, the traceback of an error from `call` shows five traceguard and Keras
+    frames a plain layer's does not. Asked by the backend when
+    `traceguard.TraceAwareLayer` is a Keras 2 layer, `layer_base`.
+    """
+    module = importlib.import_module(layer_base.__module__.rsplit(".", 2)[0] + ".utils.traceback_utils")
+    if not isinstance(getattr(module, "_EXCLUDED_PATHS", None), tuple) \
+            or getattr(layer_base.__call__, "__code__", None) \
+            is not module.filter_traceback(lambda: None).__code__:
+        raise internal_missing(f"{module.__name__}._EXCLUDED_PATHS and filter_traceback "
+                               "around `Layer.__call__`")
+    if _TRACEGUARD_DIR not in module._EXCLUDED_PATHS:
+        module._EXCLUDED_PATHS += (_TRACEGUARD_DIR,)
+    return module

@@ -132,8 +132,10 @@ def as_keras_call(method: Callable[..., Any]) -> Callable[..., Any]:
     traceguard's bookkeeping would add its frames to the error messages of
     `tf.function` and cost trace time.
     """
-    if not DEFAULT_FLAVOR.is_keras_3:  # Keras 2 as tf.keras: `keep_autograph_out_of_layers` covers it.
-        return keep_autograph_out(method)
+    if not DEFAULT_FLAVOR.is_keras_3:
+        # Keras 2 as tf.keras: `keep_autograph_out_of_layers` keeps AutoGraph out; the
+        # wrapper is Keras 2's own filter, so tracebacks read as from a plain layer.
+        return keep_autograph_out(_keras2_traceback_utils.filter_traceback(keep_autograph_out(method)))
     wrapper = _keras_filter_traceback(method)
     keep_autograph_out(method)
     return wrapper
@@ -152,3 +154,5 @@ def keep_autograph_out_of_layers(mixin: type) -> None:
 
 if DEFAULT_FLAVOR.is_keras_3:
     _keras_filter_traceback = _frames.hide_traceguard_frames_from_keras()
+else:
+    _keras2_traceback_utils = _frames.hide_traceguard_frames_from_keras2(DEFAULT_FLAVOR.layer_base)
