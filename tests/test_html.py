@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 import tensorflow as tf
-from conftest import SeedLayer
+from conftest import DEFAULT
 
 import traceguard as tg
 from traceguard._events import TraceEvent, TraceKind
@@ -337,8 +337,13 @@ def test_write_html_checks_its_arguments(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_trace_log_to_html_writes_the_seed_layers_three_runs(tmp_path, seed_input):
-    layer = SeedLayer(name="seed")
+# The seed layer's runs under `tf.function`: Keras 3 runs a symbolic build pass first, Keras 2 none.
+SEED_MARKS = {True: [["k-symbolic"], ["k-trace"], ["k-variable_retrace"]],
+              False: [["k-trace"], ["k-variable_retrace"]]}
+
+
+def test_trace_log_to_html_writes_a_mark_per_run_of_the_seed_layer(tmp_path, seed_input, keras_flavor):
+    layer = keras_flavor.SeedLayer(name="seed")
     step = tf.function(layer)
     step(seed_input)
     step(seed_input)
@@ -346,55 +351,61 @@ def test_trace_log_to_html_writes_the_seed_layers_three_runs(tmp_path, seed_inpu
     assert path == tmp_path / "seed.html"
     document = path.read_text(encoding="utf-8")
     row = rows_of(document)["seed"]
-    assert [kinds_of(mark) for mark in marks_of(row)] == [["k-symbolic"], ["k-trace"], ["k-variable_retrace"]]
-    assert marks_of(row)[1].title().startswith("#2 trace in function\nat +")
+    assert [kinds_of(mark) for mark in marks_of(row)] == SEED_MARKS[keras_flavor.is_keras_3]
+    trace = keras_flavor.pick(2, 1)  # The number of the trace.
+    assert marks_of(row)[trace - 1].title().startswith(f"#{trace} trace in function\nat +")
     assert parse(document).find_all("title")[0].text == "traceguard: layer seed"
 
 
-def test_write_html_takes_several_layers_logs(tmp_path, seed_input):
-    first, second = SeedLayer(name="first"), SeedLayer(name="second")
+def test_write_html_takes_several_layers_logs(tmp_path, seed_input, keras_flavor):
+    first, second = keras_flavor.SeedLayer(name="first"), keras_flavor.SeedLayer(name="second")
     tf.function(first)(seed_input)
     second(seed_input)
     logs = {layer.name: layer.trace_log for layer in (first, second)}
     path = tg.write_html(str(tmp_path / "two.html"), logs)
     rows = rows_of(path.read_text(encoding="utf-8"))
-    assert {layer: row.attrs["data-runs"] for layer, row in rows.items()} == {"first": "3", "second": "1"}
-    assert counts_rows(path.read_text(encoding="utf-8"))[2][-2:] == ["1", "1"]  # second: 1 run, 1 eager call
+    # On Keras 3, the eager call runs the symbolic build pass first; Keras 2 has none.
+    assert {layer: row.attrs["data-runs"] for layer, row in rows.items()} == {
+        "first": keras_flavor.pick("3", "2"), "second": keras_flavor.pick("1", "0")}
+    # second: its body runs, then 1 eager call.
+    assert counts_rows(path.read_text(encoding="utf-8"))[2][-2:] == [keras_flavor.pick("1", "0"), "1"]
 
 
 def test_an_explanations_layers_go_straight_into_the_report_and_the_notebook_table(tmp_path, seed_input):
-    explanation = tg.explain(tf.function(SeedLayer(name="seed")), seed_input)
+    keras_flavor = DEFAULT  # explain() watches the layers of tf.keras's Keras.
+    explanation = tg.explain(tf.function(keras_flavor.SeedLayer(name="seed")), seed_input)
     path = tg.write_html(tmp_path / "explain.html", explanation.layers, title=explanation.title)
     document = path.read_text(encoding="utf-8")
     seed, dense = explanation.layers  # Keras numbers the Dense layers a session creates: dense, dense_1, ...
     assert seed == "seed" and dense.startswith("dense")
     rows = rows_of(document)
     assert {layer: [kinds_of(mark) for mark in marks_of(row)] for layer, row in rows.items()} == {
-        layer: [["k-symbolic"], ["k-trace"], ["k-variable_retrace"]] for layer in (seed, dense)}
+        layer: SEED_MARKS[keras_flavor.is_keras_3] for layer in (seed, dense)}
     assert counts_rows(document)[0][-1] == "body runs"  # No eager calls or drops: no such columns.
     tree = parse(layers_html(explanation.layers, heading=explanation.title))
-    assert tree.find_all("div")[1].all_text() == (
-        "explain(tf.function function): 2 symbolic 2 trace 2 variable_retrace")
+    assert tree.find_all("div")[1].all_text() == "explain(tf.function function): " + keras_flavor.pick(
+        "2 symbolic 2 trace 2 variable_retrace", "2 trace 2 variable_retrace")
     assert [row.children[0].text for row in tree.find_all("table", "tg-retraces")[0].find_all("tr")] == [
         "layer", seed, dense]
 
 
-def test_repr_html_shows_counts_as_pills_and_one_row_per_event(seed_input):
-    layer = SeedLayer(name="seed")
+def test_repr_html_shows_counts_as_pills_and_one_row_per_event(seed_input, keras_flavor):
+    layer = keras_flavor.SeedLayer(name="seed")
     tf.function(layer)(seed_input)
     tree = parse(layer.trace_log._repr_html_())
     heading = tree.find_all("div")[1]
-    assert heading.all_text() == "TraceLog of layer seed: 1 symbolic 1 trace 1 variable_retrace"
+    symbolic = keras_flavor.pick(["symbolic"], [])  # Keras 2 has no symbolic build pass.
+    assert heading.all_text() == "TraceLog of layer seed: " + keras_flavor.pick("1 symbolic ", "") + (
+        "1 trace 1 variable_retrace")
     pills = heading.find_all("span", "tg-kind")
-    assert [pill.attrs["style"] for pill in pills] == [
-        "background:#CC79A7;color:#000", "background:#0072B2;color:#fff", "background:#E69F00;color:#000"]
+    assert [pill.attrs["style"] for pill in pills] == ["background:#CC79A7;color:#000"] * len(symbolic) + [
+        "background:#0072B2;color:#fff", "background:#E69F00;color:#000"]
     (table,) = tree.find_all("table", "tg-events")
     rows = [[cell.all_text() for cell in row.children] for row in table.find_all("tr")[1:]]
-    assert [row[:4] for row in rows] == [["1", "symbolic", "function", "inputs=float32[60,28,28]"],
-                                         ["2", "trace", "function", "inputs=float32[60,28,28]"],
-                                         ["3", "variable_retrace", "function", "inputs=float32[60,28,28]"]]
-    assert rows[2][5].startswith("The tf.function function traced the same signature again")
-    assert "Fix: Create the variables before the first traced call" in rows[2][5]
+    assert [row[:4] for row in rows] == [[str(number), kind, "function", "inputs=float32[60,28,28]"]
+                                         for number, kind in enumerate(symbolic + ["trace", "variable_retrace"], 1)]
+    assert rows[-1][5].startswith("The tf.function function traced the same signature again")
+    assert "Fix: Create the variables before the first traced call" in rows[-1][5]
 
 
 def test_repr_html_of_a_long_log_shows_both_ends_and_how_many_are_hidden():
