@@ -70,6 +70,7 @@ def main():
     y = rng.random((32, 2)).astype("float32")
     print(json.dumps({
         "replicas": strategy.num_replicas_in_sync,
+        "keras_3": _compat.IS_KERAS_3,
         "traced": fit_and_predict(TracedDense, strategy, x, y),
         "plain": fit_and_predict(keras.layers.Dense, strategy, x, y),
         "custom_loop": custom_loop(strategy),
