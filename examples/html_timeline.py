@@ -19,11 +19,12 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import traceguard  # noqa: E402
+
+keras = tf.keras  # The Keras that traceguard.TraceAwareLayer subclasses: Keras 3, or Keras 2.
 
 
 class EagerLayer(traceguard.TraceAwareLayer):  # The seed question's layer.

@@ -19,6 +19,7 @@ from conftest import SeedLayer
 from test_html import event, load_benchmark
 
 import traceguard as tg
+from traceguard import _compat
 from traceguard._html_tables import KIND_COLORS
 
 # Per row: its layer, runs, label text and, per mark, its runs, kind classes, fill colour and boxes.
@@ -74,6 +75,10 @@ def keep(path, artifacts, capsys):
         print(f"\n  browser artifact: {kept}")
 
 
+# The seed layer's first call under tf.function: Keras 3 runs a symbolic pass first, Keras 2 none.
+SEED_KINDS = ["symbolic"] * _compat.IS_KERAS_3 + ["trace", "variable_retrace"]
+
+
 def check_rendered(browser, path, expected_runs):
     """Opens the report; checks every row's marks account for its runs, are drawn and coloured by kind."""
     browser.open(path)
@@ -105,10 +110,10 @@ def test_report_of_real_layers_and_a_hostile_name_renders_in_chromium(browser, a
     logs = {"seed": seed.trace_log, hostile: [hostile_event]}
     # The order axis: one mark per run whatever the timing.
     path = tg.write_html(tmp_path / "browser_report.html", logs, title="Browser check", axis="order")
-    rows = check_rendered(browser, path, {"seed": 4, hostile: 1})
-    assert [mark["rects"][0]["kind"] for mark in rows[0]["marks"]] == [
-        "k-symbolic", "k-trace", "k-variable_retrace", "k-retrace"]
-    assert rows[0]["marks"][3]["title"].splitlines()[2] == "changed: inputs: dim 0 60 -> 10"
+    seed_kinds = SEED_KINDS + ["retrace"]
+    rows = check_rendered(browser, path, {"seed": len(seed_kinds), hostile: 1})
+    assert [mark["rects"][0]["kind"] for mark in rows[0]["marks"]] == [f"k-{kind}" for kind in seed_kinds]
+    assert rows[0]["marks"][-1]["title"].splitlines()[2] == "changed: inputs: dim 0 60 -> 10"
     assert rows[1]["label"] == hostile
     title = rows[1]["marks"][0]["title"].splitlines()
     assert [title[0], *title[2:4]] == ["#1 retrace in one_step_on_data", "changed: </title><b>x</b>",
@@ -137,6 +142,6 @@ def test_notebook_table_renders_kind_colours_in_chromium(browser, artifacts, tmp
     browser.open(path)
     pills = browser.run("return [...document.querySelectorAll('table .tg-kind')].map("
                         "pill => [pill.textContent, getComputedStyle(pill).backgroundColor])")
-    assert pills == [[kind, rgb(KIND_COLORS[kind])] for kind in ("symbolic", "trace", "variable_retrace")]
+    assert pills == [[kind, rgb(KIND_COLORS[kind])] for kind in SEED_KINDS]
     assert browser.console_errors() == []
     keep(browser.screenshot(tmp_path / "trace_log_repr.png", ".traceguard", margin=8), artifacts, capsys)
