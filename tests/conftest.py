@@ -157,33 +157,10 @@ def keras_flavor(request):
 
 
 # Tests written against Keras 3's behaviour whose Keras 2 expectations are not measured
-# yet (error wrapping, HTML reports of the seed's three runs, side-effect counts, XLA
-# fit, ...). They skip when tf.keras is Keras 2 instead of failing on Keras 3 numbers.
+# yet (an explanation's HTML timeline). They skip when tf.keras is Keras 2
+# instead of failing on Keras 3 numbers.
 KERAS_3_ONLY = {
-    "test_distribute.py": {"test_each_replica_run_of_a_fit_trace_is_a_trace_with_its_replica"},
-    "test_examples.py": {"test_html_timeline_example_writes_the_seed_and_model_timelines"},
-    "test_failures.py": {"test_error_with_traceback_filtering_off_shows_the_full_stack",
-                         "test_exception_from_call_reaches_the_caller_as_from_a_plain_layer",
-                         "test_user_error_still_passes_through_when_bookkeeping_fails"},
-    "test_html.py": {"test_an_explanations_layers_go_straight_into_the_report_and_the_notebook_table",
-                     "test_repr_html_shows_counts_as_pills_and_one_row_per_event",
-                     "test_trace_log_to_html_writes_the_seed_layers_three_runs",
-                     "test_write_html_takes_several_layers_logs"},
-    "test_html_browser.py": {"test_notebook_table_renders_kind_colours_in_chromium",
-                             "test_report_of_real_layers_and_a_hostile_name_renders_in_chromium"},
-    "test_memory.py": {"test_events_reference_only_plain_python_data",
-                       "test_layer_and_its_graphs_are_collected_while_its_events_are_kept"},
     "test_report_outputs.py": {"test_explanation_to_html_writes_the_timeline_of_each_layer"},
-    "test_side_effects.py": {"test_log_without_a_current_event_goes_to_the_logger",
-                             "test_nested_decorated_layers_route_independently",
-                             "test_plain_keras_layer_routes_by_its_events_under_explain",
-                             "test_seed_prints_per_mode_across_passes_executions_and_batch_sizes",
-                             "test_tf_print_is_part_of_an_exported_model"},
-    "test_threads.py": {"test_concurrent_runs_past_the_bound_keep_the_newest_by_index"},
-    "test_validation.py": {"test_mixin_without_a_keras_layer_is_rejected_at_construction"},
-    "test_xla.py": {"test_jit_compiled_model_trains_and_predicts_as_the_plain_model",
-                    "test_jit_compiled_model_trains_with_each_print_mode",
-                    "test_jit_compiled_tf_function_records_the_same_kinds_as_without_xla"},
 }
 
 

@@ -402,8 +402,9 @@ def test_repr_html_shows_counts_as_pills_and_one_row_per_event(seed_input, keras
         "background:#0072B2;color:#fff", "background:#E69F00;color:#000"]
     (table,) = tree.find_all("table", "tg-events")
     rows = [[cell.all_text() for cell in row.children] for row in table.find_all("tr")[1:]]
+    kinds = symbolic + ["trace", "variable_retrace"]
     assert [row[:4] for row in rows] == [[str(number), kind, "function", "inputs=float32[60,28,28]"]
-                                         for number, kind in enumerate(symbolic + ["trace", "variable_retrace"], 1)]
+                                         for number, kind in enumerate(kinds, 1)]
     assert rows[-1][5].startswith("The tf.function function traced the same signature again")
     assert "Fix: Create the variables before the first traced call" in rows[-1][5]
 

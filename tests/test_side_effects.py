@@ -398,7 +398,8 @@ def test_tf_print_is_part_of_an_exported_model(capfd, tmp_path):
     else:  # Keras 2's `export` has no `verbose`: it always lists the endpoints, and nothing else.
         keras.Model(inputs, Served()(inputs)).export(str(tmp_path / "exported"))
         printed = lines(capfd)
-        assert printed[0] == f"Saved artifact at '{tmp_path / 'exported'}'. The following endpoints are available:"
+        assert printed[0] == (f"Saved artifact at '{tmp_path / 'exported'}'. "
+                              "The following endpoints are available:")
         assert not [line for line in printed if "served batch" in line]
     reloaded = tf.saved_model.load(str(tmp_path / "exported"))
     reloaded.serve(tf.ones((2, 3)))

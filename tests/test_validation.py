@@ -71,8 +71,10 @@ def test_mixin_without_a_keras_layer_is_rejected_at_construction():
 
     # Keras 2.12 keeps its modules in keras/, 2.13-2.15 in keras/src/.
     old_keras2 = _compat.parse_version(_compat.DEFAULT_FLAVOR.version) < (2, 13)
-    layer_base = {"keras3": "keras.src.layers.layer.Layer", "tf_keras": "tf_keras.src.engine.base_layer.Layer",
-                  "keras2": f"keras.{'' if old_keras2 else 'src.'}engine.base_layer.Layer"}[_compat.KERAS_FLAVOR]
+    layer_base = {"keras3": "keras.src.layers.layer.Layer",
+                  "tf_keras": "tf_keras.src.engine.base_layer.Layer",
+                  "keras2": f"keras.{'' if old_keras2 else 'src.'}engine.base_layer.Layer",
+                  }[_compat.KERAS_FLAVOR]
     with pytest.raises(TypeError, match=r"^`TraceAwareMixin` records Keras layers: mix it into a Keras "
                        r"`Layer` class, before it.*Received: an instance of .*Lonely, not a "
                        + re.escape(layer_base) + "$"):
