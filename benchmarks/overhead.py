@@ -4,10 +4,11 @@ Usage:  python benchmarks/overhead.py           # everything, a few minutes on 2
         python benchmarks/overhead.py --quick   # graph identity only (what CI runs)
         python benchmarks/overhead.py --only eager --scale 3 --clock cpu
 
-Each timing runs the traceguard and the plain variant in one process, interleaved
-repetition by repetition (ABBA order), and compares medians, so drift on a shared
-machine hits both sides alike; the 95% interval (a bootstrap over the repetitions) shows
-how far the ratio can be trusted. Fast calls are timed one per repetition, many
+Each timing runs the traceguard variant, the plain one and a plain control in one
+process, in a fresh random order every repetition, and compares medians, so drift on a
+shared machine hits all alike; the 95% interval (a bootstrap over the repetitions) shows
+how far the ratio can be trusted, and the A/A column (control / plain) how far two equal
+variants differ on this machine. Fast calls are timed one per repetition, many
 repetitions, so a burst of load on the machine spoils few of them. The script prints
 one table with the target beside each ratio and exits 1 if a target is missed.
 """
@@ -141,8 +142,8 @@ class Table:
     def __init__(self):
         self.rows = []
 
-    def add(self, name, value, target, passed, interval="", detail=""):
-        self.rows.append((name, value, target, passed, interval, detail))
+    def add(self, name, value, target, passed, interval="", detail="", control=""):
+        self.rows.append((name, value, target, passed, interval, control, detail))
         print(f"  {name}: {self._shown(value).strip()} (target {target}){'' if passed else ' MISSED'}",
               file=sys.stderr, flush=True)
 
@@ -152,10 +153,11 @@ class Table:
 
     def print(self):
         width = max(len(row[0]) for row in self.rows)
-        print(f"{'measure':<{width}}  {'tg/plain':>8}  {'target':>9}  ok   {'95% interval':<13}  detail")
-        for name, value, target, passed, interval, detail in self.rows:
+        print(f"{'measure':<{width}}  {'tg/plain':>8}  {'target':>9}  ok   {'95% interval':<13}  "
+              f"{'A/A':>5}  detail")
+        for name, value, target, passed, interval, control, detail in self.rows:
             print(f"{name:<{width}}  {self._shown(value)}  {target:>9}  "
-                  f"{'yes' if passed else 'NO ':<3}  {interval:<13}  {detail}")
+                  f"{'yes' if passed else 'NO ':<3}  {interval:<13}  {control:>5}  {detail}")
 
     @property
     def passed(self):
@@ -163,43 +165,53 @@ class Table:
 
 
 class Timer:
-    """Interleaved timings of a traceguard and a plain variant, compared by medians."""
+    """Timings of a traceguard variant, a plain one and a plain control, compared by medians.
+
+    Every repetition runs the three variants in a fresh random order, so drift on a
+    shared machine hits all alike. A variant may be several instances (a list), used
+    in turn: two instances of one class differ by about 1% on their own here (where
+    their tensors landed in memory), so comparing one instance with one other would
+    measure that. The control is a second set of plain instances: its ratio to the
+    plain set (the A/A column) shows how far the machine lets two equal things differ.
+    """
 
     def __init__(self, clock, scale):
         self.clock = CLOCKS[clock]
         self.scale = scale
 
-    def times(self, traced, plain, repetitions, calls=1):
-        """Seconds per call of `traced()` and `plain()`, one array entry per repetition.
-
-        The order alternates ABBA, so neither variant always runs right after the
-        other; each repetition runs a variant `calls` times.
-        """
+    def times(self, variants, repetitions, calls=1):
+        """Seconds per call of each variant, one array entry per repetition."""
         clock = self.clock
-        measured = {traced: [], plain: []}
+        variants = [run if isinstance(run, list) else [run] for run in variants]
+        measured = [[] for _ in variants]
+        order = np.random.default_rng(0)
         for repetition in range(max(3, round(repetitions * self.scale))):
-            order = (traced, plain) if repetition % 2 == 0 else (plain, traced)
-            for run in order:
+            for which in order.permutation(len(variants)):
+                runs = variants[which]
+                run = runs[repetition % len(runs)]
                 start = clock()
                 for _ in range(calls):
                     run()
-                measured[run].append((clock() - start) / calls)
-        return np.array(measured[traced]), np.array(measured[plain])
+                measured[which].append((clock() - start) / calls)
+        return [np.array(times) for times in measured]
 
-    def compare(self, table, name, traced, plain, target, repetitions, calls=1, unit="us",
-                detail=""):
-        """Adds the ratio of the median times of `traced()` and `plain()` to the table.
+    def compare(self, table, name, traced, plain, control, target, repetitions, calls=1,
+                unit="us", detail=""):
+        """Adds the ratio of the median times of `traced` and `plain` to the table.
 
-        Returns the median seconds per call of `plain()`.
+        Each of `traced`, `plain` and `control` is a callable or a list of them (one
+        per instance). Returns the median seconds per call of `plain`.
         """
         gc.collect()
-        traced_times, plain_times = self.times(traced, plain, repetitions, calls)
+        traced_times, plain_times, control_times = self.times([traced, plain, control],
+                                                              repetitions, calls)
         ratio = float(np.median(traced_times) / np.median(plain_times))
         low, high = bootstrap_interval(traced_times, plain_times)
         scale = {"us": 1e6, "ms": 1e3}[unit]
         plain_text = f"plain {np.median(plain_times) * scale:.0f} {unit}"
         table.add(name, ratio, f"<= {target:.2f}", ratio <= target, f"{low:.3f}-{high:.3f}",
-                  plain_text + (f"; {detail}" if detail else ""))
+                  plain_text + (f"; {detail}" if detail else ""),
+                  f"{np.median(control_times) / np.median(plain_times):.3f}")
         return float(np.median(plain_times))
 
 
@@ -254,34 +266,57 @@ def check_graph_identity(table):
 
 
 # --- 2. steady-state graph calls ----------------------------------------------------------
-def check_graph_call_time(table, timer):
-    x = tf.random.uniform(SEED_SHAPE)
-    traced, plain = tf.function(seed_layer(TRACE_AWARE)), tf.function(seed_layer(PLAIN))
-    traced(x), plain(x)
-    timer.compare(table, "graph call: seed layer", functools.partial(traced, x),
-                  functools.partial(plain, x), 1.01, 1500)
+INSTANCES = 4  # Instances per variant in the fast timings (see `Timer`).
 
-    data = np.random.default_rng(0).random((512, 16)).astype("float32")
-    labels = np.random.default_rng(1).random((512, 10)).astype("float32")
+
+def instances(make, count=INSTANCES):
+    """`count` results of `make()`: layers, functions or models of one variant."""
+    return [make() for _ in range(count)]
+
+
+def graph_calls(base, x):
+    """Calls of traced seed layers of the flavour `base`, each traced already."""
+    calls = [functools.partial(tf.function(seed_layer(base)), x) for _ in range(INSTANCES)]
+    for call in calls:
+        call()
+    return calls
+
+
+def trained_models(base, data, labels, count=2):
+    """`count` 4-layer models of the flavour `base` whose predict and fit are traced."""
     models = []
-    for base in FLAVOURS:
+    for _ in range(count):
         model = mlp(base)
         model.compile(optimizer="sgd", loss="mse")
         model.fit(data, labels, batch_size=64, verbose=0)
         model.predict(data, batch_size=64, verbose=0)
         models.append(model)
-    traced_model, plain_model = models
-    predict = {model: functools.partial(model.predict, data, batch_size=64, verbose=0)
-               for model in models}
-    fit = {model: functools.partial(model.fit, data, labels, batch_size=64, verbose=0)
-           for model in models}
+    return models
+
+
+def check_graph_call_time(table, timer):
+    x = tf.random.uniform(SEED_SHAPE)
+    timer.compare(table, "graph call: seed layer", graph_calls(TRACE_AWARE, x), graph_calls(PLAIN, x),
+                  graph_calls(PLAIN, x), 1.01, 1500)
+
+    data = np.random.default_rng(0).random((512, 16)).astype("float32")
+    labels = np.random.default_rng(1).random((512, 10)).astype("float32")
+    traced, plain, control = (trained_models(base, data, labels)
+                              for base in (TRACE_AWARE, PLAIN, PLAIN))
+
+    def predicts(models):
+        return [functools.partial(model.predict, data, batch_size=64, verbose=0) for model in models]
+
+    def fits(models):
+        return [functools.partial(model.fit, data, labels, batch_size=64, verbose=0) for model in models]
+
     # A call of predict or fit varies by 15% from one to the next here (Keras's data
     # pipeline threads on 2 shared cores): the medians need many repetitions.
-    timer.compare(table, "graph call: model.predict (4 layers)", predict[traced_model],
-                  predict[plain_model], 1.01, 101, unit="ms")
-    timer.compare(table, "graph call: one fit epoch (4 layers)", fit[traced_model],
-                  fit[plain_model], 1.01, 101, unit="ms")
-    calls = traceguard_calls(lambda: (predict[traced_model](), fit[traced_model]()))
+    timer.compare(table, "graph call: model.predict (4 layers)", predicts(traced), predicts(plain),
+                  predicts(control), 1.01, 101, unit="ms")
+    timer.compare(table, "graph call: one fit epoch (4 layers)", fits(traced), fits(plain),
+                  fits(control), 1.01, 101, unit="ms")
+    calls = traceguard_calls(lambda: (predicts(traced)[0](), fits(traced)[0]()))
     table.add("graph call: traceguard's Python calls", f"{calls}", "0", calls == 0, "",
               "while predict and fit run the traced graphs, traced by sys.setprofile")
 
@@ -336,21 +371,27 @@ def own_eager_cost(x):
     return (best_time(lambda: traced(x), 5000) - best_time(lambda: plain(x), 5000)) * 1e6
 
 
+def eager_calls(make, x):
+    """Eager calls of `INSTANCES` built layers from `make()`."""
+    layers = instances(make)
+    for layer in layers:
+        layer(x)
+    return [functools.partial(layer, x) for layer in layers]
+
+
 def check_eager_call_time(table, timer):
     plain_seconds = {}
     for shape, target in ((SEED_SHAPE, 1.02), (TINY_SHAPE, 1.10)):
         x = tf.random.uniform(shape)
-        traced, plain = seed_layer(TRACE_AWARE), seed_layer(PLAIN)
-        traced(x), plain(x)
         plain_seconds[shape] = timer.compare(
-            table, f"eager call: seed layer {shape}", functools.partial(traced, x),
-            functools.partial(plain, x), target, 1500)
+            table, f"eager call: seed layer {shape}", eager_calls(SEED[TRACE_AWARE], x),
+            eager_calls(SEED[PLAIN], x), eager_calls(SEED[PLAIN], x), target, 3000)
     x = tf.random.uniform(TINY_SHAPE)
     # The body does not print: eager runs print as plain Python, which is the user's cost.
-    routed, plain = _routed_seed_class("once", prints=False)(), seed_layer(PLAIN)
-    routed(x), plain(x)
-    timer.compare(table, f"eager call: side_effects seed layer {TINY_SHAPE}", lambda: routed(x),
-                  lambda: plain(x), 1.10, 1500, detail="print='once'")
+    timer.compare(table, f"eager call: side_effects seed layer {TINY_SHAPE}",
+                  eager_calls(_routed_seed_class("once", prints=False), x),
+                  eager_calls(SEED[PLAIN], x), eager_calls(SEED[PLAIN], x), 1.10, 1500,
+                  detail="print='once'")
     own = own_eager_cost(x)
     table.add("eager: traceguard's own work per call", f"{own:.2f} us", "info", True, "",
               f"{own / 1e6 / plain_seconds[SEED_SHAPE]:.2%} of a plain seed layer call on {SEED_SHAPE}, "
@@ -359,13 +400,17 @@ def check_eager_call_time(table, timer):
 
 
 # --- 4. time to first result --------------------------------------------------------------
+def first_result(build, base, inputs):
+    return tf.function(build(base))(inputs)
+
+
 def check_first_result_time(table, timer):
     cases = [("seed layer", seed_layer, tf.random.uniform(SEED_SHAPE), 121),
              ("20-layer model", deep_model, tf.random.uniform((8, 16)), 31)]
     for name, build, inputs, repetitions in cases:
+        plain = functools.partial(first_result, build, PLAIN, inputs)
         timer.compare(table, f"first result (build + trace): {name}",
-                      lambda build=build, inputs=inputs: tf.function(build(TRACE_AWARE))(inputs),
-                      lambda build=build, inputs=inputs: tf.function(build(PLAIN))(inputs),
+                      functools.partial(first_result, build, TRACE_AWARE, inputs), plain, plain,
                       1.05, repetitions, unit="ms")
 
 

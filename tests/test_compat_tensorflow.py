@@ -19,6 +19,43 @@ from traceguard._compat import _tf_context, _tf_function
 
 
 # --- _tf_context: eager, graph, symbolic build, XLA, replica ------------------------------
+def test_executing_eagerly_reads_the_flag_tf_executing_eagerly_reads(keras_flavor):
+    from tensorflow.python.eager import context
+
+    # The internal read: without it every step would take the slower public path.
+    assert isinstance(context.context()._thread_local_data.is_eager, bool)
+    seen = []
+
+    def ask(where):
+        seen.append((where, _tf_context.executing_eagerly(), tf.executing_eagerly()))
+
+    class Probe(keras_flavor.keras.layers.Layer):
+        def call(self, inputs):
+            ask("layer call")
+            return inputs
+
+    @tf.function
+    def traced(x):
+        ask("tf.function")
+        with tf.init_scope():
+            ask("init_scope in tf.function")
+        return Probe()(x)
+
+    ask("eager")
+    traced(tf.ones((1, 1)))
+    Probe()(keras_flavor.keras.Input((1,)))
+    with tf.Graph().as_default():
+        ask("tf.Graph")
+    thread = threading.Thread(target=ask, args=("thread",))
+    thread.start()
+    thread.join()
+    assert [fast for _, fast, public in seen] == [public for _, fast, public in seen]
+    assert {where: fast for where, fast, _ in seen if where != "layer call"} == {
+        "eager": True, "tf.function": False, "init_scope in tf.function": True,
+        "tf.Graph": False, "thread": True}
+    assert [fast for where, fast, _ in seen if where == "layer call"][:1] == [False]
+
+
 def test_in_symbolic_build_is_true_only_in_the_symbolic_run(keras_flavor):
     keras = keras_flavor.keras
     seen = []

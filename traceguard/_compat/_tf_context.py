@@ -6,15 +6,26 @@ on TensorFlow.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import tensorflow as tf
+from tensorflow.python.eager import context as _eager_context
 from tensorflow.python.ops import control_flow_util as _control_flow_util
 
 from traceguard._compat import _flavors
 from traceguard._compat._flavors import internal_missing
 
-executing_eagerly: Callable[[], bool] = tf.executing_eagerly
+
+def executing_eagerly() -> bool:
+    """`tf.executing_eagerly()`, asked the way `Context.executing_eagerly` answers it.
+
+    Every eager step of a trace-aware layer asks twice, and `tf.executing_eagerly()`
+    takes three Python calls to read this per-thread flag. Before TensorFlow has
+    made its context (`_context` is None), the public function answers.
+    """
+    try:
+        return _eager_context._context._thread_local_data.is_eager
+    except AttributeError:
+        return tf.executing_eagerly()
+
 
 # Keras 2 infers a layer's outputs by running `call` in a FuncGraph named
 # `<layer name>_scratch_graph` (`Layer._infer_output_signature`, and the default
