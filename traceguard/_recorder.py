@@ -9,13 +9,14 @@ budget. The eager fast path only counts the run, unless `log_eager` is set.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import logging
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from traceguard import _compat
@@ -60,6 +61,16 @@ def remove_observer(observer: Any) -> None:
     global _observers
     with _observers_lock:
         _observers = tuple(o for o in _observers if o is not observer)
+
+
+@contextlib.contextmanager
+def observing(observer: Any) -> Iterator[Any]:
+    """Tells `observer` of every run inside the block, however the block ends."""
+    add_observer(observer)
+    try:
+        yield observer
+    finally:
+        remove_observer(observer)
 
 
 def active_runs() -> list[BodyRun]:

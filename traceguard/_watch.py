@@ -20,11 +20,8 @@ from traceguard._explanation import Explanation
 def _session(explanation: Explanation, log_eager: bool) -> Iterator[Explanation]:
     _instrument.open_session(log_eager)
     try:
-        _recorder.add_observer(explanation)
-        try:
+        with _recorder.observing(explanation):
             yield explanation
-        finally:
-            _recorder.remove_observer(explanation)
     finally:
         _instrument.close_session(log_eager)
 

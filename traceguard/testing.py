@@ -96,11 +96,10 @@ def _layer_traces(layer: Any) -> Iterator[list[TraceEvent]]:
 def _runs_of_function(name: str | None) -> Iterator[list[TraceEvent]]:
     collected: list[TraceEvent] = []
     report = Explanation("assert_max_traces")
-    _recorder.add_observer(report)
     try:
-        yield collected
+        with _recorder.observing(report):
+            yield collected
     finally:
-        _recorder.remove_observer(report)
         collected.extend(event for event in report.events
                          if event.kind in GRAPH_TRACE_KINDS and event.function == name)
 
@@ -126,11 +125,8 @@ def _per_layer_budget(n: int) -> Iterator[list[str]]:
     _check_budget(n)
     failure: list[str] = []
     report = Explanation("max_traces")
-    _recorder.add_observer(report)
-    try:
+    with _recorder.observing(report):
         yield failure
-    finally:
-        _recorder.remove_observer(report)
     over = {runs.name: [e for e in runs.events if e.kind in GRAPH_TRACE_KINDS]
             for runs in report.layers.values() if runs.trace_aware}
     over = {name: events for name, events in over.items() if len(events) > n}
