@@ -209,7 +209,7 @@ def test_bookkeeping_failure_on_the_eager_path_does_not_break_the_call(
         monkeypatch, caplog, fresh_error_reports, seed_input):
     layer = SeedLayer()
     expected = layer(seed_input)
-    monkeypatch.setattr(tg.TraceLog, "_count_eager_call", _raise)
+    monkeypatch.setattr(layer.trace_log, "_count_eager_call", _raise)  # Each log has its own counter.
     with caplog.at_level(logging.ERROR, logger="traceguard"):
         for _ in range(3):
             np.testing.assert_array_equal(layer(seed_input), expected)

@@ -120,31 +120,47 @@ class TraceSettings:
         return dataclasses.asdict(self)
 
 
-class BodyRun:
-    """One execution of a `call` body in progress on this thread."""
+class EagerRun:
+    """An eager run of a `call` body in progress on this thread, counted and not logged.
 
-    __slots__ = ("layer", "state", "original", "args", "kwargs", "index", "kind", "context",
-                 "function", "function_key", "origin", "in_creation_phase", "trace", "signature",
-                 "earlier", "messages", "started", "variables_before", "verdict")
+    Every eager step of a layer makes one, so it holds only what the code running
+    inside the body may ask: which layer runs, and its input signature.
+    """
 
-    def __init__(self, layer: Any, state: LayerTraceState | None, original: Callable[..., Any],
+    __slots__ = ("layer", "state", "original", "args", "kwargs", "signature")
+    index: int | None = None  # Never logged.
+    kind = TraceKind.EAGER
+
+    def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
                  args: tuple, kwargs: dict) -> None:
         self.layer = layer
         self.state = state
         self.original = original
         self.args = args
         self.kwargs = kwargs
-        self.index: int | None = None  # None: the run is not logged.
-        self.kind = TraceKind.EAGER
-        self.messages: list[str] = []
 
     def input_signature(self) -> Signature:
         """The run's signature; computed on first use when the run is not logged."""
         try:
             return self.signature
-        except AttributeError:  # The eager fast path leaves it unset.
+        except AttributeError:
             self.signature = signature_of(self.original, self.args, self.kwargs)
             return self.signature
+
+
+class BodyRun(EagerRun):
+    """A run of a `call` body in progress on this thread that may become an event."""
+
+    __slots__ = ("index", "kind", "context", "function", "function_key", "origin",
+                 "in_creation_phase", "trace", "earlier", "messages", "started",
+                 "variables_before", "verdict")
+
+    def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
+                 args: tuple, kwargs: dict) -> None:
+        super().__init__(layer, state, original, args, kwargs)
+        self.index: int | None = None  # None: the run is not logged.
+        self.kind = TraceKind.EAGER
+        self.messages: list[str] = []
 
 
 class _CallFrame:
@@ -236,7 +252,7 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
                     _notify("_record_eager", layer)
             except Exception:  # Bookkeeping must never break the user's call.
                 _log_internal_error("counting an eager run")
-            runs.append(BodyRun(layer, state, original, args, kwargs))
+            runs.append(EagerRun(layer, state, original, args, kwargs))
             try:
                 return original(layer, *args, **kwargs)
             finally:
