@@ -282,7 +282,7 @@ def graph_calls(base, x):
     return calls
 
 
-def trained_models(base, data, labels, count=2):
+def trained_models(base, data, labels, count=4):
     """`count` 4-layer models of the flavour `base` whose predict and fit are traced."""
     models = []
     for _ in range(count):
@@ -313,9 +313,9 @@ def check_graph_call_time(table, timer):
     # A call of predict or fit varies by 15% from one to the next here (Keras's data
     # pipeline threads on 2 shared cores): the medians need many repetitions.
     timer.compare(table, "graph call: model.predict (4 layers)", predicts(traced), predicts(plain),
-                  predicts(control), 1.01, 101, unit="ms")
+                  predicts(control), 1.01, 151, unit="ms")
     timer.compare(table, "graph call: one fit epoch (4 layers)", fits(traced), fits(plain),
-                  fits(control), 1.01, 101, unit="ms")
+                  fits(control), 1.01, 151, unit="ms")
     calls = traceguard_calls(lambda: (predicts(traced)[0](), fits(traced)[0]()))
     table.add("graph call: traceguard's Python calls", f"{calls}", "0", calls == 0, "",
               "while predict and fit run the traced graphs, traced by sys.setprofile")
