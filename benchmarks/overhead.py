@@ -269,17 +269,17 @@ def check_graph_identity(table):
 INSTANCES = 4  # Instances per variant in the fast timings (see `Timer`).
 
 
-def instances(make, count=INSTANCES):
-    """`count` results of `make()`: layers, functions or models of one variant."""
-    return [make() for _ in range(count)]
+def warmed_calls(make, x):
+    """Calls on `x` of `INSTANCES` callables from `make()` (layers, tf.functions), each run once."""
+    calls = [functools.partial(make(), x) for _ in range(INSTANCES)]
+    for call in calls:
+        call()
+    return calls
 
 
 def graph_calls(base, x):
     """Calls of traced seed layers of the flavour `base`, each traced already."""
-    calls = [functools.partial(tf.function(seed_layer(base)), x) for _ in range(INSTANCES)]
-    for call in calls:
-        call()
-    return calls
+    return warmed_calls(lambda: tf.function(seed_layer(base)), x)
 
 
 def trained_models(base, data, labels, count=4):
@@ -371,26 +371,18 @@ def own_eager_cost(x):
     return (best_time(lambda: traced(x), 5000) - best_time(lambda: plain(x), 5000)) * 1e6
 
 
-def eager_calls(make, x):
-    """Eager calls of `INSTANCES` built layers from `make()`."""
-    layers = instances(make)
-    for layer in layers:
-        layer(x)
-    return [functools.partial(layer, x) for layer in layers]
-
-
 def check_eager_call_time(table, timer):
     plain_seconds = {}
     for shape, target in ((SEED_SHAPE, 1.02), (TINY_SHAPE, 1.10)):
         x = tf.random.uniform(shape)
         plain_seconds[shape] = timer.compare(
-            table, f"eager call: seed layer {shape}", eager_calls(SEED[TRACE_AWARE], x),
-            eager_calls(SEED[PLAIN], x), eager_calls(SEED[PLAIN], x), target, 3000)
+            table, f"eager call: seed layer {shape}", warmed_calls(SEED[TRACE_AWARE], x),
+            warmed_calls(SEED[PLAIN], x), warmed_calls(SEED[PLAIN], x), target, 3000)
     x = tf.random.uniform(TINY_SHAPE)
     # The body does not print: eager runs print as plain Python, which is the user's cost.
     timer.compare(table, f"eager call: side_effects seed layer {TINY_SHAPE}",
-                  eager_calls(_routed_seed_class("once", prints=False), x),
-                  eager_calls(SEED[PLAIN], x), eager_calls(SEED[PLAIN], x), 1.10, 1500,
+                  warmed_calls(_routed_seed_class("once", prints=False), x),
+                  warmed_calls(SEED[PLAIN], x), warmed_calls(SEED[PLAIN], x), 1.10, 1500,
                   detail="print='once'")
     own = own_eager_cost(x)
     table.add("eager: traceguard's own work per call", f"{own:.2f} us", "info", True, "",
