@@ -74,7 +74,7 @@ def test_tensor_branch_in_call_behaves_as_on_the_plain_layer(keras_flavor, scena
 
 
 # The converted functions of traceguard's code, were AutoGraph to convert them.
-TRACEGUARD_CONVERTED = {"tf____call__", "tf__observe_call", "tf___begin", "tf___finish", "tf__graph_body"}
+TRACEGUARD_CONVERTED = {"tf___stop_watching", "tf___begin", "tf___finish", "tf__graph_body"}
 
 
 def user_body_conversions(seen):

@@ -7,6 +7,7 @@ This file checks `traceguard/_compat/`'s backend choice, Keras flavors and frame
 """
 
 import ast
+import inspect
 import os
 import subprocess
 import sys
@@ -117,6 +118,61 @@ def test_backing_variable_is_the_tf_variable_without_initialising(keras_flavor):
     assert (backing is dense.kernel) is (not keras_flavor.is_keras_3)
     expected = dense.kernel.path if keras_flavor.is_keras_3 else dense.kernel.name.removesuffix(":0")
     assert _compat.variable_path(dense.kernel) == expected
+
+
+def test_deferred_variable_is_a_keras_3_weight_made_in_a_stateless_scope(keras_flavor):
+    dense = keras_flavor.keras.layers.Dense(2)
+    if keras_flavor.is_keras_3:
+        from keras.src.backend.common.stateless_scope import StatelessScope
+
+        with StatelessScope():
+            dense.build((None, 3))
+            assert _compat.is_deferred_variable(dense.kernel)
+    else:
+        dense.build((None, 3))
+    # Keras 3 creates the `tf.Variable` as the scope exits.
+    assert not _compat.is_deferred_variable(dense.kernel)
+
+
+def build_callers(flavor):
+    """A layer class whose `build` reports whether Keras's `__call__` is building it."""
+    seen = []
+
+    class Probe(flavor.TraceAwareLayer):
+        def build(self, input_shape):
+            seen.append(_compat.built_by_keras_call(self, sys._getframe(2)))
+            self.kernel = self.add_weight(shape=(input_shape[-1], 2), name="kernel")
+            super().build(input_shape)
+
+        def call(self, inputs):
+            return inputs @ self.kernel
+
+    return Probe, seen
+
+
+def test_keras_call_builds_a_layer_through_maybe_build(keras_flavor):
+    # `sys._getframe(2)`: the caller of traceguard's wrapper around `Probe.build`.
+    Probe, seen = build_callers(keras_flavor)
+    Probe()(tf.ones((1, 3)))
+    Probe().build((None, 3))
+    tf.function(Probe())(tf.ones((1, 3)))
+    assert seen == [True, False, True]
+
+
+def test_wrapped_build_keeps_the_parameter_names_keras_3_reads(keras_flavor):
+    class TwoInputs(keras_flavor.TraceAwareLayer):
+        def build(self, x_shape, y_shape):
+            self.kernel = self.add_weight(shape=(x_shape[-1], y_shape[-1]), name="kernel")
+            super().build(x_shape)
+
+        def call(self, x, y):
+            return x @ self.kernel + y
+
+    layer = TwoInputs()
+    assert str(inspect.signature(layer.build)) == "(x_shape, y_shape)"
+    if keras_flavor.is_keras_3:  # Keras 2 passes one shape, whatever `build` takes.
+        assert layer(tf.ones((1, 3)), tf.ones((1, 2))).shape == (1, 2)
+        assert layer.trace_log.eager_calls == 1
 
 
 def test_import_does_not_import_tf_keras_on_keras_3():
@@ -242,31 +298,18 @@ def test_keras_traceback_filter_hides_traceguard_frames_only():
     assert traceback_utils.include_frame(__file__)
 
 
-def test_mixin_call_is_wrapped_by_keras_filter_and_left_unconverted_by_autograph():
-    if not _compat.IS_KERAS_3:
-        pytest.skip("Keras 3's traceback filter; tf.keras is Keras 2 here")
-    from keras.src.utils import traceback_utils
-    from tensorflow.python.autograph.impl import api
-
-    wrapper = tg.TraceAwareMixin.__call__
-    assert wrapper.__code__ is _compat.keras.layers.Layer.__call__.__code__  # Keras's `error_handler`.
-    assert wrapper.__code__ is traceback_utils.filter_traceback(len).__code__
-    assert not api.is_autograph_artifact(wrapper)  # Converted by tf.function, as Keras's is.
-    assert api.is_autograph_artifact(wrapper.__wrapped__)
+def test_trace_aware_layers_run_keras_own_call(keras_flavor):
+    # Only `call` and `build` are wrapped: `__call__` is Keras's, and so is every frame of it.
+    assert keras_flavor.TraceAwareLayer.__call__ is keras_flavor.keras.layers.Layer.__call__
+    assert keras_flavor.SeedLayer.__call__ is keras_flavor.keras.layers.Layer.__call__
 
 
-def test_keras2_traceback_filter_hides_traceguard_frames_and_wraps_the_mixin_call():
+def test_keras2_traceback_filter_hides_traceguard_frames_only():
     if _compat.IS_KERAS_3:
         pytest.skip("Keras 2's traceback filter; tf.keras is Keras 3 here")
-    from tensorflow.python.autograph.impl import api
-
     from traceguard._compat import _tensorflow
 
     traceback_utils = _tensorflow._keras2_traceback_utils
     assert traceback_utils.__name__.split(".")[0] == _compat.LayerBase.__module__.split(".")[0]
     assert not traceback_utils.include_frame(os.path.join(_frames._TRACEGUARD_DIR, "_recorder.py"))
     assert traceback_utils.include_frame(__file__)
-    wrapper = tg.TraceAwareMixin.__call__
-    assert wrapper.__code__ is _compat.LayerBase.__call__.__code__  # Keras 2's `error_handler`.
-    # Never converted: AutoGraph runs the instances, marked too, as they are.
-    assert api.is_autograph_artifact(wrapper) and api.is_autograph_artifact(wrapper.__wrapped__)

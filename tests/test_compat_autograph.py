@@ -45,7 +45,7 @@ def test_autograph_does_not_convert_traceguard_modules():
 
     from traceguard import _recorder
 
-    assert conversion.is_allowlisted(_recorder.observe_call)
+    assert conversion.is_allowlisted(_recorder.record_build)
     assert conversion.is_allowlisted(_tf_function.enclosing_tf_function)  # In a subpackage.
     assert not conversion.is_allowlisted(test_autograph_does_not_convert_traceguard_modules)
 

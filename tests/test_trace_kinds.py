@@ -64,6 +64,37 @@ def test_layer_with_build_method_skips_the_symbolic_pass(keras_flavor, seed_inpu
     assert kinds(layer) == ["trace", "variable_retrace"]
 
 
+def test_variables_built_by_keras_in_a_call_belong_to_that_calls_run(keras_flavor, seed_input):
+    class Built(keras_flavor.SeedLayer):
+        def build(self, input_shape):
+            self.dense.build(input_shape)
+            self.scale = self.add_weight(shape=(), name="scale")
+            super().build(input_shape)
+
+    def created(layer):
+        return [(event.kind.value, event.created_variables) for event in layer.trace_log]
+
+    def built(layer):  # In creation order.
+        return paths(layer.dense.kernel, layer.dense.bias, layer.scale)
+
+    layer = Built()
+    tf.function(layer)(seed_input)
+    assert created(layer) == [("trace", built(layer)), ("variable_retrace", ())]
+    # Built outside a call: no run created them.
+    layer = Built()
+    layer.build(seed_input.shape)
+    tf.function(layer)(seed_input)
+    assert created(layer) == [("trace", ())]
+    # Built in an eager call, which is not logged: not handed to the next trace.
+    layer = Built()
+    layer(seed_input)
+    tf.function(layer)(seed_input)
+    assert created(layer) == [("trace", ())]
+    layer = Built(log_eager=True)
+    layer(seed_input)
+    assert created(layer) == [("eager", built(layer))]
+
+
 def test_new_batch_size_is_a_retrace_naming_the_dimension(keras_flavor, seed_input):
     layer = keras_flavor.SeedLayer()
     layer(seed_input)

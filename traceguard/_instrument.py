@@ -124,7 +124,7 @@ def _instrument_class(cls: type) -> None:
     if (cls in _bases or not isinstance(original, types.FunctionType)
             or is_recorded(original) or issubclass(cls, TraceAwareMixin) or cls in _patched):
         return
-    recorded = _compat.wrap_call(original, record_body(original))
+    recorded = record_body(original)
     type.__setattr__(cls, "call", recorded)
     _patched[cls] = (original, recorded)
 

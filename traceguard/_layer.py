@@ -2,9 +2,10 @@
 
 The behaviour lives in the mixin, which works with the `Layer` classes of every
 supported Keras; `TraceAwareLayer` is the mixin on `tf.keras.layers.Layer`.
-Subclassing wraps the class's `call` once (in `__init_subclass__`), so the runs
-Keras makes by calling `self.call` directly, like Keras 3's symbolic build pass,
-are recorded as well as `__call__`'s.
+Subclassing wraps the class's `call` and `build` once (in `__init_subclass__`), so
+every run of the body is recorded, `__call__`'s and the runs Keras makes by calling
+`self.call` directly, like Keras 3's symbolic build pass. Keras's own `__call__` is
+left as it is: an eager step costs one wrapped `call` and nothing more.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from traceguard._recorder import (
     LayerTraceState,
     TraceSettings,
     is_recorded,
-    observe_call,
     record_body,
+    record_build,
 )
 
 _SETTING_NAMES = tuple(TraceSettings.__dataclass_fields__)
@@ -68,10 +69,12 @@ class TraceAwareMixin:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _check_mixin_order(cls)
-        call = getattr(cls, "call", None)
         # Also loads the Keras of `cls` (tf_keras, Keras 3...) for the questions asked later.
-        if call is not None and not _compat.is_base_layer_method(cls, "call") and not is_recorded(call):
-            cls.call = record_body(call)
+        for name, record in (("call", record_body), ("build", record_build)):
+            method = getattr(cls, name, None)
+            if method is not None and not _compat.is_base_layer_method(cls, name) \
+                    and not is_recorded(method):
+                setattr(cls, name, record(method))
         if "get_config" not in cls.__dict__:
             cls.get_config = _config_method(cls)
 
@@ -96,13 +99,6 @@ class TraceAwareMixin:
         # Set around Keras's `__setattr__` so the state is never tracked or saved.
         object.__setattr__(self, STATE_ATTRIBUTE, LayerTraceState(settings, owner=self.name))
 
-    # Wrapped like Keras's own `Layer.__call__`: errors from `call` read as from a plain layer.
-    @_compat.as_keras_call
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.built and _compat.executing_eagerly():  # The eager fast path.
-            return super().__call__(*args, **kwargs)
-        return observe_call(self, lambda: super(TraceAwareMixin, self).__call__(*args, **kwargs))
-
     @property
     def trace_log(self) -> TraceLog:
         """The `traceguard.TraceLog` of this layer's body runs."""
@@ -124,9 +120,6 @@ def _check_mixin_order(cls: type) -> None:
             f"`{cls.__qualname__}`, e.g. `class {cls.__name__}(traceguard.TraceAwareMixin, "
             f"keras.layers.Dense)`. Received: class {cls.__name__}({bases})"
         )
-
-
-_compat.keep_autograph_out_of_layers(TraceAwareMixin)
 
 
 def _config_method(cls: type) -> Any:

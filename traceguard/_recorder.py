@@ -4,6 +4,8 @@ One wrapped `call` per layer class. A run opens a `BodyRun` on a thread-local
 stack (side effects consult it), gathers the signals `classify_run` needs,
 runs the user's body untouched, then logs the event and applies the retrace
 budget. The eager fast path only counts the run, unless `log_eager` is set.
+A wrapped `build` hands the variables it creates, when Keras builds the layer in
+a call, to that call's run.
 """
 
 from __future__ import annotations
@@ -82,14 +84,6 @@ def active_runs() -> list[BodyRun]:
         return _local.runs
 
 
-def _active_calls() -> list[_CallFrame]:
-    try:
-        return _local.calls
-    except AttributeError:
-        _local.calls = []
-        return _local.calls
-
-
 @dataclasses.dataclass(frozen=True)
 class TraceSettings:
     """A layer's traceguard constructor arguments, checked where they are given."""
@@ -153,7 +147,7 @@ class BodyRun(EagerRun):
 
     __slots__ = ("index", "kind", "context", "function", "function_key", "origin",
                  "in_creation_phase", "trace", "earlier", "messages", "started",
-                 "variables_before", "verdict")
+                 "variables_before", "created", "creation_watch", "verdict")
 
     def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
                  args: tuple, kwargs: dict) -> None:
@@ -161,16 +155,8 @@ class BodyRun(EagerRun):
         self.index: int | None = None  # None: the run is not logged.
         self.kind = TraceKind.EAGER
         self.messages: list[str] = []
-
-
-class _CallFrame:
-    """A `__call__` of a trace-aware layer in progress: variables it saw created."""
-
-    __slots__ = ("layer", "created")
-
-    def __init__(self, layer: Any) -> None:
-        self.layer = layer
-        self.created: list[Any] = []
+        self.created: list[Any] = []  # The TF variables created while the body runs.
+        self.creation_watch: Any = None
 
 
 class LayerTraceState:
@@ -181,6 +167,9 @@ class LayerTraceState:
         self.log = TraceLog(settings.trace_log_size, owner=owner)
         self.lock = threading.Lock()
         self.graph_traces = 0
+        # Paths of the variables `build` just created as Keras built the layer in a call:
+        # the next run of the body, that call's, takes them.
+        self.built_variables: tuple[str, ...] = ()
         self._memory: collections.OrderedDict[Any, collections.deque[EarlierTrace]] = \
             collections.OrderedDict()
         # The same traces by what their tf.function wraps, to recognise a tf.function made anew.
@@ -250,6 +239,8 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
                 state.log._count_eager_call()
                 if _observers:
                     _notify("_record_eager", layer)
+                if state.built_variables:  # Built in this call, which no event records.
+                    state.built_variables = ()
             except Exception:  # Bookkeeping must never break the user's call.
                 _log_internal_error("counting an eager run")
             runs.append(EagerRun(layer, state, original, args, kwargs))
@@ -273,6 +264,39 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
 
     call.__traceguard_original__ = original  # type: ignore[attr-defined]
     return _compat.wrap_call(original, call)
+
+
+def record_build(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps an unbound `build` so the variables it creates go to the run that follows.
+
+    Only when Keras's `__call__` builds the layer: its body runs next on this thread.
+    A direct `layer.build(shape)` creates variables outside any run.
+    """
+
+    def build(layer: Any, *args: Any, **kwargs: Any) -> Any:
+        state = layer.__dict__.get(STATE_ATTRIBUTE)
+        if state is None or not _compat.built_by_keras_call(layer, sys._getframe(1)):
+            return original(layer, *args, **kwargs)
+        try:
+            before = {id(v) for v in _compat.layer_variables(layer)}
+            created: list[Any] = []
+            watch = _compat.variable_creation_watch(created.append)
+            watch.__enter__()
+        except Exception:  # Bookkeeping must never break the user's build.
+            _log_internal_error("watching variable creation")
+            return original(layer, *args, **kwargs)
+        try:
+            result = original(layer, *args, **kwargs)
+        finally:
+            _stop_watching(watch)
+        try:
+            state.built_variables = tuple(_new_variable_paths(layer, before, created))
+        except Exception:
+            _log_internal_error("watching variable creation")
+        return result
+
+    build.__traceguard_original__ = original  # type: ignore[attr-defined]
+    return _compat.wrap_build(original, build)
 
 
 def _graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., Any],
@@ -330,7 +354,23 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
     except Exception:  # Bookkeeping must never break the user's call.
         _log_internal_error("starting to record a run")
         run.index = None
+        return run
+    try:
+        # Keras 3 creates the TF variables of weights made in a symbolic pass in the trace.
+        watch = _compat.variable_creation_watch(run.created.append)
+        watch.__enter__()
+        run.creation_watch = watch
+    except Exception:
+        _log_internal_error("watching variable creation")
     return run
+
+
+def _stop_watching(watch: Any) -> None:
+    try:
+        # Left as if no error occurred: the user's exception is not thrown into TF's scope.
+        watch.__exit__(None, None, None)
+    except Exception:
+        _log_internal_error("watching variable creation")
 
 
 def _count_eager_run(layer: Any, state: LayerTraceState) -> None:
@@ -344,6 +384,8 @@ def _count_eager_run(layer: Any, state: LayerTraceState) -> None:
 
 def _finish(run: BodyRun, error: BaseException | None) -> None:
     state = run.state
+    if run.creation_watch is not None:
+        _stop_watching(run.creation_watch)
     try:
         duration = time.time() - run.started
         created = _created_variables(run)
@@ -386,40 +428,24 @@ def _notify(method: str, *args: Any) -> None:
 
 
 def _created_variables(run: BodyRun) -> tuple[str, ...]:
-    """Variables the layer gained during the run, plus TF variables created in its `__call__`."""
-    current = _compat.layer_variables(run.layer)
-    names = [_compat.variable_path(v) for v in current if id(v) not in run.variables_before]
-    frame = next((f for f in reversed(_active_calls()) if f.layer is run.layer), None)
-    if frame is not None and frame.created:
-        by_backing = {id(_compat.backing_variable(v)): _compat.variable_path(v) for v in current}
-        for variable in frame.created:
-            name = by_backing.get(id(variable)) or _compat.variable_path(variable)
-            if name not in names:
-                names.append(name)
-        frame.created.clear()
-    return tuple(names)
+    """Variables created in the run: by Keras building the layer just before, and in the body."""
+    built, run.state.built_variables = run.state.built_variables, ()
+    in_body = _new_variable_paths(run.layer, run.variables_before, run.created)
+    if run.context is RunContext.SYMBOLIC:
+        # Keras 3 on TF creates their `tf.Variable`s after this run, before the next one.
+        run.state.built_variables = tuple(
+            _compat.variable_path(v) for v in _compat.layer_variables(run.layer)
+            if _compat.is_deferred_variable(v))
+    return (*built, *(path for path in in_body if path not in built))
 
 
-def observe_call(layer: Any, call: Callable[[], Any]) -> Any:
-    """Runs `layer.__call__` (as `call()`) noting the TF variables it creates."""
-    frame = _CallFrame(layer)
-    try:
-        watch = _compat.variable_creation_watch(frame.created.append)
-        watch.__enter__()
-    except Exception:  # Bookkeeping must never break the user's call.
-        _log_internal_error("watching variable creation")
-        return call()
-    calls = _active_calls()
-    calls.append(frame)
-    try:
-        return call()
-    finally:
-        calls.pop()
-        try:
-            # Left as if no error occurred: the user's exception is not thrown into TF's scope.
-            watch.__exit__(None, None, None)
-        except Exception:
-            _log_internal_error("watching variable creation")
+def _new_variable_paths(layer: Any, before: set[int], created: list[Any]) -> list[str]:
+    """The TF variables in `created`, in creation order, then the layer's others not in `before`."""
+    current = _compat.layer_variables(layer)
+    by_backing = {id(_compat.backing_variable(v)): _compat.variable_path(v) for v in current}
+    paths = [by_backing.get(id(v)) or _compat.variable_path(v) for v in created]
+    paths += [_compat.variable_path(v) for v in current if id(v) not in before]
+    return list(dict.fromkeys(paths))
 
 
 def _enforce_budget(state: LayerTraceState, event: TraceEvent) -> None:

@@ -37,8 +37,14 @@ from traceguard._compat._flavors import (
     loaded_layer_bases,
     mark_keras_default_method,
     variable_path,
+    wrap_build,
 )
-from traceguard._compat._frames import TfFunctionFrame, calling_frame, user_stacklevel
+from traceguard._compat._frames import (
+    TfFunctionFrame,
+    built_by_keras_call,
+    calling_frame,
+    user_stacklevel,
+)
 
 # The backend's implementation: both have the same names, so that callers never ask which.
 if IS_JAX:
@@ -59,12 +65,11 @@ in_xla_context = _implementation.in_xla_context
 current_graph_name = _implementation.current_graph_name
 current_replica = _implementation.current_replica
 variable_creation_watch = _implementation.variable_creation_watch
+is_deferred_variable = _implementation.is_deferred_variable
 keep_autograph_out = _implementation.keep_autograph_out
 run_unconverted = _implementation.run_unconverted
 graph_body = _implementation.graph_body
 wrap_call = _implementation.wrap_call
-as_keras_call = _implementation.as_keras_call
-keep_autograph_out_of_layers = _implementation.keep_autograph_out_of_layers
 holds_tensor = _implementation.holds_tensor
 print_at_each_execution = _implementation.print_at_each_execution
 
@@ -76,12 +81,14 @@ LayerBase = DEFAULT_FLAVOR.layer_base
 
 __all__ = [
     "BACKEND", "BACKENDS", "DEFAULT_FLAVOR", "IS_JAX", "IS_KERAS_3", "KERAS_FLAVOR", "KerasFlavor",
-    "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "as_keras_call", "backing_variable",
-    "calling_frame", "current_graph_name", "current_replica", "describe_versions",
+    "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "backing_variable",
+    "built_by_keras_call", "calling_frame", "current_graph_name", "current_replica", "describe_versions",
     "enclosing_tf_function", "executing_eagerly", "flavor_of_class", "graph_body", "holds_tensor",
     "in_save_context", "in_symbolic_build", "in_xla_context", "is_base_layer_method",
-    "is_keras_default_method", "keep_autograph_out", "keep_autograph_out_of_layers", "keras",
+    "is_deferred_variable",
+    "is_keras_default_method", "keep_autograph_out", "keras",
     "keras2_flavor", "keras3_flavor", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
     "mark_keras_default_method", "parse_version", "print_at_each_execution", "run_unconverted",
-    "user_stacklevel", "variable_creation_watch", "variable_path", "wrap_call",
+    "user_stacklevel", "variable_creation_watch", "variable_path", "wrap_build",
+    "wrap_call",
 ]

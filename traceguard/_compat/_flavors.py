@@ -15,6 +15,7 @@ This module holds every flavor's state and never imports TensorFlow itself.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import os
@@ -191,6 +192,20 @@ def is_base_layer_method(cls: type, name: str) -> bool:
     """Whether `cls.<name>` is still the Keras `Layer`'s own method."""
     flavor = flavor_of_class(cls)
     return flavor is not None and getattr(cls, name, None) is getattr(flavor.layer_base, name, None)
+
+
+def wrap_build(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """Makes `wrapper` stand in for `original` as a layer class's `build`.
+
+    Keras 3 reads `build`'s parameter names (`update_shapes_dict_for_target_fn`)
+    through the `build_wrapper` it sets on every instance with
+    `functools.wraps(layer.build)` (keras/src/layers/layer.py, `Layer.__new__`),
+    which copies the bound method's `__dict__`. A `__signature__` there (TF's
+    `make_decorator` sets one) would hide the instance's `__wrapped__`, and Keras
+    would see `self`; `__wrapped__` alone is read through the bound method, which
+    drops `self`.
+    """
+    return functools.update_wrapper(wrapper, original)
 
 
 def is_keras_default_method(method: Any) -> bool:

@@ -14,7 +14,6 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from traceguard._compat._flavors import internal_missing
@@ -76,9 +75,9 @@ def calling_frame() -> Any:
     return frame
 
 
-# --- looking like Keras's own `Layer.__call__` ------------------------------------------
-def hide_traceguard_frames_from_keras() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Adds traceguard's directory to Keras 3's traceback filter; returns `filter_traceback`.
+# --- errors raised through the recorded `call` read as from a plain layer -----------------
+def hide_traceguard_frames_from_keras() -> None:
+    """Adds traceguard's directory to Keras 3's traceback filter.
 
     Keras 3 wraps `Layer.__call__` in `filter_traceback`, which drops the frames of
     files under `_EXCLUDED_PATHS` from the traceback of an error raised by `call`
@@ -94,7 +93,6 @@ def hide_traceguard_frames_from_keras() -> Callable[[Callable[..., Any]], Callab
         raise internal_missing("keras.src.utils.traceback_utils._EXCLUDED_PATHS and filter_traceback")
     if _TRACEGUARD_DIR not in traceback_utils._EXCLUDED_PATHS:
         traceback_utils._EXCLUDED_PATHS += (_TRACEGUARD_DIR,)
-    return traceback_utils.filter_traceback
 
 
 def hide_traceguard_frames_from_keras2(layer_base: type) -> Any:
@@ -118,3 +116,23 @@ def hide_traceguard_frames_from_keras2(layer_base: type) -> Any:
     if _TRACEGUARD_DIR not in module._EXCLUDED_PATHS:
         module._EXCLUDED_PATHS += (_TRACEGUARD_DIR,)
     return module
+
+
+# --- who builds a layer -----------------------------------------------------------------
+_KERAS_BUILD_STEP = "_maybe_build"
+
+
+def built_by_keras_call(layer: Any, caller: Any) -> bool:
+    """Whether `layer.build` was called by Keras's `__call__` building the layer.
+
+    `caller` is the frame that called the class's `build`. Keras 3's `_maybe_build`
+    calls the instance's `build_wrapper` (set in `Layer.__new__`), which calls the
+    class's `build` (keras/src/layers/layer.py); Keras 2's `_maybe_build` calls it
+    itself (tf_keras/src/engine/base_layer.py). A direct `layer.build(shape)`, or a
+    parent's `build` building a sublayer, is not Keras building the layer.
+    """
+    for frame in (caller, caller.f_back if caller is not None else None):
+        if frame is not None and frame.f_code.co_name == _KERAS_BUILD_STEP \
+                and frame.f_locals.get("self") is layer:
+            return True
+    return False

@@ -32,10 +32,11 @@ from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flav
 from traceguard._compat._frames import TfFunctionFrame
 
 __all__ = [
-    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "as_keras_call", "current_graph_name",
+    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name",
     "current_replica", "enclosing_tf_function", "executing_eagerly", "graph_body", "holds_tensor",
-    "in_save_context", "in_symbolic_build", "in_xla_context", "keep_autograph_out",
-    "keep_autograph_out_of_layers", "keras2_flavor", "keras3_flavor", "print_at_each_execution",
+    "in_save_context", "in_symbolic_build", "in_xla_context", "is_deferred_variable",
+    "keep_autograph_out",
+    "keras2_flavor", "keras3_flavor", "print_at_each_execution",
     "run_unconverted", "variable_creation_watch", "wrap_call",
 ]
 
@@ -44,7 +45,7 @@ TF_VERSION: tuple[int, int] | None = None
 
 # On JAX, `TraceAwareLayer` is Keras 3's `Layer`: the only Keras that runs there.
 DEFAULT_FLAVOR = _flavors.set_default_flavor(load_flavor("keras3"))
-_keras_filter_traceback = _frames.hide_traceguard_frames_from_keras()
+_frames.hide_traceguard_frames_from_keras()  # From errors raised through the recorded `call`.
 
 
 def keras2_flavor() -> KerasFlavor:
@@ -121,7 +122,12 @@ def variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
     return contextlib.nullcontext()
 
 
-# --- no AutoGraph; wrapping `call` and `__call__` -----------------------------------------
+def is_deferred_variable(variable: Any) -> bool:
+    # A jitted trace creates no variables: values come when the symbolic pass ends.
+    return False
+
+
+# --- no AutoGraph; wrapping `call` and `build` -----------------------------------------
 def keep_autograph_out(obj: Any) -> Any:
     return obj
 
@@ -137,16 +143,6 @@ def graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., 
 def wrap_call(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
     # Keras 3 reads `call`'s parameters with `inspect.signature`, which follows `__wrapped__`.
     return functools.update_wrapper(wrapper, original)
-
-
-def as_keras_call(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Wraps a mixin's `__call__` the way Keras 3 wraps `Layer.__call__` (`filter_traceback`)."""
-    return _keras_filter_traceback(method)
-
-
-def keep_autograph_out_of_layers(mixin: type) -> None:
-    """Nothing to do: no AutoGraph on JAX."""
-
 
 
 # --- printing at each execution (the "tf.print" print mode) ---------------------------

@@ -4,7 +4,7 @@
 takes them from the backend Keras runs on, so no caller asks which one it is.
 The answers live in `_tf_context` (eager, graph, XLA, replica), `_tf_function`
 (the function being traced, saving) and `_autograph`; this module decides which
-Keras `tf.keras` is, and holds the rest: variable creation, printing, `__call__`.
+Keras `tf.keras` is, and holds the rest: variable creation, printing, Keras's traceback filter.
 
 `traceguard.TraceAwareLayer` follows `tf.keras`, decided once at import, the way
 TensorFlow itself routes `tf.keras` (`TF_USE_LEGACY_KERAS`, see
@@ -25,10 +25,11 @@ from traceguard._compat._backend import parse_version
 from traceguard._compat._flavors import KerasFlavor, flavor_of_class, load_flavor
 
 __all__ = [
-    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "as_keras_call", "current_graph_name",
+    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name",
     "current_replica", "enclosing_tf_function", "executing_eagerly", "graph_body", "holds_tensor",
-    "in_save_context", "in_symbolic_build", "in_xla_context", "keep_autograph_out",
-    "keep_autograph_out_of_layers", "keras2_flavor", "keras3_flavor", "print_at_each_execution",
+    "in_save_context", "in_symbolic_build", "in_xla_context", "is_deferred_variable",
+    "keep_autograph_out",
+    "keras2_flavor", "keras3_flavor", "print_at_each_execution",
     "run_unconverted", "variable_creation_watch", "wrap_call",
 ]
 
@@ -109,6 +110,17 @@ def variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
     return tf.variable_creator_scope(creator)
 
 
+def is_deferred_variable(variable: Any) -> bool:
+    """Whether `variable` is a Keras 3 weight whose `tf.Variable` is not created yet.
+
+    Weights made in Keras 3's symbolic pass (a `StatelessScope`) get their
+    `tf.Variable` when the scope exits, after the pass's run of the body and
+    before the run that follows in the same call (keras/src/backend/common/
+    stateless_scope.py, `initialize_all_variables`).
+    """
+    return _flavors.backing_variable(variable) is None
+
+
 # --- printing at each execution (the "tf.print" print mode) ---------------------------
 def holds_tensor(value: Any) -> bool:
     """Whether `value` (a structure) holds a tensor, whose runtime value prints."""
@@ -120,39 +132,8 @@ def print_at_each_execution(inputs: list[Any], stream: Any, sep: str, end: str) 
     tf.print(*inputs, output_stream=stream, sep=sep, end=end)
 
 
-# --- looking like Keras's own `Layer.__call__` ------------------------------------------
-def as_keras_call(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Wraps a mixin's `__call__` the way Keras 3 wraps `Layer.__call__`.
-
-    The wrapper is Keras's `filter_traceback`, so it is what AutoGraph converts
-    when a layer is given to `tf.function`, as for a plain layer. `method` itself
-    is marked an AutoGraph artifact (after wrapping, so the wrapper does not copy
-    the mark): AutoGraph calls it unconverted, as it calls Keras's own code, whose
-    module it allowlists (tensorflow/python/autograph/core/config.py). Converting
-    traceguard's bookkeeping would add its frames to the error messages of
-    `tf.function` and cost trace time.
-    """
-    if not DEFAULT_FLAVOR.is_keras_3:
-        # Keras 2 as tf.keras: `keep_autograph_out_of_layers` keeps AutoGraph out; the
-        # wrapper is Keras 2's own filter, so tracebacks read as from a plain layer.
-        return keep_autograph_out(_keras2_traceback_utils.filter_traceback(keep_autograph_out(method)))
-    wrapper = _keras_filter_traceback(method)
-    keep_autograph_out(method)
-    return wrapper
-
-
-def keep_autograph_out_of_layers(mixin: type) -> None:
-    """Makes AutoGraph run every layer with `mixin` as it is, when `tf.keras` is Keras 2.
-
-    `tf.function(layer)` has AutoGraph convert `type(layer).__call__`; with Keras 3,
-    that is Keras's `filter_traceback` wrapper (see `as_keras_call`). With Keras 2 it
-    would be the mixin's own `__call__`, so the instances are marked instead.
-    """
-    if not DEFAULT_FLAVOR.is_keras_3:
-        keep_autograph_out(mixin)
-
-
+# --- errors raised through the recorded `call` read as from a plain layer -----------------
 if DEFAULT_FLAVOR.is_keras_3:
-    _keras_filter_traceback = _frames.hide_traceguard_frames_from_keras()
+    _frames.hide_traceguard_frames_from_keras()
 else:
     _keras2_traceback_utils = _frames.hide_traceguard_frames_from_keras2(DEFAULT_FLAVOR.layer_base)
