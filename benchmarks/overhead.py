@@ -5,10 +5,11 @@ Usage:  python benchmarks/overhead.py           # everything, a few minutes on 2
         python benchmarks/overhead.py --only eager --scale 3 --clock cpu
 
 Each timing runs the traceguard variant, the plain one and a plain control in one
-process, in a fresh random order every repetition, and compares medians, so drift on a
-shared machine hits all alike; the 95% interval (a bootstrap over the repetitions) shows
-how far the ratio can be trusted, and the A/A column (control / plain) how far two equal
-variants differ on this machine. Fast calls are timed one per repetition, many
+process, in a fresh random order every repetition; the ratio is the median over the
+repetitions of traceguard / plain within each, so drift on a shared machine hits both
+sides of every ratio alike. The 95% interval (a bootstrap over the repetitions) shows
+how far the ratio can be trusted, and the A/A column (control / plain, likewise) how
+far two equal variants differ on this machine. Fast calls are timed one per repetition, many
 repetitions, so a burst of load on the machine spoils few of them. The script prints
 one table with the target beside each ratio and exits 1 if a target is missed.
 """
@@ -165,22 +166,26 @@ class Table:
 
 
 class Timer:
-    """Timings of a traceguard variant, a plain one and a plain control, compared by medians.
+    """Timings of a traceguard variant, a plain one and a plain control, compared in pairs.
 
     Every repetition runs the three variants in a fresh random order, so drift on a
-    shared machine hits all alike. A variant may be several instances (a list), used
-    in turn: two instances of one class differ by about 1% on their own here (where
-    their tensors landed in memory), so comparing one instance with one other would
-    measure that. The control is a second set of plain instances: its ratio to the
-    plain set (the A/A column) shows how far the machine lets two equal things differ.
+    shared machine hits all alike; the ratio is the median of the repetitions' ratios.
+    A variant may be several instances (a list), used in turn: two instances of one
+    class differ by about 1% on their own here (where their tensors landed in memory),
+    so comparing one instance with one other would measure that. The control is a
+    second set of plain instances: its ratio to the plain set (the A/A column) shows
+    how far the machine lets two equal things differ.
     """
 
     def __init__(self, clock, scale):
         self.clock = CLOCKS[clock]
         self.scale = scale
 
-    def times(self, variants, repetitions, calls=1):
-        """Seconds per call of each variant, one array entry per repetition."""
+    def times(self, variants, repetitions, calls=1, settle=None):
+        """Seconds per call of each variant, one array entry per repetition.
+
+        `settle`, if given, runs untimed before each timed run.
+        """
         clock = self.clock
         variants = [run if isinstance(run, list) else [run] for run in variants]
         measured = [[] for _ in variants]
@@ -189,6 +194,8 @@ class Timer:
             for which in order.permutation(len(variants)):
                 runs = variants[which]
                 run = runs[repetition % len(runs)]
+                if settle is not None:
+                    settle()
                 start = clock()
                 for _ in range(calls):
                     run()
@@ -196,30 +203,33 @@ class Timer:
         return [np.array(times) for times in measured]
 
     def compare(self, table, name, traced, plain, control, target, repetitions, calls=1,
-                unit="us", detail=""):
-        """Adds the ratio of the median times of `traced` and `plain` to the table.
+                unit="us", detail="", settle=None):
+        """Adds the median ratio of `traced`'s time to `plain`'s, per repetition, to the table.
 
         Each of `traced`, `plain` and `control` is a callable or a list of them (one
         per instance). Returns the median seconds per call of `plain`.
         """
         gc.collect()
         traced_times, plain_times, control_times = self.times([traced, plain, control],
-                                                              repetitions, calls)
-        ratio = float(np.median(traced_times) / np.median(plain_times))
-        low, high = bootstrap_interval(traced_times, plain_times)
+                                                              repetitions, calls, settle)
+        # Paired: the variants of one repetition ran within moments of each other, so their
+        # ratio cancels the machine's slow and fast phases, which last seconds here.
+        ratios = traced_times / plain_times
+        ratio = float(np.median(ratios))
+        low, high = bootstrap_interval(ratios)
         scale = {"us": 1e6, "ms": 1e3}[unit]
         plain_text = f"plain {np.median(plain_times) * scale:.0f} {unit}"
         table.add(name, ratio, f"<= {target:.2f}", ratio <= target, f"{low:.3f}-{high:.3f}",
                   plain_text + (f"; {detail}" if detail else ""),
-                  f"{np.median(control_times) / np.median(plain_times):.3f}")
+                  f"{np.median(control_times / plain_times):.3f}")
         return float(np.median(plain_times))
 
 
-def bootstrap_interval(traced_times, plain_times, resamples=2000):
-    """95% interval of the ratio of medians, resampling whole repetitions (both sides)."""
-    picks = np.random.default_rng(0).integers(0, len(traced_times), (resamples, len(traced_times)))
-    ratios = np.median(traced_times[picks], axis=1) / np.median(plain_times[picks], axis=1)
-    return np.percentile(ratios, 2.5), np.percentile(ratios, 97.5)
+def bootstrap_interval(ratios, resamples=2000):
+    """95% interval of the median of the repetitions' ratios, resampling repetitions."""
+    picks = np.random.default_rng(0).integers(0, len(ratios), (resamples, len(ratios)))
+    medians = np.median(ratios[picks], axis=1)
+    return np.percentile(medians, 2.5), np.percentile(medians, 97.5)
 
 
 def best_time(function, number):
@@ -401,9 +411,11 @@ def check_first_result_time(table, timer):
              ("20-layer model", deep_model, tf.random.uniform((8, 16)), 31)]
     for name, build, inputs, repetitions in cases:
         plain = functools.partial(first_result, build, PLAIN, inputs)
+        # Each run leaves a model's worth of garbage in cycles: collected before each run,
+        # it is not timed into whichever variant the collector happens to interrupt.
         timer.compare(table, f"first result (build + trace): {name}",
                       functools.partial(first_result, build, TRACE_AWARE, inputs), plain, plain,
-                      1.05, repetitions, unit="ms")
+                      1.05, repetitions, unit="ms", settle=gc.collect)
 
 
 # --- 5. memory ----------------------------------------------------------------------------

@@ -290,7 +290,8 @@ def record_build(original: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             _stop_watching(watch)
         try:
-            state.built_variables = tuple(_new_variable_paths(layer, before, created))
+            current = _compat.layer_variables(layer)
+            state.built_variables = tuple(_new_variable_paths(current, before, created))
         except Exception:
             _log_internal_error("watching variable creation")
         return result
@@ -429,21 +430,26 @@ def _notify(method: str, *args: Any) -> None:
 
 def _created_variables(run: BodyRun) -> tuple[str, ...]:
     """Variables created in the run: by Keras building the layer just before, and in the body."""
-    built, run.state.built_variables = run.state.built_variables, ()
-    in_body = _new_variable_paths(run.layer, run.variables_before, run.created)
+    state = run.state
+    built, state.built_variables = state.built_variables, ()
+    current = _compat.layer_variables(run.layer)
+    in_body = _new_variable_paths(current, run.variables_before, run.created)
     if run.context is RunContext.SYMBOLIC:
         # Keras 3 on TF creates their `tf.Variable`s after this run, before the next one.
-        run.state.built_variables = tuple(
-            _compat.variable_path(v) for v in _compat.layer_variables(run.layer)
-            if _compat.is_deferred_variable(v))
+        state.built_variables = tuple(
+            _compat.variable_path(v) for v in current if _compat.is_deferred_variable(v))
     return (*built, *(path for path in in_body if path not in built))
 
 
-def _new_variable_paths(layer: Any, before: set[int], created: list[Any]) -> list[str]:
-    """The TF variables in `created`, in creation order, then the layer's others not in `before`."""
-    current = _compat.layer_variables(layer)
-    by_backing = {id(_compat.backing_variable(v)): _compat.variable_path(v) for v in current}
-    paths = [by_backing.get(id(v)) or _compat.variable_path(v) for v in created]
+def _new_variable_paths(current: list[Any], before: set[int], created: list[Any]) -> list[str]:
+    """The TF variables in `created`, in creation order, then those of `current` not in `before`.
+
+    `current` is the layer's variables, `before` the ids of those it had before.
+    """
+    paths = []
+    if created:
+        by_backing = {id(_compat.backing_variable(v)): _compat.variable_path(v) for v in current}
+        paths = [by_backing.get(id(v)) or _compat.variable_path(v) for v in created]
     paths += [_compat.variable_path(v) for v in current if id(v) not in before]
     return list(dict.fromkeys(paths))
 
