@@ -357,7 +357,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         run.index = None
         return run
     try:
-        # Keras 3 creates the TF variables of weights made in a symbolic pass in the trace.
+        # What the body creates, a `tf.Variable` the layer does not track included.
         watch = _compat.variable_creation_watch(run.created.append)
         watch.__enter__()
         run.creation_watch = watch
