@@ -85,10 +85,8 @@ __all__ = [
     "built_by_keras_call", "calling_frame", "current_graph_name", "current_replica", "describe_versions",
     "enclosing_tf_function", "executing_eagerly", "flavor_of_class", "graph_body", "holds_tensor",
     "in_save_context", "in_symbolic_build", "in_xla_context", "is_base_layer_method",
-    "is_deferred_variable",
-    "is_keras_default_method", "keep_autograph_out", "keras",
+    "is_deferred_variable", "is_keras_default_method", "keep_autograph_out", "keras",
     "keras2_flavor", "keras3_flavor", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
     "mark_keras_default_method", "parse_version", "print_at_each_execution", "run_unconverted",
-    "user_stacklevel", "variable_creation_watch", "variable_path", "wrap_build",
-    "wrap_call",
+    "user_stacklevel", "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
 ]

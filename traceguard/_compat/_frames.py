@@ -131,8 +131,6 @@ def built_by_keras_call(layer: Any, caller: Any) -> bool:
     itself (tf_keras/src/engine/base_layer.py). A direct `layer.build(shape)`, or a
     parent's `build` building a sublayer, is not Keras building the layer.
     """
-    for frame in (caller, caller.f_back if caller is not None else None):
-        if frame is not None and frame.f_code.co_name == _KERAS_BUILD_STEP \
-                and frame.f_locals.get("self") is layer:
-            return True
-    return False
+    frames = (caller, caller.f_back)  # Keras 3's `build_wrapper` sits between.
+    return any(frame is not None and frame.f_code.co_name == _KERAS_BUILD_STEP
+               and frame.f_locals.get("self") is layer for frame in frames)

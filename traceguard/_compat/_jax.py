@@ -35,8 +35,7 @@ __all__ = [
     "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name",
     "current_replica", "enclosing_tf_function", "executing_eagerly", "graph_body", "holds_tensor",
     "in_save_context", "in_symbolic_build", "in_xla_context", "is_deferred_variable",
-    "keep_autograph_out",
-    "keras2_flavor", "keras3_flavor", "print_at_each_execution",
+    "keep_autograph_out", "keras2_flavor", "keras3_flavor", "print_at_each_execution",
     "run_unconverted", "variable_creation_watch", "wrap_call",
 ]
 
@@ -127,7 +126,7 @@ def is_deferred_variable(variable: Any) -> bool:
     return False
 
 
-# --- no AutoGraph; wrapping `call` and `build` -----------------------------------------
+# --- no AutoGraph; wrapping `call` -----------------------------------------
 def keep_autograph_out(obj: Any) -> Any:
     return obj
 
