@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,6 +86,29 @@ TRAIN_FUNCTION_VARIABLE_RETRACE_HINT = (
 )
 
 
+def _names(function: str | None, backend: str) -> tuple[bool, str, str, str]:
+    """Whether the backend is JAX, its tracer, its engine, and where the run was traced."""
+    jax = backend == "jax"
+    tracer, engine = ("jax.jit", "JAX") if jax else ("tf.function", "TensorFlow")
+    where = f"{tracer} `{function}`" if function else ("a JAX trace" if jax else "a graph")
+    return jax, tracer, engine, where
+
+
+@functools.lru_cache(maxsize=256)
+def _verdict_of_place(context: RunContext, function: str | None, backend: str) -> Verdict:
+    """The verdict of an eager, symbolic or save run, which depends on where it ran only."""
+    _, _, engine, where = _names(function, backend)
+    if context is RunContext.EAGER:
+        return Verdict(TraceKind.EAGER, (), f"Ran eagerly: {engine} executed `call` op by op, "
+                       "outside any graph.", None)
+    if context is RunContext.SYMBOLIC:
+        place = f" inside {where}" if function else ""
+        return Verdict(TraceKind.SYMBOLIC, (), "Keras ran `call` on symbolic inputs to build the "
+                       f"layer or infer its output shapes{place}; no graph is kept.", SYMBOLIC_HINT)
+    return Verdict(TraceKind.SAVE, (), f"Traced by SavedModel saving or `export` to write "
+                   f"{where} into the saved model.", None)
+
+
 def classify_run(
     context: RunContext,
     signature: Signature,
@@ -115,21 +139,10 @@ def classify_run(
         backend: `"tensorflow"` or `"jax"`, the Keras backend: it names the
             tracer (`tf.function`, `jax.jit`) in reasons and hints.
     """
-    jax = backend == "jax"
-    tracer, engine = ("jax.jit", "JAX") if jax else ("tf.function", "TensorFlow")
-    where = f"{tracer} `{function}`" if function else ("a JAX trace" if jax else "a graph")
+    if context is not RunContext.GRAPH:
+        return _verdict_of_place(context, function, backend)
+    jax, tracer, engine, where = _names(function, backend)
     subject = f"The {tracer} `{function}`" if function else ("The JAX trace" if jax else "The graph")
-    if context is RunContext.EAGER:
-        return Verdict(TraceKind.EAGER, (), f"Ran eagerly: {engine} executed `call` op by op, "
-                       "outside any graph.", None)
-    if context is RunContext.SYMBOLIC:
-        place = f" inside {where}" if function else ""
-        return Verdict(TraceKind.SYMBOLIC, (), "Keras ran `call` on symbolic inputs to build the "
-                       f"layer or infer its output shapes{place}; no graph is kept.", SYMBOLIC_HINT)
-    if context is RunContext.SAVE:
-        return Verdict(TraceKind.SAVE, (), f"Traced by SavedModel saving or `export` to write "
-                       f"{where} into the saved model.", None)
-
     if trace is not None:  # Runs of the trace in progress are not earlier traces.
         earlier = [past for past in earlier if past.trace is None or past.trace != trace]
         same_origin = [past for past in same_origin if past.trace is None or past.trace != trace]

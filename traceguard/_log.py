@@ -69,43 +69,51 @@ class TraceLog:
             raise ValueError(f"`maxlen` expects a positive integer. Received: maxlen={maxlen!r}")
         if not isinstance(owner, str):
             raise ValueError(f"`owner` expects the layer's name (str). Received: owner={owner!r}")
-        self._events: collections.deque[TraceEvent] = collections.deque(maxlen=maxlen)
+        # TraceEvents, and finished runs that make theirs when the log is first read.
+        self._events: collections.deque[Any] = collections.deque(maxlen=maxlen)
+        self._unmade = False  # Whether `_events` holds a run whose event is not made yet.
         self._lock = threading.Lock()
         self._dropped = 0
         self._start_eager_count()
-        self._next_index = 1
+        # `next()` on an `itertools.count` is atomic under the GIL: no lock per run.
+        self._indices = itertools.count(1)
+        self._reserve_index = self._indices.__next__
         self.owner = owner
 
     # --- written by the recorder ---
-    def _reserve_index(self) -> int:
-        with self._lock:
-            index = self._next_index
-            self._next_index += 1
-            return index
+    def _append(self, entry: Any) -> None:
+        """Adds `entry` in index order, dropping the oldest past `maxlen`.
 
-    def _append(self, event: TraceEvent) -> None:
-        """Adds `event` in index order, dropping the oldest past `maxlen`.
-
-        Indices are reserved when a run starts, so a run that ends after a later
-        one (another thread's, or one that encloses it) arrives out of order.
+        `entry` is a `TraceEvent`, or a finished run whose `event()` makes it:
+        the recorder leaves the event to be made when the log is read, which
+        most logs never are while a model traces. Indices are reserved when a
+        run starts, so a run that ends after a later one (another thread's, or
+        one that encloses it) arrives out of order.
         """
         with self._lock:
             events = self._events
             if len(events) == events.maxlen:
                 self._dropped += 1
-                if events[0].index > event.index:
+                if events[0].index > entry.index:
                     return  # Older than everything kept: it is the one dropped.
                 events.popleft()
             position = len(events)
-            while position and events[position - 1].index > event.index:
+            while position and events[position - 1].index > entry.index:
                 position -= 1
-            events.insert(position, event)
+            events.insert(position, entry)
+            if type(entry) is not TraceEvent:
+                self._unmade = True
 
     def _start_eager_count(self) -> None:
         # Every eager step counts: `next()` on an `itertools.count` is one C call, atomic
         # under the GIL, where a locked `+= 1` took three calls. Its repr holds the count.
         self._eager_count = itertools.count()
         self._count_eager_call = self._eager_count.__next__
+
+    @property
+    def _next_index(self) -> int:
+        """The index the next run will reserve."""
+        return _value_of(self._indices)
 
     # --- public ---
     @property
@@ -121,10 +129,15 @@ class TraceLog:
     @property
     def eager_calls(self) -> int:
         """How many eager runs of the body there were (logged or not)."""
-        return int(repr(self._eager_count)[len("count("):-1])
+        return _value_of(self._eager_count)
 
     def _snapshot(self) -> list[TraceEvent]:
         with self._lock:
+            if self._unmade:
+                self._events = collections.deque(
+                    [entry if type(entry) is TraceEvent else entry.event() for entry in self._events],
+                    maxlen=self._events.maxlen)
+                self._unmade = False
             return list(self._events)
 
     def __len__(self) -> int:
@@ -223,3 +236,8 @@ class TraceLog:
         counts = collections.Counter(event.kind.value for event in self._snapshot())
         inner = ", ".join(f"{kind}={counts[kind]}" for kind in TRACE_KINDS if counts[kind])
         return f"<TraceLog {self.owner!r}: {len(self)} events ({inner or 'none'})>"
+
+
+def _value_of(counter: itertools.count) -> int:
+    """The number `next(counter)` would return, read without taking it."""
+    return int(repr(counter)[len("count("):-1])

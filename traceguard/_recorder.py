@@ -14,6 +14,7 @@ import collections
 import contextlib
 import dataclasses
 import logging
+import operator
 import sys
 import threading
 import time
@@ -146,17 +147,40 @@ class BodyRun(EagerRun):
     """A run of a `call` body in progress on this thread that may become an event."""
 
     __slots__ = ("index", "kind", "context", "function", "function_key", "origin",
-                 "in_creation_phase", "trace", "earlier", "messages", "started",
-                 "variables_before", "created", "creation_watch", "verdict")
+                 "in_creation_phase", "trace", "messages", "started",
+                 "variables_before", "created", "creation_watch", "verdict",
+                 # Filled in as the run finishes; `event()` makes its TraceEvent from them.
+                 "duration", "created_variables", "thread", "replica", "error", "_event")
 
     def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
                  args: tuple, kwargs: dict) -> None:
-        super().__init__(layer, state, original, args, kwargs)
+        self.layer = layer  # As `EagerRun.__init__` does, without a second call per run.
+        self.state = state
+        self.original = original
+        self.args = args
+        self.kwargs = kwargs
         self.index: int | None = None  # None: the run is not logged.
         self.kind = TraceKind.EAGER
         self.messages: list[str] = []
         self.created: list[Any] = []  # The TF variables created while the body runs.
         self.creation_watch: Any = None
+
+
+    def event(self) -> TraceEvent:
+        """The finished run's `TraceEvent`, made on first use (the log is read rarely)."""
+        try:
+            return self._event
+        except AttributeError:
+            verdict = self.verdict
+            self._event = TraceEvent(
+                index=self.index, kind=verdict.kind, layer=self.state.log.owner,
+                function=self.function, signature=format_signature(self.signature),
+                changes=verdict.changes, created_variables=self.created_variables,
+                reason=verdict.reason, hint=verdict.hint, timestamp=self.started,
+                duration_s=self.duration, thread=self.thread, replica=self.replica,
+                messages=tuple(self.messages), error=self.error,
+            )
+            return self._event
 
 
 class LayerTraceState:
@@ -248,7 +272,7 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
                 return original(layer, *args, **kwargs)
             finally:
                 runs.pop()
-        run = _begin(layer, state, original, args, kwargs)
+        run = _begin(layer, state, original, args, kwargs, eager)
         runs.append(run)
         try:
             result = body(layer, *args, **kwargs)
@@ -315,10 +339,10 @@ def is_recorded(function: Any) -> bool:
 
 
 def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
-           args: tuple, kwargs: dict) -> BodyRun:
+           args: tuple, kwargs: dict, eager: bool) -> BodyRun:
     run = BodyRun(layer, state, original, args, kwargs)
     try:
-        if _compat.executing_eagerly():  # With `log_eager=True`: the run becomes an event.
+        if eager:  # With `log_eager=True`: the run becomes an event.
             _count_eager_run(layer, state)
             run.context = RunContext.EAGER
             run.function = run.function_key = run.in_creation_phase = run.origin = frame = None
@@ -338,18 +362,19 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             run.origin = frame.origin if frame else None
             run.trace = frame.trace if frame else None
         run.signature = signature_of(original, args, kwargs)
-        run.earlier = (state.earlier_traces(run.function_key)
-                       if run.context is RunContext.GRAPH else [])
-        # Only for a function's first trace (runs of the trace in progress aside): earlier
-        # traces of tf.functions wrapping the same code.
-        first_trace = all(same_trace(past.trace, run.trace) for past in run.earlier)
-        same_origin = (state.earlier_traces_of_origin(run.origin)
-                       if run.context is RunContext.GRAPH and first_trace else [])
+        earlier: list[EarlierTrace] = []
+        same_origin: list[EarlierTrace] = []
+        if run.context is RunContext.GRAPH:
+            earlier = state.earlier_traces(run.function_key)
+            # Only for a function's first trace (runs of the trace in progress aside):
+            # earlier traces of tf.functions wrapping the same code.
+            if all(same_trace(past.trace, run.trace) for past in earlier):
+                same_origin = state.earlier_traces_of_origin(run.origin)
         run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
-                                   run.in_creation_phase, run.earlier, same_origin, run.trace,
+                                   run.in_creation_phase, earlier, same_origin, run.trace,
                                    _compat.BACKEND)
         run.kind = run.verdict.kind
-        run.variables_before = {id(v) for v in _compat.layer_variables(layer)}
+        run.variables_before = _compat.layer_variables(layer)
         run.index = state.log._reserve_index()
         run.started = time.time()
     except Exception:  # Bookkeeping must never break the user's call.
@@ -388,21 +413,21 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
     if run.creation_watch is not None:
         _stop_watching(run.creation_watch)
     try:
-        duration = time.time() - run.started
-        created = _created_variables(run)
-        verdict = run.verdict
-        event = TraceEvent(
-            index=run.index, kind=verdict.kind, layer=state.log.owner, function=run.function,
-            signature=format_signature(run.signature), changes=verdict.changes,
-            created_variables=created, reason=verdict.reason, hint=verdict.hint,
-            timestamp=run.started, duration_s=duration,
-            thread=threading.current_thread().name, replica=_compat.current_replica(),
-            messages=tuple(run.messages), error=None if error is None else repr(error),
-        )
-        state.log._append(event)
+        run.duration = time.time() - run.started
+        run.created_variables = _created_variables(run)
+        run.thread = threading.current_thread().name
+        run.replica = _compat.current_replica()
+        run.error = None if error is None else repr(error)
+        layer = run.layer
+        # The log keeps the run: drop what would keep tensors and variables alive.
+        run.layer = run.args = run.kwargs = run.variables_before = run.created = None
+        run.creation_watch = None
         if _observers:
-            _notify("_record_event", run.layer, event)
-        if event.kind not in GRAPH_TRACE_KINDS or error is not None:
+            state.log._append(run.event())
+            _notify("_record_event", layer, run.event())
+        else:
+            state.log._append(run)
+        if run.kind not in GRAPH_TRACE_KINDS or error is not None:
             return
         # Several runs in one trace (replicas, a layer called twice) count as one trace.
         if not state.remember(run.function_key,
@@ -417,7 +442,7 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         _log_internal_error("finishing the record of a run")
         return
     if excess:
-        _enforce_budget(state, event)
+        _enforce_budget(state, run.event())
 
 
 def _notify(method: str, *args: Any) -> None:
@@ -433,7 +458,11 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
     state = run.state
     built, state.built_variables = state.built_variables, ()
     current = _compat.layer_variables(run.layer)
-    in_body = _new_variable_paths(current, run.variables_before, run.created)
+    before = run.variables_before
+    in_body: list[str] = []
+    # Most runs create nothing: the same variables, in the same order, and no TF variable.
+    if run.created or len(current) != len(before) or not all(map(operator.is_, current, before)):
+        in_body = _new_variable_paths(current, {id(v) for v in before}, run.created)
     if run.context is RunContext.SYMBOLIC:
         # Keras 3 on TF creates their `tf.Variable`s after this run, before the next one.
         state.built_variables = tuple(

@@ -26,6 +26,7 @@ Signature = Mapping[str, Spec]
 
 _MAX_REPR = 40
 _MAX_ITEMS = 16
+_MAX_TENSOR_TYPES = 64
 _DENSE_TYPES = {"Tensor", "EagerTensor", "SymbolicTensor", "KerasTensor", "ndarray",
                 "Variable", "ResourceVariable", "ArrayImpl", "DynamicJaxprTracer"}
 
@@ -42,7 +43,7 @@ def _dims(shape: Any) -> tuple[int | None, ...] | None:
         dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
     except (TypeError, ValueError):  # Unknown rank.
         return None
-    return tuple(_dim(dim) for dim in dims)
+    return tuple([dim if dim is None or type(dim) is int else _dim(dim) for dim in dims])
 
 
 def _dim(dim: Any) -> int | None:
@@ -58,13 +59,28 @@ def _dtype_name(dtype: Any) -> str:
     return str(getattr(dtype, "name", dtype))
 
 
+# Tensor types seen so far, to their label: a type whose class has `shape` and `dtype`
+# attributes is a tensor type for all its instances.
+_tensor_labels: dict[type, str] = {}
+
+
+def _tensor_label(type_: type) -> str:
+    name = type_.__name__
+    return "" if name in _DENSE_TYPES or "Variable" in name else name
+
+
 def spec_of(value: Any, _enclosing: tuple[int, ...] = ()) -> Spec:
     """The spec of one argument value."""
+    label = _tensor_labels.get(type(value))
+    if label is not None:  # Every call has a tensor argument: the first test to make.
+        return ("tensor", label, _dtype_name(value.dtype), _dims(value.shape))
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return _value_spec(value)
     if hasattr(value, "shape") and hasattr(value, "dtype"):
-        type_name = type(value).__name__
-        label = "" if type_name in _DENSE_TYPES or "Variable" in type_name else type_name
+        label = _tensor_label(type(value))
+        if hasattr(type(value), "shape") and hasattr(type(value), "dtype") \
+                and len(_tensor_labels) < _MAX_TENSOR_TYPES:
+            _tensor_labels[type(value)] = label
         return ("tensor", label, _dtype_name(value.dtype), _dims(value.shape))
     is_sequence, is_mapping = isinstance(value, (list, tuple)), isinstance(value, Mapping)
     if (not is_sequence and not is_mapping) or id(value) in _enclosing:  # Or contains itself.

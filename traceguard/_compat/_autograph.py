@@ -73,11 +73,14 @@ def graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., 
         wrapper.__wrapped__ = original
         wrapper._tf_decorator.decorated_target = original
         return rewrapped
+    keras2 = isinstance(layer, _flavors._keras2_layer_bases)
+    from_converted_code = getattr(caller, "f_code", None) is _CALL_UNCONVERTED_CODE
+    if not keras2 and not from_converted_code:
+        return original  # Keras 3's own call: no AutoGraph context to read.
     context = _autograph_context.control_status_ctx()
     if context.status == _AUTOGRAPH_DISABLED:
         return original
-    keras2_converts = isinstance(layer, _flavors._keras2_layer_bases) and _keras2_autographs(layer)
-    if keras2_converts or getattr(caller, "f_code", None) is _CALL_UNCONVERTED_CODE:
+    if from_converted_code or _keras2_autographs(layer):
         return tf.__internal__.autograph.tf_convert(original, context)
     return original
 

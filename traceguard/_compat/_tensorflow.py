@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from traceguard._compat import _flavors, _frames
 from traceguard._compat._backend import parse_version
-from traceguard._compat._flavors import KerasFlavor, flavor_of_class, load_flavor
+from traceguard._compat._flavors import KerasFlavor, flavor_of_class, internal_missing, load_flavor
 
 __all__ = [
     "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name",
@@ -98,6 +98,10 @@ def keras3_flavor() -> KerasFlavor:
 
 
 # --- variables -------------------------------------------------------------------------
+if not callable(getattr(tf.Graph, "_variable_creator_scope", None)):
+    raise internal_missing("tensorflow.python.framework.ops.Graph._variable_creator_scope")
+
+
 def variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
     """A context manager calling `on_create(variable)` for each TF variable created."""
 
@@ -106,7 +110,10 @@ def variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
         on_create(variable)
         return variable
 
-    return tf.variable_creator_scope(creator)
+    # What `tf.variable_creator_scope(creator)` enters, without the generator around it
+    # (tensorflow/python/ops/variable_scope.py, TF 2.12 to 2.21): every logged run
+    # enters one.
+    return tf.compat.v1.get_default_graph()._variable_creator_scope(creator)
 
 
 def is_deferred_variable(variable: Any) -> bool:

@@ -64,9 +64,18 @@ def in_xla_context() -> bool:
     return _control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
 
 
+if not isinstance(getattr(tf.Graph, "_distribution_strategy_stack", None), property):
+    raise internal_missing("tensorflow.python.framework.ops.Graph._distribution_strategy_stack")
+
+
 def current_replica() -> int | None:
     """The replica id under `tf.distribute`, else None."""
-    if not tf.distribute.has_strategy():
+    # Every logged run asks. With no strategy scope entered, this thread's stack is
+    # empty and `tf.distribute.has_strategy()` is False; reading the stack takes two
+    # Python calls where `has_strategy()` takes eight and a caught IndexError
+    # (`_get_per_thread_mode` in tensorflow/python/distribute/distribute_lib.py).
+    if not tf.compat.v1.get_default_graph()._distribution_strategy_stack \
+            or not tf.distribute.has_strategy():
         return None
     context = tf.distribute.get_replica_context()
     if context is None:  # Cross-replica context.
