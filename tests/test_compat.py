@@ -127,11 +127,13 @@ def test_deferred_variable_is_a_keras_3_weight_made_in_a_stateless_scope(keras_f
 
         with StatelessScope():
             dense.build((None, 3))
-            assert _compat.is_deferred_variable(dense.kernel)
+            paths = tuple(_compat.variable_path(v) for v in dense.variables)
+            assert _compat.deferred_variable_paths(dense.variables) == paths
+            assert len(paths) == 2
     else:
         dense.build((None, 3))
     # Keras 3 creates the `tf.Variable` as the scope exits.
-    assert not _compat.is_deferred_variable(dense.kernel)
+    assert _compat.deferred_variable_paths(dense.variables) == ()
 
 
 def build_callers(flavor):

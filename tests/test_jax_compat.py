@@ -83,8 +83,10 @@ def test_keras_compute_output_spec_runs_in_symbolic_scope():
 def test_the_tensorflow_questions_have_neutral_answers_on_jax():
     assert getattr(_compat, "tf", None) is None and _compat.TF_VERSION is None
     assert _compat.current_graph_name() is None
+    assert _compat.default_graph() is None
     assert _compat.current_replica() is None
     assert _compat.in_save_context() is False
+    assert _compat.deferred_variable_paths(keras.layers.Dense(2).variables) == ()
     with _compat.variable_creation_watch(lambda variable: None):
         pass
 

@@ -342,6 +342,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
            args: tuple, kwargs: dict, eager: bool) -> BodyRun:
     run = BodyRun(layer, state, original, args, kwargs)
     try:
+        graph = _compat.default_graph()
         if eager:  # With `log_eager=True`: the run becomes an event.
             _count_eager_run(layer, state)
             run.context = RunContext.EAGER
@@ -349,10 +350,10 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             run.trace = None
         else:
             # First: it keeps what every run of the trace shares, `in_save_context()` too.
-            frame = _compat.enclosing_tf_function()
+            frame = _compat.enclosing_tf_function(graph)
             if _compat.in_symbolic_build():
                 run.context = RunContext.SYMBOLIC
-            elif _compat.in_save_context():
+            elif _compat.in_save_context(graph):
                 run.context = RunContext.SAVE
             else:
                 run.context = RunContext.GRAPH
@@ -374,6 +375,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
                                    run.in_creation_phase, earlier, same_origin, run.trace,
                                    _compat.BACKEND)
         run.kind = run.verdict.kind
+        run.replica = _compat.current_replica(graph)
         run.variables_before = _compat.layer_variables(layer)
         run.index = state.log._reserve_index()
         run.started = time.time()
@@ -383,7 +385,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         return run
     try:
         # What the body creates, a `tf.Variable` the layer does not track included.
-        watch = _compat.variable_creation_watch(run.created.append)
+        watch = _compat.variable_creation_watch(run.created.append, graph)
         watch.__enter__()
         run.creation_watch = watch
     except Exception:
@@ -416,7 +418,6 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         run.duration = time.time() - run.started
         run.created_variables = _created_variables(run)
         run.thread = threading.current_thread().name
-        run.replica = _compat.current_replica()
         run.error = None if error is None else repr(error)
         layer = run.layer
         # The log keeps the run: drop what would keep tensors and variables alive.
@@ -459,15 +460,14 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
     built, state.built_variables = state.built_variables, ()
     current = _compat.layer_variables(run.layer)
     before = run.variables_before
-    in_body: list[str] = []
-    # Most runs create nothing: the same variables, in the same order, and no TF variable.
-    if run.created or len(current) != len(before) or not all(map(operator.is_, current, before)):
-        in_body = _new_variable_paths(current, {id(v) for v in before}, run.created)
     if run.context is RunContext.SYMBOLIC:
         # Keras 3 on TF creates their `tf.Variable`s after this run, before the next one.
-        state.built_variables = tuple(
-            _compat.variable_path(v) for v in current if _compat.is_deferred_variable(v))
-    return (*built, *(path for path in in_body if path not in built))
+        state.built_variables = _compat.deferred_variable_paths(current)
+    # Most runs create nothing: the same variables, in the same order, and no TF variable.
+    if not run.created and len(current) == len(before) and all(map(operator.is_, current, before)):
+        return built
+    in_body = _new_variable_paths(current, {id(v) for v in before}, run.created)
+    return (*built, *[path for path in in_body if path not in built])
 
 
 def _new_variable_paths(current: list[Any], before: set[int], created: list[Any]) -> list[str]:

@@ -59,13 +59,14 @@ keras2_flavor = _implementation.keras2_flavor
 keras3_flavor = _implementation.keras3_flavor
 executing_eagerly = _implementation.executing_eagerly
 in_symbolic_build = _implementation.in_symbolic_build
+default_graph = _implementation.default_graph
 enclosing_tf_function = _implementation.enclosing_tf_function
 in_save_context = _implementation.in_save_context
 in_xla_context = _implementation.in_xla_context
 current_graph_name = _implementation.current_graph_name
 current_replica = _implementation.current_replica
 variable_creation_watch = _implementation.variable_creation_watch
-is_deferred_variable = _implementation.is_deferred_variable
+deferred_variable_paths = _implementation.deferred_variable_paths
 keep_autograph_out = _implementation.keep_autograph_out
 run_unconverted = _implementation.run_unconverted
 graph_body = _implementation.graph_body
@@ -81,12 +82,12 @@ LayerBase = DEFAULT_FLAVOR.layer_base
 
 __all__ = [
     "BACKEND", "BACKENDS", "DEFAULT_FLAVOR", "IS_JAX", "IS_KERAS_3", "KERAS_FLAVOR", "KerasFlavor",
-    "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "backing_variable",
-    "built_by_keras_call", "calling_frame", "current_graph_name", "current_replica", "describe_versions",
-    "enclosing_tf_function", "executing_eagerly", "flavor_of_class", "graph_body", "holds_tensor",
-    "in_save_context", "in_symbolic_build", "in_xla_context", "is_base_layer_method",
-    "is_deferred_variable", "is_keras_default_method", "keep_autograph_out", "keras",
-    "keras2_flavor", "keras3_flavor", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
-    "mark_keras_default_method", "parse_version", "print_at_each_execution", "run_unconverted",
-    "user_stacklevel", "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
+    "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "backing_variable", "built_by_keras_call",
+    "calling_frame", "current_graph_name", "current_replica", "default_graph", "deferred_variable_paths",
+    "describe_versions", "enclosing_tf_function", "executing_eagerly", "flavor_of_class", "graph_body",
+    "holds_tensor", "in_save_context", "in_symbolic_build", "in_xla_context", "is_base_layer_method",
+    "is_keras_default_method", "keep_autograph_out", "keras", "keras2_flavor", "keras3_flavor",
+    "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases", "mark_keras_default_method",
+    "parse_version", "print_at_each_execution", "run_unconverted", "user_stacklevel",
+    "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
 ]

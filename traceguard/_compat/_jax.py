@@ -32,11 +32,11 @@ from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flav
 from traceguard._compat._frames import TfFunctionFrame
 
 __all__ = [
-    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name",
-    "current_replica", "enclosing_tf_function", "executing_eagerly", "graph_body", "holds_tensor",
-    "in_save_context", "in_symbolic_build", "in_xla_context", "is_deferred_variable",
-    "keep_autograph_out", "keras2_flavor", "keras3_flavor", "print_at_each_execution",
-    "run_unconverted", "variable_creation_watch", "wrap_call",
+    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name", "current_replica", "default_graph",
+    "deferred_variable_paths", "enclosing_tf_function", "executing_eagerly", "graph_body",
+    "holds_tensor", "in_save_context", "in_symbolic_build", "in_xla_context", "keep_autograph_out",
+    "keras2_flavor", "keras3_flavor", "print_at_each_execution", "run_unconverted",
+    "variable_creation_watch", "wrap_call",
 ]
 
 TRACER = "jax.jit"  # What traces a function, for messages.
@@ -83,7 +83,11 @@ def _find_jax_cache_miss_code() -> Any:
 _JAX_CACHE_MISS_CODE = _find_jax_cache_miss_code()
 
 
-def enclosing_tf_function() -> TfFunctionFrame | None:
+def default_graph() -> None:
+    return None  # JAX traces no graph object: the functions below take `graph=None`.
+
+
+def enclosing_tf_function(graph: Any = None) -> TfFunctionFrame | None:
     """The innermost `jax.jit` function tracing on this thread (as a `TfFunctionFrame`)."""
     frame = sys._getframe(1)
     while frame is not None:
@@ -100,7 +104,7 @@ def enclosing_tf_function() -> TfFunctionFrame | None:
     return None
 
 
-def in_save_context() -> bool:
+def in_save_context(graph: Any = None) -> bool:
     return False
 
 
@@ -112,18 +116,18 @@ def current_graph_name() -> str | None:
     return None
 
 
-def current_replica() -> int | None:
+def current_replica(graph: Any = None) -> int | None:
     return None
 
 
-def variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
+def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
     # JAX variables are arrays held by Keras; the layer's `variables` show new ones.
     return contextlib.nullcontext()
 
 
-def is_deferred_variable(variable: Any) -> bool:
+def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:
     # A jitted trace creates no variables: values come when the symbolic pass ends.
-    return False
+    return ()
 
 
 # --- no AutoGraph; wrapping `call` -----------------------------------------

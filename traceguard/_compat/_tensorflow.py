@@ -25,11 +25,11 @@ from traceguard._compat._backend import parse_version
 from traceguard._compat._flavors import KerasFlavor, flavor_of_class, internal_missing, load_flavor
 
 __all__ = [
-    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name",
-    "current_replica", "enclosing_tf_function", "executing_eagerly", "graph_body", "holds_tensor",
-    "in_save_context", "in_symbolic_build", "in_xla_context", "is_deferred_variable",
-    "keep_autograph_out", "keras2_flavor", "keras3_flavor", "print_at_each_execution",
-    "run_unconverted", "variable_creation_watch", "wrap_call",
+    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name", "current_replica", "default_graph",
+    "deferred_variable_paths", "enclosing_tf_function", "executing_eagerly", "graph_body",
+    "holds_tensor", "in_save_context", "in_symbolic_build", "in_xla_context", "keep_autograph_out",
+    "keras2_flavor", "keras3_flavor", "print_at_each_execution", "run_unconverted",
+    "variable_creation_watch", "wrap_call",
 ]
 
 TRACER = "tf.function"  # What traces a function, for messages.
@@ -67,6 +67,7 @@ from traceguard._compat._autograph import (  # noqa: E402
 from traceguard._compat._tf_context import (  # noqa: E402
     current_graph_name,
     current_replica,
+    default_graph,
     executing_eagerly,
     in_symbolic_build,
     in_xla_context,
@@ -102,8 +103,11 @@ if not callable(getattr(tf.Graph, "_variable_creator_scope", None)):
     raise internal_missing("tensorflow.python.framework.ops.Graph._variable_creator_scope")
 
 
-def variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
-    """A context manager calling `on_create(variable)` for each TF variable created."""
+def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
+    """A context manager calling `on_create(variable)` for each TF variable created.
+
+    `graph`: the default graph, if known.
+    """
 
     def creator(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
         variable = next_creator(**kwargs)
@@ -113,18 +117,20 @@ def variable_creation_watch(on_create: Callable[[Any], None]) -> Any:
     # What `tf.variable_creator_scope(creator)` enters, without the generator around it
     # (tensorflow/python/ops/variable_scope.py, TF 2.12 to 2.21): every logged run
     # enters one.
-    return tf.compat.v1.get_default_graph()._variable_creator_scope(creator)
+    graph = tf.compat.v1.get_default_graph() if graph is None else graph
+    return graph._variable_creator_scope(creator)
 
 
-def is_deferred_variable(variable: Any) -> bool:
-    """Whether `variable` is a Keras 3 weight whose `tf.Variable` is not created yet.
+def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:
+    """The paths of the Keras 3 weights in `variables` whose `tf.Variable` is not created yet.
 
     Weights made in Keras 3's symbolic pass (a `StatelessScope`) get their
     `tf.Variable` when the scope exits, after the pass's run of the body and
     before the run that follows in the same call (keras/src/backend/common/
     stateless_scope.py, `initialize_all_variables`).
     """
-    return _flavors.backing_variable(variable) is None
+    return tuple(_flavors.variable_path(v) for v in variables
+                 if _flavors.backing_variable(v) is None)
 
 
 # --- printing at each execution (the "tf.print" print mode) ---------------------------

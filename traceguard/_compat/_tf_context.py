@@ -6,6 +6,8 @@ on TensorFlow.
 
 from __future__ import annotations
 
+from typing import Any
+
 import tensorflow as tf
 from tensorflow.python.eager import context as _eager_context
 from tensorflow.python.ops import control_flow_util as _control_flow_util
@@ -31,6 +33,15 @@ def executing_eagerly() -> bool:
 # `<layer name>_scratch_graph` (`Layer._infer_output_signature`, and the default
 # `compute_output_shape`), in every Keras 2 from 2.4 to tf_keras 2.21.
 KERAS2_SCRATCH_GRAPH_SUFFIX = "_scratch_graph"
+
+
+def default_graph() -> Any:
+    """This thread's default graph: a trace's FuncGraph, or the global graph when eager.
+
+    A logged run asks several of the functions below about it; it fetches the graph
+    once and hands it to each (`graph=`), where each would otherwise fetch it again.
+    """
+    return tf.compat.v1.get_default_graph()
 
 
 def current_graph_name() -> str | None:
@@ -68,13 +79,13 @@ if not isinstance(getattr(tf.Graph, "_distribution_strategy_stack", None), prope
     raise internal_missing("tensorflow.python.framework.ops.Graph._distribution_strategy_stack")
 
 
-def current_replica() -> int | None:
-    """The replica id under `tf.distribute`, else None."""
+def current_replica(graph: Any = None) -> int | None:
+    """The replica id under `tf.distribute`, else None. `graph`: the default graph, if known."""
     # Every logged run asks. With no strategy scope entered, this thread's stack is
     # empty and `tf.distribute.has_strategy()` is False; reading the stack takes two
     # Python calls where `has_strategy()` takes eight and a caught IndexError
     # (`_get_per_thread_mode` in tensorflow/python/distribute/distribute_lib.py).
-    if not tf.compat.v1.get_default_graph()._distribution_strategy_stack \
+    if not (tf.compat.v1.get_default_graph() if graph is None else graph)._distribution_strategy_stack \
             or not tf.distribute.has_strategy():
         return None
     context = tf.distribute.get_replica_context()

@@ -156,14 +156,14 @@ def _known_facts(graph: Any) -> _TraceFacts | None:
     return facts
 
 
-def enclosing_tf_function() -> TfFunctionFrame | None:
+def enclosing_tf_function(graph: Any = None) -> TfFunctionFrame | None:
     """Returns the innermost tf.function being traced by this thread, if any.
 
     Walks the Python stack (and, in a `MirroredStrategy` replica thread, the
     stack of the thread that started the replica) on a trace's first run, so
-    call it only off the eager fast path.
+    call it only off the eager fast path. `graph`: the default graph, if known.
     """
-    facts = _known_facts(tf.compat.v1.get_default_graph())
+    facts = _known_facts(tf.compat.v1.get_default_graph() if graph is None else graph)
     if facts is not None:
         return facts.function
     function, trace_graph = _find_enclosing_tf_function(sys._getframe(1))
@@ -204,8 +204,11 @@ def _find_enclosing_tf_function(start: Any) -> tuple[TfFunctionFrame | None, Any
 
 
 # --- saving ---------------------------------------------------------------------------
-def in_save_context() -> bool:
-    """True while SavedModel saving (or `model.export`) traces functions."""
+def in_save_context(graph: Any = None) -> bool:
+    """True while SavedModel saving (or `model.export`) traces functions.
+
+    `graph`: the default graph, if known.
+    """
     if _save_context.in_save_context():
         return True
     export_dirs = _flavors._KERAS_EXPORT_DIRS
@@ -215,7 +218,7 @@ def in_save_context() -> bool:
     # enters TF's save context (measured on Keras 3.15), Keras 2's `__call__`
     # (tf_keras 2.21, Keras 2.12-2.15): recognise its frames, once per trace (see
     # `_facts_of_trace`).
-    facts = _facts_of_trace.get(tf.compat.v1.get_default_graph())
+    facts = _facts_of_trace.get(tf.compat.v1.get_default_graph() if graph is None else graph)
     if facts is not None and facts.exporting is not None:
         return facts.exporting
     exporting = False
