@@ -157,6 +157,8 @@ def signature_of(function: Callable[..., Any], args: tuple, kwargs: dict) -> dic
         # The usual `call(self, inputs, training=None, mask=None)`, bound by hand: the
         # result of `_bound_signature` in a fraction of `bind_partial`'s time.
         names, positional, training = layout
+        if not kwargs and len(args) == len(positional) == len(names):  # All given by position.
+            return {name: spec_of(value) for name, value in zip(names, args)}
         if len(args) <= len(positional) and all(
                 name in names and name not in positional[:len(args)] for name in kwargs):
             given = dict(zip(positional, args))
