@@ -117,7 +117,7 @@ def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None)
     # What `tf.variable_creator_scope(creator)` enters, without the generator around it
     # (tensorflow/python/ops/variable_scope.py, TF 2.12 to 2.21): every logged run
     # enters one.
-    graph = tf.compat.v1.get_default_graph() if graph is None else graph
+    graph = default_graph() if graph is None else graph
     return graph._variable_creator_scope(creator)
 
 

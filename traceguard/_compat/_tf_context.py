@@ -35,17 +35,22 @@ def executing_eagerly() -> bool:
 KERAS2_SCRATCH_GRAPH_SUFFIX = "_scratch_graph"
 
 
+# `tf.compat.v1` is a lazily loaded module: each attribute read goes through its
+# `__getattribute__`. Read once here; every logged run asks for the graph.
+_get_default_graph = tf.compat.v1.get_default_graph
+
+
 def default_graph() -> Any:
     """This thread's default graph: a trace's FuncGraph, or the global graph when eager.
 
     A logged run asks several of the functions below about it; it fetches the graph
     once and hands it to each (`graph=`), where each would otherwise fetch it again.
     """
-    return tf.compat.v1.get_default_graph()
+    return _get_default_graph()
 
 
 def current_graph_name() -> str | None:
-    graph = tf.compat.v1.get_default_graph()
+    graph = _get_default_graph()
     return getattr(graph, "name", None)
 
 
@@ -72,7 +77,7 @@ def in_xla_context() -> bool:
     ops ask the same question with `GraphOrParentsInXlaContext`, which also
     sees an enclosing jit-compiled function through `outer_graph`.
     """
-    return _control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+    return _control_flow_util.GraphOrParentsInXlaContext(_get_default_graph())
 
 
 if not isinstance(getattr(tf.Graph, "_distribution_strategy_stack", None), property):
@@ -82,10 +87,10 @@ if not isinstance(getattr(tf.Graph, "_distribution_strategy_stack", None), prope
 def current_replica(graph: Any = None) -> int | None:
     """The replica id under `tf.distribute`, else None. `graph`: the default graph, if known."""
     # Every logged run asks. With no strategy scope entered, this thread's stack is
-    # empty and `tf.distribute.has_strategy()` is False; reading the stack takes two
-    # Python calls where `has_strategy()` takes eight and a caught IndexError
+    # empty and `tf.distribute.has_strategy()` is False; reading the stack takes one
+    # Python call where `has_strategy()` takes seven or more and a caught IndexError
     # (`_get_per_thread_mode` in tensorflow/python/distribute/distribute_lib.py).
-    if not (tf.compat.v1.get_default_graph() if graph is None else graph)._distribution_strategy_stack \
+    if not (_get_default_graph() if graph is None else graph)._distribution_strategy_stack \
             or not tf.distribute.has_strategy():
         return None
     context = tf.distribute.get_replica_context()

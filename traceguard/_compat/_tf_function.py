@@ -13,7 +13,6 @@ import threading
 import weakref
 from typing import Any
 
-import tensorflow as tf
 from tensorflow.python.distribute import mirrored_run as _mirrored_run
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
 from tensorflow.python.saved_model import save_context as _save_context
@@ -21,7 +20,7 @@ from tensorflow.python.saved_model import save_context as _save_context
 from traceguard._compat import _flavors
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat._frames import TfFunctionFrame
-from traceguard._compat._tf_context import current_graph_name, in_symbolic_build
+from traceguard._compat._tf_context import current_graph_name, default_graph, in_symbolic_build
 
 
 # --- tf.function's trace phases --------------------------------------------------
@@ -163,7 +162,7 @@ def enclosing_tf_function(graph: Any = None) -> TfFunctionFrame | None:
     stack of the thread that started the replica) on a trace's first run, so
     call it only off the eager fast path. `graph`: the default graph, if known.
     """
-    facts = _known_facts(tf.compat.v1.get_default_graph() if graph is None else graph)
+    facts = _known_facts(default_graph() if graph is None else graph)
     if facts is not None:
         return facts.function
     function, trace_graph = _find_enclosing_tf_function(sys._getframe(1))
@@ -218,7 +217,7 @@ def in_save_context(graph: Any = None) -> bool:
     # enters TF's save context (measured on Keras 3.15), Keras 2's `__call__`
     # (tf_keras 2.21, Keras 2.12-2.15): recognise its frames, once per trace (see
     # `_facts_of_trace`).
-    facts = _facts_of_trace.get(tf.compat.v1.get_default_graph() if graph is None else graph)
+    facts = _facts_of_trace.get(default_graph() if graph is None else graph)
     if facts is not None and facts.exporting is not None:
         return facts.exporting
     exporting = False
