@@ -8,6 +8,7 @@ import gc
 import tracemalloc
 import weakref
 
+import pytest
 import tensorflow as tf
 from conftest import SeedLayer, keras
 
@@ -99,24 +100,33 @@ def test_classification_memory_keeps_a_bounded_number_of_functions():
     assert state.graph_traces == _REMEMBERED_FUNCTIONS + 10
 
 
-def _traced_and_forgotten():
+def _traced_and_forgotten(read):
     layer = SeedLayer()
     step = tf.function(layer)
     step(tf.ones((2, 28)))
     step(tf.ones((5, 28)))
     graphs = [step.get_concrete_function(tf.ones((n, 28))).graph for n in (2, 5)]
-    references = [weakref.ref(obj) for obj in (layer, step, layer.dense, *graphs)]
-    return layer.trace_log, list(layer.trace_log), references
+    references = [weakref.ref(obj) for obj in (layer, step, layer.dense, *graphs, *layer.variables)]
+    # Unread, the log holds the finished runs, whose events it makes on first read.
+    return layer.trace_log, list(layer.trace_log) if read else None, references
 
 
-def test_layer_and_its_graphs_are_collected_while_its_events_are_kept():
-    log, events, references = _traced_and_forgotten()
+@pytest.mark.parametrize("read", [True, False], ids=["read", "unread"])
+def test_layer_and_its_graphs_are_collected_while_its_events_are_kept(read):
+    log, events, references = _traced_and_forgotten(read)
+    if not read:  # No event is made yet.
+        assert not any(isinstance(entry, tg.TraceEvent) for entry in log._events)
     gc.collect()
     assert [reference() for reference in references] == [None] * len(references)
     # Keras 3 runs a symbolic build pass first; Keras 2 has none.
     assert [event.kind.value for event in log] == ["symbolic"] * _compat.IS_KERAS_3 + [
         "trace", "variable_retrace", "retrace"]
-    assert events == list(log) and log.to_dicts()[-1]["changes"] == ["inputs: dim 0 2 -> 5"]
+    assert log.to_dicts()[-1]["changes"] == ["inputs: dim 0 2 -> 5"]
+    assert log[-2].created_variables == ()
+    assert [event.index for event in log] == list(range(1, len(log) + 1))
+    if read:
+        assert events == list(log)
+    assert log[0] is list(log)[0]  # Each event is made once.
 
 
 def test_events_reference_only_plain_python_data(seed_input):
