@@ -165,7 +165,6 @@ class BodyRun(EagerRun):
         self.created: list[Any] = []  # The TF variables created while the body runs.
         self.creation_watch: Any = None
 
-
     def event(self) -> TraceEvent:
         """The finished run's `TraceEvent`, made on first use (the log is read rarely)."""
         try:
