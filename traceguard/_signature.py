@@ -72,7 +72,7 @@ def _tensor_label(type_: type) -> str:
 def spec_of(value: Any, _enclosing: tuple[int, ...] = ()) -> Spec:
     """The spec of one argument value."""
     label = _tensor_labels.get(type(value))
-    if label is not None:  # Every call has a tensor argument: the first test to make.
+    if label is not None:  # Tensors are the usual argument: the first test to make.
         return ("tensor", label, _dtype_name(value.dtype), _dims(value.shape))
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return _value_spec(value)
