@@ -154,11 +154,7 @@ class BodyRun(EagerRun):
 
     def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
                  args: tuple, kwargs: dict) -> None:
-        self.layer = layer  # As `EagerRun.__init__` does, without a second call per run.
-        self.state = state
-        self.original = original
-        self.args = args
-        self.kwargs = kwargs
+        super().__init__(layer, state, original, args, kwargs)
         self.index: int | None = None  # None: the run is not logged.
         self.kind = TraceKind.EAGER
         self.messages: list[str] = []
@@ -423,8 +419,9 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         run.layer = run.args = run.kwargs = run.variables_before = run.created = None
         run.creation_watch = None
         if _observers:
-            state.log._append(run.event())
-            _notify("_record_event", layer, run.event())
+            event = run.event()
+            state.log._append(event)
+            _notify("_record_event", layer, event)
         else:
             state.log._append(run)
         if run.kind not in GRAPH_TRACE_KINDS or error is not None:

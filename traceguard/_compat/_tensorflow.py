@@ -129,12 +129,8 @@ def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:
     before the run that follows in the same call (keras/src/backend/common/
     stateless_scope.py, `initialize_all_variables`).
     """
-    keras3 = _flavors.loaded_flavor("keras3")
-    if keras3 is None:
-        return ()
-    keras_variable = keras3.keras.Variable
     return tuple([_flavors.variable_path(v) for v in variables
-                  if isinstance(v, keras_variable) and v._value is None])
+                  if _flavors.backing_variable(v) is None])
 
 
 # --- printing at each execution (the "tf.print" print mode) ---------------------------
