@@ -44,10 +44,9 @@ def _find_wrapped_fn_code() -> Any:
 
 
 _WRAPPED_FN_CODE = _find_wrapped_fn_code()
-_FUNCTION_METHOD_CODES = frozenset(
-    getattr(_tf_function.Function, name).__code__
-    for name in ("_call", "_get_concrete_function_garbage_collected")
-)
+# The `Function` methods above `wrapped_fn` on the stack, whose `self` is the tf.function.
+_CALL_CODE = _tf_function.Function._call.__code__
+_CONCRETE_FUNCTION_CODE = _tf_function.Function._get_concrete_function_garbage_collected.__code__
 _NO_VARIABLE_CREATION_SCOPE = "invalid_creator_scope"
 
 
@@ -185,7 +184,8 @@ def _find_enclosing_tf_function(start: Any) -> tuple[TfFunctionFrame | None, Any
             local = frame.f_locals
             phase = getattr(local.get("scope"), "__name__", "") != _NO_VARIABLE_CREATION_SCOPE
             graph = local.get("default_graph")
-        elif code in _FUNCTION_METHOD_CODES and phase is not None:
+        # Compared by identity: `in` a set would hash each frame's code, its constants too.
+        elif (code is _CALL_CODE or code is _CONCRETE_FUNCTION_CODE) and phase is not None:
             function = frame.f_locals.get("self")
             try:
                 key: Any = weakref.ref(function)
