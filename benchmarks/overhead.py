@@ -1,6 +1,6 @@
 """What traceguard costs: every figure a ratio traceguard / plain Keras, measured side by side.
 
-Usage:  python benchmarks/overhead.py           # everything, about 7 minutes on 2 CPU cores
+Usage:  python benchmarks/overhead.py           # everything, about 5 minutes on 2 CPU cores
         python benchmarks/overhead.py --quick   # graph identity only (what CI runs)
         python benchmarks/overhead.py --only eager --scale 3 --clock cpu
 
