@@ -9,11 +9,12 @@ process, in a fresh random order every repetition; the ratio is the median over 
 repetitions of traceguard / plain within each, so drift on a shared machine hits both
 sides of every ratio alike. A first result, half a second of Python that bursts of load
 slow by 20-80% here, is the ratio of the variants' fastest runs instead: load only adds
-time. The 95% interval (a bootstrap over the repetitions) shows
-how far the ratio can be trusted, and the A/A column (control / plain, likewise) how
-far two equal variants differ on this machine. Fast calls are timed one per repetition, many
-repetitions, so a burst of load on the machine spoils few of them. The script prints
-one table with the target beside each ratio and exits 1 if a target is missed.
+time. The 95% interval (a bootstrap over the repetitions; for the fastest runs, their
+ratio over random halves of the repetitions) shows how far the ratio can be trusted, and
+the A/A column (control / plain, likewise) how far two equal variants differ on this
+machine. Fast calls are timed one per repetition, many repetitions, so a burst of load on
+the machine spoils few of them. The script prints one table with the target beside each
+ratio and exits 1 if a target is missed.
 """
 
 from __future__ import annotations
@@ -481,9 +482,9 @@ def check_first_result_time(table, timer):
         # Each run leaves a model's worth of garbage in cycles: collected before each run,
         # it is not timed into whichever variant the collector happens to interrupt.
         # A first result varies by 20% and more from run to run here, in bursts of load
-        # that reach one variant of a repetition and not the others: the paired median
-        # of 31 repetitions moved by +-9%, the fastest runs' ratio by +-1%
-        # (docs/performance.md).
+        # that reach one variant of a repetition and not the others: over parts of 30
+        # repetitions the paired median ranged 0.92-1.16, the fastest runs' ratio
+        # 0.99-1.03 (docs/performance.md).
         plain_seconds = timer.compare(
             table, f"first result (build + trace): {name}",
             functools.partial(first_result, build, TRACE_AWARE, inputs), plain, plain, 1.05,

@@ -45,8 +45,11 @@ def _find_wrapped_fn_code() -> Any:
 
 _WRAPPED_FN_CODE = _find_wrapped_fn_code()
 # The `Function` methods above `wrapped_fn` on the stack, whose `self` is the tf.function.
-_CALL_CODE = _tf_function.Function._call.__code__
-_CONCRETE_FUNCTION_CODE = _tf_function.Function._get_concrete_function_garbage_collected.__code__
+_CALL_CODE = getattr(getattr(_tf_function.Function, "_call", None), "__code__", None)
+_CONCRETE_FUNCTION_CODE = getattr(getattr(
+    _tf_function.Function, "_get_concrete_function_garbage_collected", None), "__code__", None)
+if _CALL_CODE is None or _CONCRETE_FUNCTION_CODE is None:
+    raise internal_missing("Function._call and Function._get_concrete_function_garbage_collected")
 _NO_VARIABLE_CREATION_SCOPE = "invalid_creator_scope"
 
 
