@@ -228,38 +228,36 @@ class Timer:
         gc.collect()
         traced_times, plain_times, control_times = self.times([traced, plain, control],
                                                               repetitions, calls, settle)
+        fastest = statistic == "fastest"
         measure = STATISTICS[statistic]
         ratio = float(measure(traced_times, plain_times))
-        low, high = (half_sample_interval if statistic == "fastest" else bootstrap_interval)(
-            measure, traced_times, plain_times)
+        low, high = interval(measure, traced_times, plain_times, halves=fastest)
         scale = {"us": 1e6, "ms": 1e3}[unit]
+        plain_seconds = float(plain_times.min() if fastest else np.median(plain_times))
         plain_text = f"plain {np.median(plain_times) * scale:.0f} {unit}"
-        if statistic == "fastest":
-            plain_text = (f"plain fastest {plain_times.min() * scale:.0f} {unit}, median "
+        if fastest:
+            plain_text = (f"plain fastest {plain_seconds * scale:.0f} {unit}, median "
                           f"{np.median(plain_times) * scale:.0f} {unit}; paired median "
                           f"{float(STATISTICS['paired median'](traced_times, plain_times)):.3f}")
         table.add(name, ratio, f"<= {target:.2f}", ratio <= target, f"{low:.3f}-{high:.3f}",
                   plain_text + (f"; {detail}" if detail else ""),
                   f"{float(measure(control_times, plain_times)):.3f}")
-        return float(plain_times.min() if statistic == "fastest" else np.median(plain_times))
+        return plain_seconds
 
 
-def bootstrap_interval(measure, traced, plain, resamples=2000):
-    """95% interval of `measure(traced, plain)`, resampling the repetitions (in pairs)."""
-    picks = np.random.default_rng(0).integers(0, len(traced), (resamples, len(traced)))
-    ratios = measure(traced[picks], plain[picks])
-    return np.percentile(ratios, 2.5), np.percentile(ratios, 97.5)
+def interval(measure, traced, plain, halves=False, resamples=2000):
+    """95% range of `measure(traced, plain)` over resamples of the repetitions (in pairs).
 
-
-def half_sample_interval(measure, traced, plain, resamples=2000):
-    """95% range of `measure` over random halves of the repetitions (in pairs).
-
-    For the fastest runs' ratio, which a bootstrap cannot bound (a resample never
-    has a faster run than the sample): half the runs show how far it moves, and a
-    little more than the whole sample would.
+    A bootstrap (resamples drawn with replacement), or with `halves` random halves of
+    the repetitions: for the fastest runs' ratio, which a bootstrap cannot bound (a
+    resample never has a faster run than the sample), half the runs show how far it
+    moves, and a little more than the whole sample would.
     """
-    rng = np.random.default_rng(0)
-    picks = np.array([rng.permutation(len(traced))[: len(traced) // 2] for _ in range(resamples)])
+    rng, count = np.random.default_rng(0), len(traced)
+    if halves:
+        picks = np.array([rng.permutation(count)[: count // 2] for _ in range(resamples)])
+    else:
+        picks = rng.integers(0, count, (resamples, count))
     ratios = measure(traced[picks], plain[picks])
     return np.percentile(ratios, 2.5), np.percentile(ratios, 97.5)
 
