@@ -20,7 +20,7 @@ from test_html import event, load_benchmark
 
 import traceguard as tg
 from traceguard import _compat
-from traceguard._html_tables import KIND_COLORS
+from traceguard._reports.html_tables import KIND_COLORS
 
 # Per row: its layer, runs, label text and, per mark, its runs, kind classes, fill colour and boxes.
 READ_TIMELINE = """

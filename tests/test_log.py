@@ -7,7 +7,7 @@ import tensorflow as tf
 from conftest import SeedLayer, kinds
 
 import traceguard as tg
-from traceguard._events import TraceEvent, TraceKind
+from traceguard._core.events import TraceEvent, TraceKind
 
 
 def make_event(index, kind=TraceKind.TRACE, function="step"):

@@ -10,8 +10,8 @@ import textwrap
 import pytest
 from conftest import DEFAULT, keras
 
-from traceguard import _instrument
-from traceguard._run import run_script
+from traceguard._diagnosis import instrument as _instrument
+from traceguard._diagnosis.run import run_script
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

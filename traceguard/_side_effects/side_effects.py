@@ -19,10 +19,16 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from traceguard import _compat
-from traceguard._first_runs import Memory, arguments_key, log_internal_error, memory_of_layer, signature_key
-from traceguard._recorder import active_runs
-from traceguard._routed_globals import check_routable, copy_with_print, with_signature_of
-from traceguard._tf_print import (
+from traceguard._record.runs import active_runs
+from traceguard._side_effects.first_runs import (
+    Memory,
+    arguments_key,
+    log_internal_error,
+    memory_of_layer,
+    signature_key,
+)
+from traceguard._side_effects.routed_globals import check_routable, copy_with_print, with_signature_of
+from traceguard._side_effects.tf_print import (
     print_each_execution,
     print_options,
     unsupported_file_message,

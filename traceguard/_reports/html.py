@@ -16,20 +16,19 @@ import pathlib
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from traceguard._events import TRACE_KINDS, TraceEvent
-from traceguard._html_tables import (
+from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent
+from traceguard._reports.html_tables import (
     KIND_COLORS,
     KIND_DESCRIPTIONS,
-    RETRACE_KINDS,
     TABLE_CSS,
     counts_table,
     plural,
     retraces_table,
     snapshot,
 )
-from traceguard._log import TraceLog
-from traceguard._timeline import AXES
-from traceguard._timeline_svg import render_timeline, timeline_css
+from traceguard._reports.timeline import AXES
+from traceguard._reports.timeline_svg import render_timeline, timeline_css
+from traceguard._version import __version__
 
 _PAGE_CSS = (
     "body{margin:24px;color:#1f2328;background:#fff;font:14px/1.5 system-ui,-apple-system,'Segoe UI',"
@@ -52,7 +51,7 @@ def check_events_by_layer(events_by_layer: object) -> None:
         if not isinstance(layer, str):
             raise TypeError(f"`events_by_layer` expects layer names (str) as keys. Received: key={layer!r}")
         events = getattr(runs, "events", runs)  # A LayerRuns holds its events in `events`.
-        if isinstance(events, (str, bytes)) or not isinstance(events, (Sequence, TraceLog)):
+        if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
             raise TypeError(f"`events_by_layer[{layer!r}]` expects a `TraceLog`, a `LayerRuns` or a "
                             f"sequence of `traceguard.TraceEvent`. Received: {type(runs).__name__}")
         for event in events:
@@ -97,8 +96,6 @@ def render_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], title: str 
         raise ValueError(f"`axis` expects one of {', '.join(AXES)}. Received: axis={axis!r}")
     # One snapshot per log, so the timeline and the tables agree while a log keeps growing.
     events_by_layer = snapshot(events_by_layer)
-    from traceguard import __version__
-
     title = "traceguard report" if title is None else str(title)
     runs = sum(len(events) for events in events_by_layer.values())
     retraces = sum(event.kind in RETRACE_KINDS for events in events_by_layer.values() for event in events)

@@ -39,7 +39,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         print(f"traceguard run: --html expects a file in an existing directory. Received: --html {html!r}",
               file=err)
         return 2
-    from traceguard._watch import watch
+    from traceguard._diagnosis.watch import watch
 
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *arguments]

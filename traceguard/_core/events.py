@@ -40,6 +40,9 @@ TRACE_KINDS = tuple(kind.value for kind in TraceKind)
 # The kinds that build a graph a training or serving loop will run again; the
 # ones a retrace budget counts.
 GRAPH_TRACE_KINDS = frozenset({TraceKind.TRACE, TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE})
+# The traces a user can avoid: they repeat a function's trace. A tuple, so that kinds
+# given as their names (`"retrace"`) are found too.
+RETRACE_KINDS = (TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE)
 
 
 @dataclasses.dataclass(frozen=True)
