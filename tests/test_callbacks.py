@@ -84,14 +84,15 @@ def test_partial_last_batch_of_a_later_fit_warns_and_shows_in_the_report(keras_f
     assert kinds_of(monitor.report.layers["projection"]) == first
     step = keras_flavor.pick("one_step_on_data", "train_function")
     expected = (rf"Layer 'projection' retraced tf.function `{step}` during fit call 2, "
-                r"epoch 1: inputs: dim 0 32 -> None. Fix: A partial last batch has a new shape")
+                r"epoch 1: inputs: dim 0 32 -> None. Fix: `fit` got 70 samples in batches of 32: "
+                r"the last batch of 6 has a new shape")
     with pytest.warns(UserWarning, match=expected) as record:
         model.fit(*data(70), batch_size=32, verbose=0, callbacks=[monitor])
     assert len(record) == 1 and record[0].filename == __file__
     runs = monitor.report.layers["projection"]
     assert kinds_of(runs) == first + ["retrace"]
     assert runs.events[-1].changes == ("inputs: dim 0 32 -> None",)
-    assert "drop_remainder=True" in runs.events[-1].hint
+    assert "Arrays have no `drop_remainder`" in runs.events[-1].hint  # NumPy inputs (#18).
     tables = [r.getMessage() for r in caplog.records if r.name == "traceguard" and r.levelno == logging.INFO]
     assert [t.splitlines()[0] for t in tables] == ["TraceMonitor: layer body runs after fit (call 1):",
                                                   "TraceMonitor: layer body runs after fit (call 2):"]
@@ -122,7 +123,7 @@ def test_under_watch_one_warning_names_every_plain_layer_of_the_retraced_step(ke
     step = keras_flavor.pick("one_step_on_data", "train_function")
     assert str(warning.message).startswith(
         f"Layers {names} retraced tf.function `{step}` during fit "
-        "call 2, epoch 1: inputs: dim 0 32 -> None. Fix: A partial last batch")
+        "call 2, epoch 1: inputs: dim 0 32 -> None. Fix: `fit` got 70 samples in batches of 32")
 
 
 def test_validation_and_predict_traces_are_reported_without_warnings(model):

@@ -97,3 +97,31 @@ def test_runs_of_the_same_trace_are_classified_against_earlier_traces_only():
     # Unknown tokens never match: an earlier run without one is an earlier trace.
     assert classify_run(RunContext.GRAPH, A, "step", True, [EarlierTrace(A, True)], trace=None).kind \
         is TraceKind.RETRACE
+
+
+def test_batch_dimension_hints_follow_the_keras_method_and_its_data():
+    from traceguard._compat._keras_calls import KerasCall
+
+    def hint(old_batch, new_batch, call, axis=0):
+        old = [4, 4]
+        new = list(old)
+        old[axis], new[axis] = old_batch, new_batch
+        return classify_run(RunContext.GRAPH, {"x": spec_of(Shape(*new))}, "one_step_on_data", False,
+                            [EarlierTrace({"x": spec_of(Shape(*old))}, True)], keras_step=True,
+                            keras_call=call).hint
+
+    class Shape:
+        def __init__(self, *shape):
+            self.shape, self.dtype = shape, "float32"
+
+    assert hint(32, 6, KerasCall("fit", "dataset")) is Hint.PARTIAL_BATCH_DATASET
+    assert hint(32, 6, KerasCall("fit", "arrays", 70, 32)) is Hint.PARTIAL_BATCH_ARRAYS
+    assert hint(32, 6, KerasCall("evaluate", "arrays", 70, 32)) is Hint.PARTIAL_BATCH_EVALUATE
+    assert hint(32, 6, KerasCall("predict", "arrays", 70, 32)) is Hint.PREDICT_BATCH_SIZE
+    assert hint(32, 6, KerasCall("predict_on_batch")) is Hint.PREDICT_BATCH_SIZE
+    assert hint(32, 6, KerasCall("train_on_batch")) is Hint.ONE_BATCH_SIZE
+    assert hint(32, 6, None) is Hint.PARTIAL_BATCH  # A Keras step whose method was not seen.
+    assert hint(5, 7, KerasCall("fit", "dataset"), axis=1) is Hint.VARYING_LENGTH
+    assert hint(32, None, KerasCall("predict")) is Hint.PREDICT_BATCH_SIZE
+    assert hint(32, None, KerasCall("fit", "arrays")) is Hint.PARTIAL_BATCH_ARRAYS
+    assert hint(5, None, KerasCall("fit", "dataset"), axis=1) is Hint.RELAXED_DIMENSION

@@ -14,6 +14,7 @@ The modules, in the order they are imported:
   state, and the questions about layer classes and variables that any of them answers.
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
 - `_keras_names`: names Keras gives things (its step functions, tensor classes).
+- `_keras_calls`: which Keras method (`fit`, `predict`, ...) a trace runs under.
 - `_interface`: the backend interface, `Backend`, written once.
 - One backend module, whose `__all__` is that interface:
   `_tensorflow` (with `_tf_context`, `_tf_function` and `_autograph`), or `_jax`,
@@ -48,6 +49,7 @@ from traceguard._compat._frames import (
     user_stacklevel,
 )
 from traceguard._compat._interface import BACKEND_NAMES
+from traceguard._compat._keras_calls import KERAS_METHODS, KerasCall
 from traceguard._compat._keras_names import (
     DENSE_TENSOR_TYPES,
     KERAS_STEP_FUNCTIONS,
@@ -68,7 +70,8 @@ LayerBase = DEFAULT_FLAVOR.layer_base  # noqa: F405
 
 __all__ = [
     "BACKEND", "BACKENDS", "BACKEND_NAMES", "DENSE_TENSOR_TYPES", "IS_JAX", "IS_KERAS_3",
-    "KERAS_FLAVOR", "KERAS_STEP_FUNCTIONS", "KerasFlavor", "LayerBase", "TfFunctionFrame",
+    "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KerasCall", "KerasFlavor", "LayerBase",
+    "TfFunctionFrame",
     "backing_variable", "built_by_keras_call", "calling_frame", "describe_versions", "flavor_of_class",
     "is_base_layer_method", "is_keras_default_method", "is_keras_step_function", "keras",
     "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from traceguard._compat._flavors import KerasFlavor
 from traceguard._compat._frames import TfFunctionFrame
+from traceguard._compat._keras_calls import KerasCall
 
 
 class Backend(Protocol):
@@ -38,6 +39,9 @@ class Backend(Protocol):
 
     def enclosing_tf_function(self, graph: Any = None) -> TfFunctionFrame | None:
         """The function (tf.function or jax.jit) whose trace is running, and its phase."""
+
+    def keras_call(self, graph: Any = None) -> KerasCall | None:
+        """The Keras `fit`/`evaluate`/`predict`/`*_on_batch` whose step is being traced, or None."""
 
     def in_save_context(self, graph: Any = None) -> bool:
         """Whether the trace writes a SavedModel or an export."""

@@ -27,10 +27,11 @@ from typing import Any
 import jax
 from jax._src import core as _jax_core
 
-from traceguard._compat import _flavors, _frames
+from traceguard._compat import _flavors, _frames, _keras_calls
 from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flavor
 from traceguard._compat._frames import TfFunctionFrame
 from traceguard._compat._interface import BACKEND_NAMES
+from traceguard._compat._keras_calls import KerasCall
 
 __all__ = list(BACKEND_NAMES)
 
@@ -101,6 +102,11 @@ def enclosing_tf_function(graph: Any = None) -> TfFunctionFrame | None:
 
 def in_save_context(graph: Any = None) -> bool:
     return False
+
+
+def keras_call(graph: Any = None) -> KerasCall | None:
+    # A jitted step's trace runs on the calling thread: its stack holds the Keras method.
+    return _keras_calls.keras_call(sys._getframe(1))
 
 
 def in_xla_context() -> bool:

@@ -68,7 +68,11 @@ from traceguard._compat._tf_context import (  # noqa: E402, F401
     in_symbolic_build,
     in_xla_context,
 )
-from traceguard._compat._tf_function import enclosing_tf_function, in_save_context  # noqa: E402, F401
+from traceguard._compat._tf_function import (  # noqa: E402, F401
+    enclosing_tf_function,
+    in_save_context,
+    keras_call,
+)
 
 
 def keras2_flavor() -> KerasFlavor:

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from traceguard._compat._keras_calls import KerasCall
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.events import TraceKind
 from traceguard._core.signature import Signature, diff_signatures
@@ -65,7 +66,14 @@ class Hint(enum.Enum):
     CREATE_FUNCTION_ONCE = "create_function_once"
     KEEP_OUTSIDE_VALUES_FIXED = "keep_outside_values_fixed"
     TRAINING_VALUE = "training_value"
-    PARTIAL_BATCH = "partial_batch"
+    PARTIAL_BATCH = "partial_batch"  # In fit/evaluate, the data's kind unknown.
+    PARTIAL_BATCH_DATASET = "partial_batch_dataset"  # fit on a tf.data.Dataset: drop_remainder.
+    PARTIAL_BATCH_ARRAYS = "partial_batch_arrays"  # fit on arrays: a batch size that divides.
+    PARTIAL_BATCH_EVALUATE = "partial_batch_evaluate"  # Dropping samples would change the metrics.
+    PREDICT_BATCH_SIZE = "predict_batch_size"  # Dropping samples would drop predictions.
+    ONE_BATCH_SIZE = "one_batch_size"  # train_on_batch / test_on_batch with varying sizes.
+    RELAXED_DIMENSION = "relaxed_dimension"  # TensorFlow made a dimension None: expected, once.
+    VARYING_LENGTH = "varying_length"  # A dimension past the batch, such as a sequence length.
     NONE_DIMENSION = "none_dimension"
     FIXED_SHAPES = "fixed_shapes"  # jax.jit: no None dimension; pad or bucket.
     ONE_DTYPE = "one_dtype"
@@ -89,6 +97,7 @@ class Verdict:
     function: str | None = None
     backend: str = "tensorflow"
     argument: str | None = None
+    keras_call: KerasCall | None = None  # The Keras method of the step, for a hint's numbers.
 
 
 # Keras 2's `fit` creates the optimizer's variables (slots, iteration count) in the
@@ -117,6 +126,7 @@ def classify_run(
     trace: Any = None,
     backend: str = "tensorflow",
     keras_step: bool = False,
+    keras_call: KerasCall | None = None,
 ) -> Verdict:
     """Classifies one body run.
 
@@ -139,6 +149,8 @@ def classify_run(
             tracer (`tf.function`, `jax.jit`) in reasons and hints.
         keras_step: Whether `function` is a step Keras's `fit`, `evaluate` or
             `predict` made.
+        keras_call: The Keras method (`fit`, `predict`, ...) whose step is being
+            traced and the data it got, when known.
     """
     if context is not RunContext.GRAPH:
         return _verdict_of_place(context, function, backend)
@@ -164,8 +176,9 @@ def classify_run(
                        function, backend)
 
     closest, changes = closest_trace(earlier, signature)
-    hint, argument = retrace_hint(changes[0], closest.signature, signature, keras_step, backend)
-    return Verdict(TraceKind.RETRACE, changes, Reason.SIGNATURE_CHANGED, hint, function, backend, argument)
+    hint, argument = retrace_hint(changes[0], closest.signature, signature, keras_step, backend, keras_call)
+    return Verdict(TraceKind.RETRACE, changes, Reason.SIGNATURE_CHANGED, hint, function, backend, argument,
+                   keras_call)
 
 
 def closest_trace(
@@ -206,15 +219,35 @@ _HINT_BY_ASPECT: dict[tuple[Aspect, bool], Hint] = {
 }
 
 
+# A batch dimension that changed in a Keras step, by the Keras method and its data.
+_BATCH_HINT_BY_CALL: dict[tuple[str, str | None], Hint] = {
+    ("fit", "dataset"): Hint.PARTIAL_BATCH_DATASET,
+    ("fit", "arrays"): Hint.PARTIAL_BATCH_ARRAYS,
+    **{("evaluate", data): Hint.PARTIAL_BATCH_EVALUATE for data in ("dataset", "arrays", "other", None)},
+    **{(method, data): Hint.PREDICT_BATCH_SIZE for method in ("predict", "predict_on_batch")
+       for data in ("dataset", "arrays", "other", None)},
+    **{(method, data): Hint.ONE_BATCH_SIZE for method in ("train_on_batch", "test_on_batch")
+       for data in ("dataset", "arrays", "other", None)},
+}
+
+
 def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: bool = False,
-                 backend: str = "tensorflow") -> tuple[Hint, str | None]:
+                 backend: str = "tensorflow",
+                 keras_call: KerasCall | None = None) -> tuple[Hint, str | None]:
     """The fix that matches a retrace's first change, and the argument it names."""
     jax = backend == "jax"
     name = change.parameter
     if name == "training" and not jax:
         return Hint.TRAINING_VALUE, name
-    if change.aspect is Aspect.DIM and keras_step:
-        return Hint.PARTIAL_BATCH, name
+    if change.aspect is Aspect.DIM:
+        if change.axis == 0 and keras_call is not None:
+            return _BATCH_HINT_BY_CALL.get((keras_call.method, keras_call.data), Hint.PARTIAL_BATCH), name
+        if change.axis == 0 and keras_step:
+            return Hint.PARTIAL_BATCH, name
+        if change.new is None:  # TensorFlow relaxed it (`reduce_retracing`, Keras's steps).
+            return Hint.RELAXED_DIMENSION, name
+        if change.axis:
+            return Hint.VARYING_LENGTH, name
     hint = _HINT_BY_ASPECT.get((change.aspect, jax))
     if hint is not None:
         return hint, name

@@ -158,15 +158,19 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         run.signature = signature_of(original, args, kwargs)
         earlier: list[EarlierTrace] = []
         same_origin: list[EarlierTrace] = []
+        keras_call = None
         if run.context is RunContext.GRAPH:
             earlier = state.earlier_traces(run.function_key)
             # Only for a function's first trace (runs of the trace in progress aside):
             # earlier traces of tf.functions wrapping the same code.
             if all(same_trace(past.trace, run.trace) for past in earlier):
                 same_origin = state.earlier_traces_of_origin(run.origin)
+            else:  # A retrace: its hint depends on the Keras method, if any.
+                keras_call = _compat.keras_call(graph)
         run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
                                    run.in_creation_phase, earlier, same_origin, run.trace,
-                                   _compat.BACKEND, _compat.is_keras_step_function(run.function))
+                                   _compat.BACKEND, _compat.is_keras_step_function(run.function),
+                                   keras_call)
         run.kind = run.verdict.kind
         run.replica = _compat.current_replica(graph)
         run.variables_before = _compat.layer_variables(layer)

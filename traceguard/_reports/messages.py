@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from traceguard._compat._keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
 from traceguard._core.classify import Hint, Reason, Verdict
 
 _HINTS: dict[Hint, str] = {
@@ -40,9 +41,20 @@ _HINTS: dict[Hint, str] = {
         "Expected once per value of `training`: each value gets its own graph. Pass "
         "a Python bool consistently, not a mix of tensors and bools."
     ),
-    Hint.PARTIAL_BATCH: (
-        "A partial last batch has a new shape and costs a trace: batch with "
-        "`drop_remainder=True`, or choose a dataset size divisible by the batch size."
+    Hint.PARTIAL_BATCH_DATASET: (
+        "The last batch of the dataset is partial: its new shape costs a trace. Batch with "
+        "`dataset.batch(batch_size, drop_remainder=True)`, or choose a dataset size divisible by "
+        "the batch size."
+    ),
+    Hint.PREDICT_BATCH_SIZE: (
+        "A new batch size in `predict` costs a trace (Keras then relaxes the batch dimension to "
+        "None, so later sizes reuse the graph). Keep every prediction: pass one batch size, or "
+        "call the model in your own `tf.function` with an `input_signature` whose batch "
+        "dimension is None."
+    ),
+    Hint.ONE_BATCH_SIZE: (
+        "Each new batch size costs a trace of the step: pass batches of one size to "
+        "`train_on_batch`/`test_on_batch`, or use `fit`, which traces the partial last batch once."
     ),
     Hint.NONE_DIMENSION: (
         "Each new shape costs a trace: give the tf.function an `input_signature` with None "
@@ -68,6 +80,77 @@ _FIXED_STRUCTURE = {
                    "`input_signature`; each distinct structure costs a trace."),
     "jax": ("Keep the shapes, dtypes and structure of the arguments fixed between calls; "
             "each distinct combination costs a trace."),
+}
+
+
+def _varying_length(verdict: Verdict) -> str:
+    (change, *_) = verdict.changes
+    what = f"Dimension {change.axis} of `{change.argument}` (e.g. a sequence length) varies"
+    if verdict.backend == "jax":
+        return (f"{what}: `jax.jit` compiles once per shape. Pad the inputs to a fixed length, or "
+                "bucket them to a few lengths.")
+    if verdict.keras_call is not None or verdict.function in _KERAS_STEPS:
+        return (f"{what}, and each new length costs a trace of the step. Pad the inputs to one length "
+                "(`keras.utils.pad_sequences`, `dataset.padded_batch`) or bucket them to a few lengths "
+                "(`tf.data.Dataset.bucket_by_sequence_length`).")
+    return (f"{what}, and each new length costs a trace. Give the tf.function an `input_signature` "
+            "with None for that dimension, or pad/bucket the inputs to a few lengths.")
+
+
+def _relaxed_dimension(verdict: Verdict) -> str:
+    (change, *_) = verdict.changes
+    call = verdict.keras_call
+    what = "batch size" if change.axis == 0 else "length"
+    expected = (f"Expected once: TensorFlow relaxed dimension {change.axis} of `{change.argument}` to "
+                f"None after it changed, so later values reuse this graph.")
+    if change.axis == 0 and call is not None and call.method in ("predict", "predict_on_batch"):
+        return (f"{expected} Keep every prediction: to skip this retrace too, predict with one batch "
+                "size, or call the model in your own `tf.function` with an `input_signature` whose "
+                "batch dimension is None.")
+    if change.axis:
+        return (f"{expected} To skip this retrace too, pad the inputs to one {what} "
+                "(`keras.utils.pad_sequences`, `dataset.padded_batch`), or give None for it in an "
+                "`input_signature`.")
+    return f"{expected} To skip this retrace too, give None for it in an `input_signature`."
+
+
+def _partial_batch_arrays(verdict: Verdict) -> str:
+    call = verdict.keras_call
+    samples, batch_size = (call.samples, call.batch_size or 32) if call is not None else (None, 32)
+    if samples and samples % batch_size:
+        facts = (f"`fit` got {samples} samples in batches of {batch_size}: the last batch of "
+                 f"{samples % batch_size} has a new shape and costs a trace (once per `fit` call).")
+    else:
+        facts = "The last batch is partial: its new shape costs a trace (once per `fit` call)."
+    return (f"{facts} Arrays have no `drop_remainder`: choose a `batch_size` that divides the number "
+            "of samples, or trim `x` and `y` to a multiple of it "
+            "(`n = len(x) // batch_size * batch_size; x, y = x[:n], y[:n]`).")
+
+
+def _partial_batch(verdict: Verdict) -> str:
+    call = verdict.keras_call
+    method = f"`{call.method}`" if call is not None else "`fit` or `evaluate`"
+    return (f"A partial last batch in {method} has a new shape and costs a trace: batch a "
+            "`tf.data.Dataset` with `drop_remainder=True`, or choose a number of samples divisible by "
+            "the batch size.")
+
+
+def _partial_batch_evaluate(verdict: Verdict) -> str:
+    call = verdict.keras_call
+    samples, batch_size = (call.samples, call.batch_size or 32) if call is not None else (None, None)
+    facts = (f" ({samples} samples in batches of {batch_size})"
+             if samples and batch_size and samples % batch_size else "")
+    return (f"The last batch of `evaluate`{facts} is partial: its new shape costs one trace. Dropping "
+            "it would change the metrics: choose a `batch_size` that divides the number of samples, "
+            "or accept the one-time cost.")
+
+
+_HINTS_WITH_FACTS = {
+    Hint.RELAXED_DIMENSION: _relaxed_dimension,
+    Hint.VARYING_LENGTH: _varying_length,
+    Hint.PARTIAL_BATCH_ARRAYS: _partial_batch_arrays,
+    Hint.PARTIAL_BATCH: _partial_batch,
+    Hint.PARTIAL_BATCH_EVALUATE: _partial_batch_evaluate,
 }
 
 
@@ -126,6 +209,8 @@ def hint_text(verdict: Verdict) -> str | None:
     hint = verdict.hint
     if hint is None:
         return None
+    if hint in _HINTS_WITH_FACTS:
+        return _HINTS_WITH_FACTS[hint](verdict)
     if hint is Hint.PYTHON_VALUE_AS_TENSOR:
         return _PYTHON_VALUE[_backend(verdict)].format(argument=verdict.argument)
     if hint is Hint.FIXED_STRUCTURE:
