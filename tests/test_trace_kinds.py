@@ -347,3 +347,22 @@ def test_layer_called_twice_in_one_trace_shares_the_trace_kind_and_counts_once(k
         ("retrace", ("inputs: dim 0 3 -> 4",)), ("retrace", ()),
     ]
     assert step.experimental_get_tracing_count() == 2
+
+
+def test_rnn_cell_in_a_while_loop_body_is_part_of_the_step_trace(keras_flavor):
+    if not keras_flavor.is_keras_3:
+        pytest.skip("Keras 2's LSTM computes its steps itself: the cell's `call` never runs")
+    keras = keras_flavor.keras
+    with tg.watch() as explanation:
+        model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4)])
+        model.compile(optimizer="sgd", loss="mse")
+        model.fit(np.ones((8, 5, 3)), np.ones((8, 4)), verbose=0)
+    cell_runs = [runs for name, runs in explanation.layers.items() if "lstm_cell" in name]
+    assert len(cell_runs) == 1
+    graph_runs = [event for event in cell_runs[0].events if event.kind in ("trace", "retrace")]
+    step = "one_step_on_data"
+    # The cell runs once before the loop and once as the loop's body, both in one trace.
+    assert [event.function for event in graph_runs][:2] == [step, step]
+    assert not [event for event in graph_runs if event.kind == "retrace"]
+    in_loop = [event for event in graph_runs if event.reason.startswith("Part of the same trace")]
+    assert in_loop and "`tf.while_loop`" in in_loop[0].reason

@@ -46,6 +46,9 @@ class Backend(Protocol):
     def in_save_context(self, graph: Any = None) -> bool:
         """Whether the trace writes a SavedModel or an export."""
 
+    def control_flow_of(self, graph: Any = None) -> str | None:
+        """`"tf.while_loop"` or `"tf.cond"` when the graph is a body or branch of one, else None."""
+
     def in_xla_context(self) -> bool:
         """Whether the trace is compiled by XLA (`jit_compile=True`)."""
 

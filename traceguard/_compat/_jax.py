@@ -109,6 +109,10 @@ def keras_call(graph: Any = None) -> KerasCall | None:
     return _keras_calls.keras_call(sys._getframe(1))
 
 
+def control_flow_of(graph: Any = None) -> str | None:
+    return None  # No graph to ask: a `lax.while_loop` body's runs are classified as the trace's.
+
+
 def in_xla_context() -> bool:
     return False  # jax.debug.print runs inside XLA: printing needs no fallback.
 

@@ -61,6 +61,7 @@ from traceguard._compat._autograph import (  # noqa: E402, F401
     wrap_call,
 )
 from traceguard._compat._tf_context import (  # noqa: E402, F401
+    control_flow_of,
     current_graph_name,
     current_replica,
     default_graph,

@@ -51,6 +51,7 @@ class Reason(enum.Enum):
     SYMBOLIC = "symbolic"
     SAVE = "save"
     FIRST_TRACE = "first_trace"
+    SAME_TRACE = "same_trace"  # Ran again within a trace that already ran it with this signature.
     NEW_FUNCTION_OBJECT = "new_function_object"
     VARIABLE_RETRACE = "variable_retrace"
     SAME_ARGUMENTS = "same_arguments"  # The function retraced; this layer's arguments did not change.
@@ -98,6 +99,7 @@ class Verdict:
     backend: str = "tensorflow"
     argument: str | None = None
     keras_call: KerasCall | None = None  # The Keras method of the step, for a hint's numbers.
+    control_flow: str | None = None  # "tf.while_loop" or "tf.cond" whose body or branch ran it.
 
 
 # Keras 2's `fit` creates the optimizer's variables (slots, iteration count) in the
@@ -127,6 +129,7 @@ def classify_run(
     backend: str = "tensorflow",
     keras_step: bool = False,
     keras_call: KerasCall | None = None,
+    control_flow: str | None = None,
 ) -> Verdict:
     """Classifies one body run.
 
@@ -151,10 +154,16 @@ def classify_run(
             `predict` made.
         keras_call: The Keras method (`fit`, `predict`, ...) whose step is being
             traced and the data it got, when known.
+        control_flow: `"tf.while_loop"` or `"tf.cond"` when the run is in a
+            body or branch of one, traced within the enclosing function's trace.
     """
     if context is not RunContext.GRAPH:
         return _verdict_of_place(context, function, backend)
     if trace is not None:  # Runs of the trace in progress are not earlier traces.
+        if any(same_trace(past.trace, trace) and past.signature == signature for past in earlier):
+            # An RNN cell in a while-loop body, or a layer called twice in one function.
+            return Verdict(TraceKind.TRACE, (), Reason.SAME_TRACE, None, function, backend,
+                           control_flow=control_flow)
         earlier = [past for past in earlier if past.trace is None or past.trace != trace]
         same_origin = [past for past in same_origin if past.trace is None or past.trace != trace]
     if not earlier and any(past.signature == signature for past in same_origin):
@@ -163,7 +172,8 @@ def classify_run(
         return Verdict(TraceKind.RETRACE, (change,), Reason.NEW_FUNCTION_OBJECT,
                        Hint.CREATE_FUNCTION_ONCE, function, backend)
     if not earlier:
-        return Verdict(TraceKind.TRACE, (), Reason.FIRST_TRACE, None, function, backend)
+        return Verdict(TraceKind.TRACE, (), Reason.FIRST_TRACE, None, function, backend,
+                       control_flow=control_flow)
 
     same = [trace for trace in earlier if trace.signature == signature]
     if same:

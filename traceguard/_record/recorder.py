@@ -170,7 +170,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
                                    run.in_creation_phase, earlier, same_origin, run.trace,
                                    _compat.BACKEND, _compat.is_keras_step_function(run.function),
-                                   keras_call)
+                                   keras_call, _compat.control_flow_of(graph))
         run.kind = run.verdict.kind
         run.replica = _compat.current_replica(graph)
         run.variables_before = _compat.layer_variables(layer)

@@ -164,6 +164,16 @@ def _names(function: str | None, backend: str) -> tuple[bool, str, str, str]:
 
 def reason_text(verdict: Verdict) -> str:
     """One sentence: why the run happened."""
+    if verdict.reason is Reason.SAME_TRACE:
+        _, tracer, _, where = _names(verdict.function, verdict.backend)
+        how = (f"as the body of a `{verdict.control_flow}` traced within it (an RNN cell, "
+               "`keras.ops.while_loop`, ...)" if verdict.control_flow else
+               "again (the layer is called more than once in it)")
+        return (f"Part of the same trace of {where}: its Python body ran this layer {how}; "
+                "one trace, not a new one.")
+    if verdict.reason is Reason.FIRST_TRACE and verdict.control_flow:
+        return (f"First trace of {_names(verdict.function, verdict.backend)[3]} for this signature, "
+                f"in the body of a `{verdict.control_flow}` traced within it.")
     if verdict.reason is Reason.SIGNATURE_CHANGED:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because the signature "
                 f"changed: {'; '.join(verdict.changes)}.")
