@@ -125,3 +125,15 @@ def test_batch_dimension_hints_follow_the_keras_method_and_its_data():
     assert hint(32, None, KerasCall("predict")) is Hint.PREDICT_BATCH_SIZE
     assert hint(32, None, KerasCall("fit", "arrays")) is Hint.PARTIAL_BATCH_ARRAYS
     assert hint(5, None, KerasCall("fit", "dataset"), axis=1) is Hint.RELAXED_DIMENSION
+
+
+def test_a_run_again_in_a_loop_body_of_the_same_trace_is_part_of_it():
+    token = object()
+    verdict = classify_run(RunContext.GRAPH, A, "step", True, [EarlierTrace(A, True, token)], trace=token,
+                           control_flow="tf.while_loop")
+    assert (verdict.kind, verdict.reason, verdict.control_flow) == (
+        TraceKind.TRACE, Reason.SAME_TRACE, "tf.while_loop")
+    # Another signature in the loop body is a trace of its own.
+    other = classify_run(RunContext.GRAPH, B, "step", True, [EarlierTrace(A, True, token)], trace=token,
+                         control_flow="tf.while_loop")
+    assert other.reason is Reason.FIRST_TRACE

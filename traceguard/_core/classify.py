@@ -160,10 +160,12 @@ def classify_run(
     if context is not RunContext.GRAPH:
         return _verdict_of_place(context, function, backend)
     if trace is not None:  # Runs of the trace in progress are not earlier traces.
-        if any(same_trace(past.trace, trace) and past.signature == signature for past in earlier):
-            # An RNN cell in a while-loop body, or a layer called twice in one function.
-            return Verdict(TraceKind.TRACE, (), Reason.SAME_TRACE, None, function, backend,
-                           control_flow=control_flow)
+        if control_flow and any(same_trace(past.trace, trace) and past.signature == signature
+                                for past in earlier):
+            # An RNN cell in a while-loop body: the step's trace ran it once already.
+            kind = classify_run(context, signature, function, in_creation_phase, earlier, same_origin,
+                                trace, backend, keras_step, keras_call).kind
+            return Verdict(kind, (), Reason.SAME_TRACE, None, function, backend, control_flow=control_flow)
         earlier = [past for past in earlier if past.trace is None or past.trace != trace]
         same_origin = [past for past in same_origin if past.trace is None or past.trace != trace]
     if not earlier and any(past.signature == signature for past in same_origin):

@@ -167,8 +167,7 @@ def reason_text(verdict: Verdict) -> str:
     if verdict.reason is Reason.SAME_TRACE:
         _, tracer, _, where = _names(verdict.function, verdict.backend)
         how = (f"as the body of a `{verdict.control_flow}` traced within it (an RNN cell, "
-               "`keras.ops.while_loop`, ...)" if verdict.control_flow else
-               "again (the layer is called more than once in it)")
+               "`keras.ops.while_loop`, ...)")
         return (f"Part of the same trace of {where}: its Python body ran this layer {how}; "
                 "one trace, not a new one.")
     if verdict.reason is Reason.FIRST_TRACE and verdict.control_flow:
