@@ -137,3 +137,13 @@ def test_a_run_again_in_a_loop_body_of_the_same_trace_is_part_of_it():
     other = classify_run(RunContext.GRAPH, B, "step", True, [EarlierTrace(A, True, token)], trace=token,
                          control_flow="tf.while_loop")
     assert other.reason is Reason.FIRST_TRACE
+
+
+def test_variable_retrace_of_a_built_layer_blames_the_other_variables():
+    built = [EarlierTrace(A, True, created_variables=False)]
+    in_step = classify_run(RunContext.GRAPH, A, "one_step_on_data", False, built, keras_step=True)
+    assert (in_step.kind, in_step.hint) == (TraceKind.VARIABLE_RETRACE, Hint.STEP_CREATED_OTHER_VARIABLES)
+    in_function = classify_run(RunContext.GRAPH, A, "step", False, built)
+    assert in_function.hint is Hint.FUNCTION_CREATED_OTHER_VARIABLES
+    creating = [EarlierTrace(A, True, created_variables=True)]
+    assert classify_run(RunContext.GRAPH, A, "step", False, creating).hint is Hint.CREATE_VARIABLES_FIRST

@@ -366,3 +366,20 @@ def test_rnn_cell_in_a_while_loop_body_is_part_of_the_step_trace(keras_flavor):
     assert not [event for event in graph_runs if event.kind == "retrace"]
     in_loop = [event for event in graph_runs if event.reason.startswith("Part of the same trace")]
     assert in_loop and "`tf.while_loop`" in in_loop[0].reason
+
+
+@pytest.mark.parametrize("optimizer, metrics", [("adam", []), ("sgd", ["mae"])])
+def test_keras3_step_variable_retrace_of_built_layers_blames_optimizer_or_metrics(
+        keras_flavor, optimizer, metrics):
+    if not keras_flavor.is_keras_3:
+        pytest.skip("Keras 2's train_function retrace has its own hint (the optimizer)")
+    keras = keras_flavor.keras
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1, name="d")])
+    model.compile(optimizer, "mse", metrics=metrics)
+    with tg.watch() as explanation:
+        model.fit(np.ones((64, 8)), np.ones((64, 1)), batch_size=32, verbose=0)
+    events = explanation.layers["d"].events
+    assert [event.kind.value for event in events] == ["trace", "variable_retrace"]
+    assert events[0].created_variables == ()
+    assert events[1].hint.startswith("This layer was built already: the step's first trace created")
+    assert "call the layer once" not in events[1].hint

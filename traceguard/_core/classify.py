@@ -37,6 +37,7 @@ class EarlierTrace:
     in_creation_phase: bool  # Traced by tf.function's first, variable-creating configuration.
     # Identifies the trace the run was part of (compared with `==`); None when unknown.
     trace: Any = None
+    created_variables: bool | None = None  # Whether the layer's run created variables; None: unknown.
 
 
 def same_trace(a: Any, b: Any) -> bool:
@@ -63,6 +64,10 @@ class Hint(enum.Enum):
 
     DEFINE_BUILD = "define_build"
     CREATE_VARIABLES_FIRST = "create_variables_first"
+    # The first trace of a Keras step created variables, none of them the layer's.
+    STEP_CREATED_OTHER_VARIABLES = "step_created_other_variables"
+    # The first trace of a user function created variables, none of them the layer's.
+    FUNCTION_CREATED_OTHER_VARIABLES = "function_created_other_variables"
     BUILD_OPTIMIZER_FIRST = "build_optimizer_first"
     CREATE_FUNCTION_ONCE = "create_function_once"
     KEEP_OUTSIDE_VALUES_FIXED = "keep_outside_values_fixed"
@@ -180,8 +185,15 @@ def classify_run(
     same = [trace for trace in earlier if trace.signature == signature]
     if same:
         if in_creation_phase is False and any(trace.in_creation_phase for trace in same):
-            hint = Hint.BUILD_OPTIMIZER_FIRST if function == _KERAS2_TRAIN_FUNCTION \
-                else Hint.CREATE_VARIABLES_FIRST
+            layer_created = [trace.created_variables for trace in same if trace.in_creation_phase]
+            if function == _KERAS2_TRAIN_FUNCTION:
+                hint = Hint.BUILD_OPTIMIZER_FIRST
+            elif layer_created and not any(created is not False for created in layer_created):
+                # The layer was built: the variables were someone else's.
+                hint = Hint.STEP_CREATED_OTHER_VARIABLES if keras_step \
+                    else Hint.FUNCTION_CREATED_OTHER_VARIABLES
+            else:
+                hint = Hint.CREATE_VARIABLES_FIRST
             return Verdict(TraceKind.VARIABLE_RETRACE, (), Reason.VARIABLE_RETRACE, hint,
                            function, backend)
         return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED,

@@ -230,7 +230,8 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             return
         # Several runs in one trace (replicas, a layer called twice) count as one trace.
         if not state.remember(run.function_key,
-                              EarlierTrace(run.signature, bool(run.in_creation_phase), run.trace),
+                              EarlierTrace(run.signature, bool(run.in_creation_phase), run.trace,
+                                           bool(run.created_variables)),
                               run.origin):
             return
         with state.lock:

@@ -24,6 +24,20 @@ _HINTS: dict[Hint, str] = {
         "creates its weights (building its sublayers) and call `layer.build(input_shape)` "
         "first. TensorFlow then traces once."
     ),
+    Hint.STEP_CREATED_OTHER_VARIABLES: (
+        "This layer was built already: the step's first trace created other variables, the "
+        "optimizer's (e.g. Adam's moments) or the compiled metrics' state, so TensorFlow traced "
+        "it once more, once per model. Nothing to fix in the layer. For the optimizer's, build it "
+        "before `fit`: `model.optimizer.build(model.trainable_variables)`. The metrics' are a "
+        "one-time cost (evaluating one batch before `fit` moves it to the test step)."
+    ),
+    Hint.FUNCTION_CREATED_OTHER_VARIABLES: (
+        "This layer was built already: something else created variables in the function's "
+        "first trace (another layer, an optimizer's slots, a `tf.Variable`), so TensorFlow "
+        "traced it once more. Create those variables before the first call: build the other "
+        "layers, `optimizer.build(model.trainable_variables)`, or make the `tf.Variable` "
+        "outside the function."
+    ),
     Hint.BUILD_OPTIMIZER_FIRST: (
         "Keras 2 creates the optimizer's variables in the first trace of `train_function`, "
         "so TensorFlow traces it twice once per model. To trace once, build the optimizer "
