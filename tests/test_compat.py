@@ -224,8 +224,10 @@ def test_keras2_module_explains_what_to_install_without_keras_2():
     code = ("import sys; sys.modules['tf_keras'] = None\n"  # As if tf_keras were not installed.
             "try:\n    import traceguard.keras2\nexcept ImportError as error:\n    print(error)")
     message = run_python(code)[0]
-    assert message.startswith("traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
-                              "(pip install 'traceguard[keras2]'), or use TensorFlow 2.12-2.15")
+    minor = ".".join(tf.__version__.split(".")[:2])
+    assert message.startswith(
+        "traceguard's Keras 2 support needs Keras 2: install `tf_keras` (pip install "
+        f"'keras-traceguard[keras2]' 'tensorflow=={minor}.*'), or use TensorFlow 2.12-2.15")
     assert f"Received: TensorFlow {tf.__version__} with Keras " in message
 
 
@@ -258,9 +260,11 @@ def test_legacy_keras_environment_without_tf_keras_says_what_to_install():
     code = ("import sys; sys.modules['tf_keras'] = None\n"
             "try:\n    import traceguard\nexcept ImportError as error:\n    print(error)")
     message = run_python(code, TF_USE_LEGACY_KERAS="1")[0]
+    minor = ".".join(tf.__version__.split(".")[:2])
     assert message == (
         "traceguard follows `tf.keras`, which could not be imported: with TF_USE_LEGACY_KERAS set "
-        "TensorFlow needs the `tf_keras` package (pip install 'traceguard[keras2]'). Received: "
+        "TensorFlow needs the `tf_keras` package (pip install 'keras-traceguard[keras2]' "
+        f"'tensorflow=={minor}.*'). Received: "
         f"TensorFlow {tf.__version__}, TF_USE_LEGACY_KERAS='1'.")
 
 

@@ -34,6 +34,10 @@ __all__ = [
 
 TRACER = "tf.function"  # What traces a function, for messages.
 TF_VERSION: tuple[int, int] = parse_version(tf.__version__)
+# Each tf_keras release requires its own TensorFlow minor version: without the pin, pip would
+# upgrade TensorFlow to the newest one to satisfy the newest tf_keras.
+KERAS2_INSTALL = ("pip install 'keras-traceguard[keras2]' "
+                  f"'tensorflow=={TF_VERSION[0]}.{TF_VERSION[1]}.*'")
 
 
 # --- which Keras `tf.keras` is ----------------------------------------------------------
@@ -44,7 +48,7 @@ def _flavor_following_tf_keras() -> KerasFlavor:
         raise ImportError(
             "traceguard follows `tf.keras`, which could not be imported: with "
             "TF_USE_LEGACY_KERAS set TensorFlow needs the `tf_keras` package "
-            "(pip install 'traceguard[keras2]'). Received: TensorFlow "
+            f"({KERAS2_INSTALL}). Received: TensorFlow "
             f"{tf.__version__}, TF_USE_LEGACY_KERAS={os.environ.get('TF_USE_LEGACY_KERAS')!r}."
         ) from error
     flavor = flavor_of_class(layer_base)
@@ -83,7 +87,7 @@ def keras2_flavor() -> KerasFlavor:
         return DEFAULT_FLAVOR
     raise ImportError(
         "traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
-        "(pip install 'traceguard[keras2]'), or use TensorFlow 2.12-2.15, whose `tf.keras` "
+        f"({KERAS2_INSTALL}), or use TensorFlow 2.12-2.15, whose `tf.keras` "
         f"is Keras 2. Received: TensorFlow {tf.__version__} with "
         f"{DEFAULT_FLAVOR.describe()} and no tf_keras."
     )
@@ -94,7 +98,8 @@ def keras3_flavor() -> KerasFlavor:
     # TensorFlow 2.16 is the first to depend on Keras 3 rather than Keras 2.
     if TF_VERSION >= (2, 16) and importlib.util.find_spec("keras") is not None:
         return load_flavor("keras3")
-    raise ImportError("Keras 3 needs TensorFlow >= 2.16 and the `keras` 3 package. "
+    raise ImportError("Keras 3 needs TensorFlow >= 2.16 and the `keras` 3 package "
+                      "(pip install 'keras-traceguard' 'tensorflow>=2.16'). "
                       f"Received: TensorFlow {tf.__version__} with {DEFAULT_FLAVOR.describe()}.")
 
 
