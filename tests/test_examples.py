@@ -1,4 +1,4 @@
-"""Every script in examples/ and the demo run, and say what the README says they say."""
+"""Every script in examples/ and the demo run, and say what the README and docs say they say."""
 
 import os
 import pathlib
@@ -45,12 +45,12 @@ def test_fit_example_shows_the_partial_batch_retrace():
     assert "changed: inputs: dim 0 32 -> None" in out and "drop_remainder=True" in out
 
 
-def test_print_example_prints_what_the_readme_shows():
+def test_print_example_prints_what_the_side_effects_page_shows():
     out = run(str(ROOT / "examples" / "print_under_tracing.py"))
     assert out.splitlines()[:5] == ["Tracing for (60, 28, 28)", "Tracing for (32, 28, 28)",
                                     "Batch of 60", "Batch of 60", "Batch of 32"]
-    readme = (ROOT / "README.md").read_text()
-    assert "```text\n" + "\n".join(out.splitlines()[:5]) + "\n```" in readme
+    page = (ROOT / "docs" / "side-effects.md").read_text()
+    assert "```text\n" + "\n".join(out.splitlines()[:5]) + "\n```" in page
 
 
 def test_html_timeline_example_writes_the_seed_and_model_timelines(tmp_path):
