@@ -38,6 +38,7 @@ RETRACING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_run_reports_the_fit_example_partial_batch_retrace():
     result = traceguard_run("examples/fit_partial_batch.py")
     assert result.returncode == 0, result.stderr
@@ -55,6 +56,7 @@ def test_run_reports_the_fit_example_partial_batch_retrace():
     assert "drop_remainder=True" in report
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_run_finds_the_retrace_in_a_script_that_does_not_import_traceguard():
     assert "traceguard" not in (ROOT / "examples" / "train_loop_partial_batch.py").read_text().split(
         '"""', 2)[2]
