@@ -183,3 +183,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if getattr(item, "originalname", item.name) in KERAS_3_ONLY.get(item.path.name, ()):
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+# --- output -------------------------------------------------------------------------------
+BROWSER_ARTIFACTS = []  # Files the browser tests keep, listed once after the run.
+
+
+def pytest_terminal_summary(terminalreporter):
+    if BROWSER_ARTIFACTS:
+        terminalreporter.write_line(f"browser artifacts ({len(BROWSER_ARTIFACTS)}): "
+                                    f"{os.path.dirname(BROWSER_ARTIFACTS[0])}")

@@ -180,7 +180,8 @@ def test_wrapped_build_keeps_the_parameter_names_keras_3_reads(keras_flavor):
 def test_import_does_not_import_tf_keras_on_keras_3():
     if not _compat.IS_KERAS_3:
         pytest.skip("traceguard follows tf.keras, which is Keras 2 here")
-    assert run_python("import sys, traceguard; print('tf_keras' in sys.modules)") == ["False"]
+    # Every public name, each loaded on first use.
+    assert run_python("import sys; from traceguard import *; print('tf_keras' in sys.modules)") == ["False"]
 
 
 def module_names_of(path):
@@ -223,8 +224,10 @@ def test_keras2_module_explains_what_to_install_without_keras_2():
     code = ("import sys; sys.modules['tf_keras'] = None\n"  # As if tf_keras were not installed.
             "try:\n    import traceguard.keras2\nexcept ImportError as error:\n    print(error)")
     message = run_python(code)[0]
-    assert message.startswith("traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
-                              "(pip install 'traceguard[keras2]'), or use TensorFlow 2.12-2.15")
+    minor = ".".join(tf.__version__.split(".")[:2])
+    assert message.startswith(
+        "traceguard's Keras 2 support needs Keras 2: install `tf_keras` (pip install "
+        f"'keras-traceguard[keras2]' 'tensorflow=={minor}.*'), or use TensorFlow 2.12-2.15")
     assert f"Received: TensorFlow {tf.__version__} with Keras " in message
 
 
@@ -255,11 +258,14 @@ def test_legacy_keras_environment_without_tf_keras_says_what_to_install():
     if _compat.TF_VERSION < (2, 16):
         pytest.skip("TF_USE_LEGACY_KERAS routes tf.keras from TensorFlow 2.16 on")
     code = ("import sys; sys.modules['tf_keras'] = None\n"
-            "try:\n    import traceguard\nexcept ImportError as error:\n    print(error)")
+            "import traceguard\n"  # Loads nothing yet: the first public name used does.
+            "try:\n    traceguard.TraceAwareLayer\nexcept ImportError as error:\n    print(error)")
     message = run_python(code, TF_USE_LEGACY_KERAS="1")[0]
+    minor = ".".join(tf.__version__.split(".")[:2])
     assert message == (
         "traceguard follows `tf.keras`, which could not be imported: with TF_USE_LEGACY_KERAS set "
-        "TensorFlow needs the `tf_keras` package (pip install 'traceguard[keras2]'). Received: "
+        "TensorFlow needs the `tf_keras` package (pip install 'keras-traceguard[keras2]' "
+        f"'tensorflow=={minor}.*'). Received: "
         f"TensorFlow {tf.__version__}, TF_USE_LEGACY_KERAS='1'.")
 
 

@@ -1,4 +1,4 @@
-"""Every script in examples/ and the demo run, and say what the README says they say."""
+"""Every script in examples/ and the demo run, and say what the README and docs say they say."""
 
 import os
 import pathlib
@@ -23,6 +23,7 @@ def run(*args):
     return result.stdout
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(path, tmp_path):
     arguments = ["--out", str(tmp_path)] if path.name in WRITES_FILES else []
@@ -32,6 +33,7 @@ def test_example_runs(path, tmp_path):
         assert "TraceLog of layer" in out
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_seed_example_prints_once_per_body_run_and_explains_each():
     out = run(str(ROOT / "examples" / "why_two_traces.py"))
     # The example follows tf.keras: Keras 3 adds its symbolic pass to Keras 2's two traces.
@@ -40,19 +42,22 @@ def test_seed_example_prints_once_per_body_run_and_explains_each():
     assert f"TraceLog of layer 'eager_layer': {counts}\n" in out
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_fit_example_shows_the_partial_batch_retrace():
     out = run(str(ROOT / "examples" / "fit_partial_batch.py"))
     assert "changed: inputs: dim 0 32 -> None" in out and "drop_remainder=True" in out
 
 
-def test_print_example_prints_what_the_readme_shows():
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_print_example_prints_what_the_side_effects_page_shows():
     out = run(str(ROOT / "examples" / "print_under_tracing.py"))
     assert out.splitlines()[:5] == ["Tracing for (60, 28, 28)", "Tracing for (32, 28, 28)",
                                     "Batch of 60", "Batch of 60", "Batch of 32"]
-    readme = (ROOT / "README.md").read_text()
-    assert "```text\n" + "\n".join(out.splitlines()[:5]) + "\n```" in readme
+    page = (ROOT / "docs" / "side-effects.md").read_text()
+    assert "```text\n" + "\n".join(out.splitlines()[:5]) + "\n```" in page
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_html_timeline_example_writes_the_seed_and_model_timelines(tmp_path):
     out = run(str(ROOT / "examples" / "html_timeline.py"), "--out", str(tmp_path))
     for page in ("seed_timeline.html", "model_timeline.html"):
@@ -76,6 +81,7 @@ def test_demo_shows_the_double_trace_then_the_fix():
     assert "-> 1 run under tf.function; tracing count 1." in out
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_demo_shows_the_seed_print_under_once_and_tf_print():
     out = run("-m", "traceguard", "demo")
     once = out[out.index('3. The same print, routed by @traceguard.side_effects(print="once")'):]
@@ -97,6 +103,7 @@ def test_demo_shows_the_seed_print_under_once_and_tf_print():
     ]
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 @pytest.mark.parametrize("version", [2, 3])
 def test_demo_runs_on_the_keras_asked_for_or_says_what_is_missing(version):
     try:

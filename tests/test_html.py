@@ -175,7 +175,10 @@ def load_benchmark():
     return module
 
 
-@pytest.mark.parametrize("scenario", ["training_events", "worst_case_events"])
+@pytest.mark.parametrize("scenario", [
+    "training_events",
+    pytest.param("worst_case_events", marks=pytest.mark.slow),  # 100 layers x 1,000 random runs: ~15 s.
+])
 def test_benchmark_scale_report_accounts_for_every_run_within_the_mark_budget(scenario):
     events_by_layer = getattr(load_benchmark(), scenario)()
     document = render_html(events_by_layer)

@@ -3,7 +3,8 @@
 Needs Debian's chromium and chromium-driver; tests/chromium.py installs them
 with apt-get where missing (as root), else these tests skip and say why.
 Screenshots are kept under $TRACEGUARD_ARTIFACTS (default: the temp dir's
-traceguard-artifacts/); each test prints where.
+traceguard-artifacts/); the run's summary lists them. These tests are slow:
+`python -m pytest -m slow` runs them.
 """
 
 import dataclasses
@@ -15,12 +16,14 @@ import tempfile
 import chromium
 import pytest
 import tensorflow as tf
-from conftest import SeedLayer
+from conftest import BROWSER_ARTIFACTS, SeedLayer
 from test_html import event, load_benchmark
 
 import traceguard as tg
 from traceguard import _compat
 from traceguard._reports.html_tables import KIND_COLORS
+
+pytestmark = pytest.mark.slow  # Installs and starts Chromium: about 100 s on 2 cores.
 
 # Per row: its layer, runs, label text and, per mark, its runs, kind classes, fill colour and boxes.
 READ_TIMELINE = """
@@ -68,11 +71,9 @@ def artifacts():
     return directory
 
 
-def keep(path, artifacts, capsys):
-    """Copies a file to the artifacts directory and prints where, past pytest's capture."""
-    kept = shutil.copy(path, artifacts / path.name)
-    with capsys.disabled():
-        print(f"\n  browser artifact: {kept}")
+def keep(path, artifacts):
+    """Copies a file to the artifacts directory; the run's summary lists it (conftest.py)."""
+    BROWSER_ARTIFACTS.append(shutil.copy(path, artifacts / path.name))
 
 
 # The seed layer's first call under tf.function: Keras 3 runs a symbolic pass first, Keras 2 none.
@@ -97,7 +98,7 @@ def check_rendered(browser, path, expected_runs):
     return rows
 
 
-def test_report_of_real_layers_and_a_hostile_name_renders_in_chromium(browser, artifacts, tmp_path, capsys,
+def test_report_of_real_layers_and_a_hostile_name_renders_in_chromium(browser, artifacts, tmp_path,
                                                                       seed_input):
     seed = SeedLayer(name="seed")
     step = tf.function(seed)
@@ -121,19 +122,19 @@ def test_report_of_real_layers_and_a_hostile_name_renders_in_chromium(browser, a
     assert browser.run("return document.querySelector('h1').textContent") == "Browser check"
     screenshot = browser.screenshot(tmp_path / "browser_report.png")
     assert screenshot.read_bytes().startswith(b"\x89PNG")
-    keep(screenshot, artifacts, capsys)
+    keep(screenshot, artifacts)
 
 
-def test_benchmark_sized_report_renders_in_chromium(browser, artifacts, tmp_path, capsys):
+def test_benchmark_sized_report_renders_in_chromium(browser, artifacts, tmp_path):
     events_by_layer = load_benchmark().training_events()
     path = tg.write_html(tmp_path / "benchmark_report.html", events_by_layer)
     rows = check_rendered(browser, path, {layer: 1000 for layer in events_by_layer})
     assert len(rows) == 100
     screenshot = browser.screenshot(tmp_path / "benchmark_report.png", "h1, .legend, svg.timeline")
-    keep(screenshot, artifacts, capsys)
+    keep(screenshot, artifacts)
 
 
-def test_notebook_table_renders_kind_colours_in_chromium(browser, artifacts, tmp_path, capsys, seed_input):
+def test_notebook_table_renders_kind_colours_in_chromium(browser, artifacts, tmp_path, seed_input):
     seed = SeedLayer(name="seed")
     tf.function(seed)(seed_input)
     path = tmp_path / "trace_log_repr.html"
@@ -144,4 +145,4 @@ def test_notebook_table_renders_kind_colours_in_chromium(browser, artifacts, tmp
                         "pill => [pill.textContent, getComputedStyle(pill).backgroundColor])")
     assert pills == [[kind, rgb(KIND_COLORS[kind])] for kind in SEED_KINDS]
     assert browser.console_errors() == []
-    keep(browser.screenshot(tmp_path / "trace_log_repr.png", ".traceguard", margin=8), artifacts, capsys)
+    keep(browser.screenshot(tmp_path / "trace_log_repr.png", ".traceguard", margin=8), artifacts)

@@ -38,6 +38,7 @@ RETRACING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_run_reports_the_fit_example_partial_batch_retrace():
     result = traceguard_run("examples/fit_partial_batch.py")
     assert result.returncode == 0, result.stderr
@@ -56,6 +57,7 @@ def test_run_reports_the_fit_example_partial_batch_retrace():
     assert "`fit` got 70 samples in batches of 32: the last batch of 6" in report
 
 
+@pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_run_finds_the_retrace_in_a_script_that_does_not_import_traceguard():
     assert "traceguard" not in (ROOT / "examples" / "train_loop_partial_batch.py").read_text().split(
         '"""', 2)[2]
@@ -72,7 +74,8 @@ def test_run_writes_the_report_to_output_file(tmp_path):
     output = tmp_path / "report.txt"
     result = traceguard_run("--output", str(output), script(tmp_path, RETRACING))
     assert result.returncode == 0, result.stderr
-    assert f"traceguard: report written to {output}" in result.stderr
+    assert result.stderr.endswith(
+        f"traceguard: watched 1 layer; report written to {output}\n")
     assert "traceguard report for" not in result.stderr
     text = output.read_text()
     assert text.startswith("traceguard report for run script.py: 1 layer; 1 trace, 1 variable_retrace, "
@@ -139,3 +142,11 @@ def test_syntax_error_is_shown_without_traceguard_frames(tmp_path):
 def test_missing_script_is_a_usage_error(tmp_path):
     code, err = run_in_process(str(tmp_path / "missing.py"))
     assert code == 2 and err == f"traceguard run: no such file: {str(tmp_path / 'missing.py')!r}\n"
+
+
+def test_run_ends_with_the_number_of_layers_watched(tmp_path):
+    body = RETRACING + 'keras.layers.Dense(2, name="eager_only")(tf.ones((3, 2)))\n'
+    code, err = run_in_process(script(tmp_path, body))
+    assert code == 0, err
+    # A layer that ran only eagerly was watched too.
+    assert err.endswith("\ntraceguard: watched 2 layers; report above\n")

@@ -93,6 +93,7 @@ def test_import_traceguard_does_not_import_pytest():
     import subprocess
     import sys
 
-    code = "import sys, traceguard; print('pytest' in sys.modules, hasattr(traceguard, 'testing'))"
+    code = ("import sys, traceguard; from traceguard import *; "
+            "print('pytest' in sys.modules, hasattr(traceguard, 'testing'))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "True"]

@@ -87,6 +87,7 @@ FIT_AND_PREDICT_RUNS = [("trace", "one_step_on_data")] * 2 if _compat.IS_KERAS_3
     ("trace", "run_step"), ("variable_retrace", "run_step"), ("trace", "run_step")]
 
 
+@pytest.mark.slow  # Five XLA compilations of fit and predict: ~20 s.
 @pytest.mark.parametrize(
     "mode, printed_keras3, printed_keras2",
     [

@@ -1,16 +1,29 @@
-"""traceguard: see, explain and control when Keras and TensorFlow run your layer's `call`."""
+"""traceguard: see, explain and control when Keras and TensorFlow run your layer's `call`.
 
-from traceguard import callbacks, testing
-from traceguard._core.errors import RetraceError
-from traceguard._core.events import TraceEvent, TraceKind
-from traceguard._diagnosis.explanation import Explanation, LayerRuns
-from traceguard._diagnosis.watch import explain, watch
-from traceguard._record.layer import TraceAwareLayer, TraceAwareMixin
-from traceguard._record.log import TraceLog
-from traceguard._reports.html import write_html
-from traceguard._side_effects.side_effects import PRINT_MODES, side_effects
-from traceguard._side_effects.tf_print import print
-from traceguard._side_effects.trace_once import trace_once
+The public names load on first use (PEP 562): `import traceguard` imports
+neither TensorFlow nor JAX, so `python -m traceguard --help` answers at once.
+The first public name used imports the backend, and raises the `ImportError`
+of an unsupported setup (a missing tf_keras, an unknown `KERAS_BACKEND`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from traceguard import callbacks, testing
+    from traceguard._core.errors import RetraceError
+    from traceguard._core.events import TraceEvent, TraceKind
+    from traceguard._diagnosis.explanation import Explanation, LayerRuns
+    from traceguard._diagnosis.watch import explain, watch
+    from traceguard._record.layer import TraceAwareLayer, TraceAwareMixin
+    from traceguard._record.log import TraceLog
+    from traceguard._reports.html import write_html
+    from traceguard._side_effects.side_effects import PRINT_MODES, side_effects
+    from traceguard._side_effects.tf_print import print
+    from traceguard._side_effects.trace_once import trace_once
+
 from traceguard._version import __version__
 
 __all__ = [
@@ -33,3 +46,38 @@ __all__ = [
     "watch",
     "write_html",
 ]
+
+# The module of each public name, as imported above for type checkers. A public
+# submodule maps to itself.
+_MODULES = {
+    "Explanation": "traceguard._diagnosis.explanation",
+    "LayerRuns": "traceguard._diagnosis.explanation",
+    "PRINT_MODES": "traceguard._side_effects.side_effects",
+    "RetraceError": "traceguard._core.errors",
+    "TraceAwareLayer": "traceguard._record.layer",
+    "TraceAwareMixin": "traceguard._record.layer",
+    "TraceEvent": "traceguard._core.events",
+    "TraceKind": "traceguard._core.events",
+    "TraceLog": "traceguard._record.log",
+    "callbacks": "traceguard.callbacks",
+    "explain": "traceguard._diagnosis.watch",
+    "print": "traceguard._side_effects.tf_print",
+    "side_effects": "traceguard._side_effects.side_effects",
+    "testing": "traceguard.testing",
+    "trace_once": "traceguard._side_effects.trace_once",
+    "watch": "traceguard._diagnosis.watch",
+    "write_html": "traceguard._reports.html",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module 'traceguard' has no attribute {name!r}")
+    module = importlib.import_module(_MODULES[name])
+    value = module if module.__name__ == f"traceguard.{name}" else getattr(module, name)
+    globals()[name] = value  # Later lookups skip this function.
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,10 +1,28 @@
-"""The command line: `python -m traceguard demo [--keras {2,3}]` and `python -m traceguard run SCRIPT`."""
+"""The command line: `python -m traceguard demo [--keras {2,3}]` and `python -m traceguard run SCRIPT`.
+
+Parsing imports nothing heavy, so `--help` answers at once. A command imports
+the backend (TensorFlow or JAX) through `_quiet_backend_import()`, which hides
+TensorFlow's C++ start-up lines unless `--verbose` is given.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import re
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+
+# TensorFlow's C++ start-up lines: absl's notice that logging is not initialised yet, then
+# glog-style lines ("I0000 00:00:1796114029.990968 3020 cudart_stub.cc:31] Could not find
+# cuda drivers ...", "E0000 ... cuInit: UNKNOWN ERROR (303)") and cpu_feature_guard's
+# second line. absl writes them to file descriptor 2 before TF_CPP_MIN_LOG_LEVEL applies.
+_STARTUP_LINE = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|[IWEF]\d{4} \d\d:\d\d:[\d.]+ +\d+ \S+:\d+\] "
+    r"|To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -12,18 +30,23 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m traceguard",
         description="See, explain and control when Keras and TensorFlow run a layer's `call`.",
     )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's C++ start-up lines (absl, CUDA), hidden by default")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    demo = commands.add_parser("demo", help="run the 'why does tf.function trace my layer twice?' "
+    demo = commands.add_parser("demo", parents=[common],
+                               help="run the 'why does tf.function trace my layer twice?' "
                                "layer and explain every run of its body")
     demo.add_argument("--keras", type=int, choices=(2, 3), default=None,
                       help="run on Keras 2 (tf_keras, or tf.keras on TensorFlow <= 2.15) or "
                       "Keras 3; default: the Keras that tf.keras is")
     run = commands.add_parser(
-        "run", help="run a Python script under traceguard.watch() and report every Keras "
-        "layer's body runs when it ends",
+        "run", parents=[common], help="run a Python script under traceguard.watch() and report "
+        "every Keras layer's body runs when it ends",
         description="Run SCRIPT as `python SCRIPT ARGS...` would, recording every run of every "
         "Keras layer's `call` body, and print the report to stderr when the script ends (also "
-        "when it raises). The exit code is the script's.")
+        "when it raises), then one line saying how many layers were watched and "
+        "where the report is. The exit code is the script's.")
     run.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stderr")
     run.add_argument("--html", metavar="FILE", help="also write the report as a self-contained HTML "
                      "file: a timeline of every layer's body runs, then tables")
@@ -36,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     arguments = parser.parse_args(argv)
+    try:
+        _quiet_backend_import(arguments.verbose)
+    except ImportError as error:  # An unsupported setup: the message says what to install.
+        parser.error(str(error))
     if arguments.command == "demo":
         from traceguard._demo import run_demo
 
@@ -49,3 +76,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_script(arguments.script, arguments.arguments, arguments.output, sys.stderr,
                           html=arguments.html)
     return 0
+
+
+def _quiet_backend_import(verbose: bool) -> None:
+    """Imports TensorFlow or JAX (through `_compat`), without TensorFlow's start-up lines unless verbose."""
+    if verbose:
+        from traceguard import _compat  # noqa: F401
+        return
+    # TensorFlow reads it once, when its C++ runtime loads; a value the user set stays.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with _startup_lines_hidden():
+        from traceguard import _compat  # noqa: F401
+
+
+@contextlib.contextmanager
+def _startup_lines_hidden() -> Iterator[None]:
+    """Sends file descriptor 2 to a file while the block runs, then writes back all but start-up lines.
+
+    absl writes its pre-initialisation lines from C++ straight to file descriptor
+    2, so `sys.stderr` cannot catch them. Everything else written meanwhile (a
+    Python warning, the error of a failed import) is written to stderr afterwards.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode(errors="replace")
+            kept = [line for line in text.splitlines(keepends=True) if not _STARTUP_LINE.match(line)]
+            sys.stderr.write("".join(kept))
+            sys.stderr.flush()

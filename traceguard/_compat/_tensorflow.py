@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function_module
 
 from traceguard._compat import _flavors, _frames
 from traceguard._compat._backend import parse_version
@@ -29,6 +30,10 @@ __all__ = list(BACKEND_NAMES)
 
 TRACER = "tf.function"  # What traces a function, for messages.
 TF_VERSION: tuple[int, int] = parse_version(tf.__version__)
+# Each tf_keras release requires its own TensorFlow minor version: without the pin, pip would
+# upgrade TensorFlow to the newest one to satisfy the newest tf_keras.
+KERAS2_INSTALL = ("pip install 'keras-traceguard[keras2]' "
+                  f"'tensorflow=={TF_VERSION[0]}.{TF_VERSION[1]}.*'")
 
 
 # --- which Keras `tf.keras` is ----------------------------------------------------------
@@ -39,7 +44,7 @@ def _flavor_following_tf_keras() -> KerasFlavor:
         raise ImportError(
             "traceguard follows `tf.keras`, which could not be imported: with "
             "TF_USE_LEGACY_KERAS set TensorFlow needs the `tf_keras` package "
-            "(pip install 'traceguard[keras2]'). Received: TensorFlow "
+            f"({KERAS2_INSTALL}). Received: TensorFlow "
             f"{tf.__version__}, TF_USE_LEGACY_KERAS={os.environ.get('TF_USE_LEGACY_KERAS')!r}."
         ) from error
     flavor = flavor_of_class(layer_base)
@@ -84,7 +89,7 @@ def keras2_flavor() -> KerasFlavor:
         return DEFAULT_FLAVOR
     raise ImportError(
         "traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
-        "(pip install 'traceguard[keras2]'), or use TensorFlow 2.12-2.15, whose `tf.keras` "
+        f"({KERAS2_INSTALL}), or use TensorFlow 2.12-2.15, whose `tf.keras` "
         f"is Keras 2. Received: TensorFlow {tf.__version__} with "
         f"{DEFAULT_FLAVOR.describe()} and no tf_keras."
     )
@@ -95,7 +100,8 @@ def keras3_flavor() -> KerasFlavor:
     # TensorFlow 2.16 is the first to depend on Keras 3 rather than Keras 2.
     if TF_VERSION >= (2, 16) and importlib.util.find_spec("keras") is not None:
         return load_flavor("keras3")
-    raise ImportError("Keras 3 needs TensorFlow >= 2.16 and the `keras` 3 package. "
+    raise ImportError("Keras 3 needs TensorFlow >= 2.16 and the `keras` 3 package "
+                      "(pip install 'keras-traceguard' 'tensorflow>=2.16'). "
                       f"Received: TensorFlow {tf.__version__} with {DEFAULT_FLAVOR.describe()}.")
 
 
@@ -120,6 +126,19 @@ def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None)
     # enters one.
     graph = default_graph() if graph is None else graph
     return graph._variable_creator_scope(creator)
+
+
+# `tf.function`'s first trace creates its variables as `UnliftedInitializerVariable`s
+# (tensorflow/python/eager/polymorphic_function/polymorphic_function.py, TF 2.12 to 2.21);
+# a variable created eagerly is another `ResourceVariable`.
+_UNLIFTED_VARIABLE = getattr(_tf_function_module, "UnliftedInitializerVariable", None)
+if not isinstance(_UNLIFTED_VARIABLE, type):
+    raise internal_missing("polymorphic_function.UnliftedInitializerVariable")
+
+
+def any_created_in_a_trace(variables: list[Any]) -> bool:
+    """Whether any of the (Keras or TF) `variables` was created by a tf.function's first trace."""
+    return any(isinstance(_flavors.backing_variable(v), _UNLIFTED_VARIABLE) for v in variables)
 
 
 def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:

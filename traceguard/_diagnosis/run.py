@@ -13,7 +13,10 @@ import runpy
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from traceguard._explanation import Explanation
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
@@ -65,7 +68,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
             _write_report(str(report), output, err)
             if html is not None:
                 report.to_html(html)
-                print(f"traceguard: HTML report written to {html}", file=err)
+            print(_closing_line(report, output, html), file=err)
     return code
 
 
@@ -96,4 +99,19 @@ def _write_report(text: str, output: str | None, err: TextIO) -> None:
         return
     with open(output, "w", encoding="utf-8") as file:
         file.write(text + "\n")
-    print(f"traceguard: report written to {output}", file=err)
+
+
+def _closing_line(report: Explanation, output: str | None, html: str | None) -> str:
+    """How many layers were watched and where the report is.
+
+    Layers only: an event names its function, and two `tf.function`s of one name
+    (`function`, for any layer wrapped directly) cannot be told apart by it.
+    """
+    where = [f"report written to {output}" if output is not None else "report above"]
+    if html is not None:
+        where.append(f"HTML report written to {html}")
+    return f"traceguard: watched {_plural(len(report.layers), 'layer')}; {', '.join(where)}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

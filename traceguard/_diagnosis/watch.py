@@ -61,7 +61,7 @@ def explain(target: Callable[..., Any], *args: Any, **kwargs: Any) -> Explanatio
 
     Raises:
         ValueError: If `target` is not callable.
-        Whatever `target` raises, unchanged.
+        Exception: Whatever `target` raises, unchanged.
 
     Example:
 

@@ -1,0 +1,64 @@
+"""The README and docs/ pages: every link resolves, and every install line installs this package."""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(page):
+    """The anchors MkDocs and GitHub give a page's headings (for the headings these pages use)."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).strip().replace(" ", "-") for heading in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_relative_link_names_an_existing_file_and_heading(page):
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if target.startswith(("http://", "https://")):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.exists(), f"{page.name} links to {target}, which does not exist"
+        if anchor:
+            assert anchor in anchors(linked), f"{page.name} links to {target}: no such heading"
+
+
+@pytest.mark.parametrize("page", [*PAGES, ROOT / "CHANGELOG.md"], ids=lambda page: page.name)
+def test_install_lines_name_the_keras_traceguard_distribution(page):
+    # The index's `traceguard` is an unrelated package with the same import name.
+    for line in page.read_text(encoding="utf-8").splitlines():
+        for command in re.findall(r"pip install[^`|;&]*", line):
+            assert not re.search(r"(?<![-\w])traceguard\b", command), f"{page.name}: {line}"
+
+
+def public_names(module):
+    """A module's `__all__`, read from its source: importing `traceguard.keras2` needs Keras 2."""
+    source = (ROOT / "traceguard" / f"{module}.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"traceguard/{module}.py has no __all__")
+
+
+# Public names the API page describes in prose rather than with a `:::` entry of their own.
+DESCRIBED_IN_PROSE = {
+    "traceguard.__version__", "traceguard.callbacks", "traceguard.testing",
+    "traceguard.keras2.keras",  # A Keras namespace (tf_keras, or tf.keras on TF <= 2.15).
+    "traceguard.keras2.TraceAwareMixin",  # The same class as traceguard.TraceAwareMixin.
+}
+
+
+@pytest.mark.parametrize("module", ["__init__", "testing", "callbacks", "keras2"])
+def test_api_page_has_a_reference_entry_for_every_public_name(module):
+    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    prefix = "traceguard" if module == "__init__" else f"traceguard.{module}"
+    missing = [f"{prefix}.{name}" for name in public_names(module)
+               if f"::: {prefix}.{name}\n" not in api and f"{prefix}.{name}" not in DESCRIBED_IN_PROSE]
+    assert not missing
