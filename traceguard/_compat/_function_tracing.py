@@ -1,0 +1,218 @@
+"""Every trace of a whole function (`tf.function`, `jax.jit`), reported while someone listens.
+
+The backend's hook (`_tf_traces` on TensorFlow, `_jax_traces` on JAX) is patched
+in when the first listener is added and removed, restoring the originals exactly,
+when the last one leaves: with no listener, no hook exists, nothing costs
+anything, and traced graphs are what TensorFlow alone makes. While installed, the
+hook runs only when the backend traces (a cache miss), never on a call that hits.
+
+Each trace is a `FunctionTracing`, made when the trace starts and handed to every
+listener when it ends, on the tracing thread: `listener(tracing)`. Its
+`arguments` hold the call's values (tensors too) for the listeners' calls only;
+they are dropped afterwards, and a listener keeps specs, never the values.
+`tracing_of_graph(graph)` answers, while a trace runs, which one a graph
+belongs to: a layer run made during it links to it by `serial`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from traceguard._compat._backend import IS_JAX
+from traceguard._compat._frames import _LIBRARY_DIRS
+
+Listener = Callable[["FunctionTracing"], None]
+# Where a trace's function came from: `tf.function` (a user's, or Keras's own
+# steps), a `tf.data` transformation's function, or `jax.jit`.
+ORIGINS = ("tf.function", "tf.data", "jax.jit")
+# The trace phases of a `tf.function` (see `_tf_function`): the first trace may
+# create variables; once it did, later traces may not.
+PHASES = ("variable_creation", "no_variable_creation")
+
+_log = logging.getLogger("traceguard")
+
+
+@dataclasses.dataclass(eq=False)
+class FunctionTracing:
+    """One trace of a whole function: made when it starts, complete when it ends."""
+
+    serial: int  # 1, 2, ... in this process: the trace's identity.
+    parent: int | None  # The serial of the trace it runs inside (a nested function), if any.
+    origin: str  # One of ORIGINS.
+    name: str  # The backend's name for the function (`tf.function`'s `name`).
+    function: Any  # A weak reference to the tf.function / jitted function, or None.
+    function_id: int  # id() of that object (of the Python function on JAX).
+    python_function: Any  # The user's function: what the tf.function wraps, a map function.
+    arguments: dict[str, Any] | None  # Name -> value, `self` dropped; None after the listeners.
+    start: float  # time.perf_counter() when the trace started ...
+    end: float | None = None  # ... and when it ended.
+    saving: bool = False  # Traced to save (SavedModel, Keras `export`).
+    phase: str | None = None  # One of PHASES, or None (JAX; a function without them).
+    created_variables: tuple[str, ...] = ()  # The names of variables this trace created.
+    graph: Any = None  # A weak reference to the FuncGraph built (None on JAX).
+    call_site: tuple[str, int] | None = None  # The first user frame: (file, line).
+    caller: str | None = None  # That frame's function name.
+    entry: str | None = None  # The library function the user called (`Model.fit`), if any.
+    relaxed: bool | None = None  # TF traced a generalised signature (`reduce_retracing`).
+    raised: bool = False  # The trace raised an exception.
+    function_text: str | None = None  # repr() of the function, as TF's retracing warning shows it.
+
+    @property
+    def duration(self) -> float:
+        return 0.0 if self.end is None else self.end - self.start
+
+
+# --- which frame is the user's ------------------------------------------------------
+def _is_library(filename: str) -> bool:
+    # AutoGraph's converted copies (temporary files) belong to no file a user can open.
+    return filename.startswith(_LIBRARY_DIRS) or "__autograph_generated_file" in filename
+
+
+def function_text(function: Any) -> str | None:
+    try:
+        return repr(function)
+    except Exception:  # A user's broken `__repr__` must not break tracing.
+        return None
+
+
+# --- the listeners --------------------------------------------------------------------
+_lock = threading.RLock()
+_listeners: tuple[Listener, ...] = ()
+_local = threading.local()  # .stack: the traces running on this thread, innermost last.
+_serial = 0
+# The traces running now, by id() of their graph: `tracing_in_progress` finds a graph's.
+_running_by_graph: dict[int, FunctionTracing] = {}
+
+
+def _backend() -> Any:
+    if IS_JAX:
+        from traceguard._compat import _jax_traces as backend
+    else:
+        from traceguard._compat import _tf_traces as backend
+    return backend
+
+
+def add_listener(listener: Listener) -> None:
+    """Calls `listener(tracing)` at the end of every function trace from now on.
+
+    The first listener installs the backend's hook.
+    """
+    global _listeners
+    if not callable(listener):
+        raise TypeError(f"A function-trace listener must be callable. Received: {listener!r}")
+    with _lock:
+        if not _listeners:
+            _backend().install()
+        _listeners += (listener,)
+
+
+def remove_listener(listener: Listener) -> None:
+    """Stops calling `listener`; the last one to leave removes the backend's hook."""
+    global _listeners
+    with _lock:
+        remaining = list(_listeners)
+        if listener not in remaining:
+            raise ValueError(f"{listener!r} is not a function-trace listener.")
+        remaining.remove(listener)
+        _listeners = tuple(remaining)
+        if not _listeners:
+            _backend().uninstall()
+
+
+@contextlib.contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """`add_listener(listener)` for the duration of the block."""
+    add_listener(listener)
+    try:
+        yield
+    finally:
+        remove_listener(listener)
+
+
+def is_installed() -> bool:
+    """Whether the backend's hook is patched in now."""
+    return _backend().is_installed()
+
+
+def begin(origin: str, name: str, function: Any, python_function: Any,
+          arguments: dict[str, Any], graph: Any = None) -> FunctionTracing:
+    """A trace starts on this thread: its record, now in progress. Called by the hooks."""
+    global _serial
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    parent = stack[-1].serial if stack else None
+    if parent is None and graph is not None:
+        # A trace started by another thread for this one's (`MirroredStrategy` replicas).
+        outer = tracing_of_graph(getattr(graph, "outer_graph", None))
+        parent = None if outer is None else outer.serial
+    try:
+        reference = None if function is None else weakref.ref(function)
+    except TypeError:
+        reference = None
+    with _lock:
+        _serial += 1
+        serial = _serial
+    tracing = FunctionTracing(
+        serial, parent, origin, name, reference,
+        id(python_function if function is None else function), python_function, arguments,
+        time.perf_counter(), graph=None if graph is None else weakref.ref(graph))
+    stack.append(tracing)
+    if graph is not None:
+        _running_by_graph[id(graph)] = tracing
+    return tracing
+
+
+def end(tracing: FunctionTracing, graph: Any = None) -> None:
+    """The trace ends: hands it to every listener, then drops its argument values."""
+    tracing.end = time.perf_counter()
+    stack = _local.stack
+    if stack and stack[-1] is tracing:
+        stack.pop()
+    elif tracing in stack:
+        stack.remove(tracing)
+    if graph is not None:
+        _running_by_graph.pop(id(graph), None)
+    try:
+        for listener in _listeners:
+            try:
+                listener(tracing)
+            except Exception:  # A listener's failure must not fail the user's trace.
+                _log.exception("A function-trace listener failed on the trace of %s", tracing.name)
+    finally:
+        tracing.arguments = None
+        tracing.python_function = None
+
+
+def tracing_of_graph(graph: Any) -> FunctionTracing | None:
+    """The function trace that `graph` belongs to, while that trace runs.
+
+    A graph built inside a trace (a `tf.while_loop` body, a `tf.cond` branch,
+    Keras's scratch graph, a nested function's graph) belongs to the trace of the
+    nearest graph outward (`outer_graph`) that a function trace builds. None
+    outside any trace, and while no listener is installed.
+    """
+    while graph is not None:
+        tracing = _running_by_graph.get(id(graph))
+        if tracing is not None:
+            return tracing
+        graph = getattr(graph, "outer_graph", None)
+    return None
+
+
+def innermost_tracing() -> FunctionTracing | None:
+    """The innermost function trace running on this thread (on JAX, the one to ask)."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+def running_traces() -> tuple[FunctionTracing, ...]:
+    """This thread's function traces in progress, outermost first."""
+    return tuple(getattr(_local, "stack", ()))
