@@ -47,7 +47,7 @@ class FunctionTracing:
     parent: int | None  # The serial of the trace it runs inside (a nested function), if any.
     origin: str  # One of ORIGINS.
     name: str  # The backend's name for the function (`tf.function`'s `name`).
-    function: Any  # A weak reference to the tf.function / jitted function, or None.
+    function: Any  # A weak reference (hashed) to the tf.function / jitted function, or None.
     function_id: int  # id() of that object (of the Python function on JAX).
     python_function: Any  # The user's function: what the tf.function wraps, a map function.
     arguments: dict[str, Any] | None  # Name -> value, `self` dropped; None after the listeners.
@@ -155,7 +155,8 @@ def begin(origin: str, name: str, function: Any, python_function: Any,
         parent = None if outer is None else outer.serial
     try:
         reference = None if function is None else weakref.ref(function)
-    except TypeError:
+        hash(reference)  # Kept by the reference: it keys dicts after the function dies.
+    except TypeError:  # Not weakly referenceable, or not hashable.
         reference = None
     with _lock:
         _serial += 1

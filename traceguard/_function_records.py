@@ -1,0 +1,387 @@
+"""Records of whole-function traces, and what differs from the closest earlier signature.
+
+One `FunctionTrace` per trace of a `tf.function`, a `tf.data` function or a
+`jax.jit` cache miss, made by `FunctionRecords.on_trace` from the hook's
+`_compat._function_tracing.FunctionTracing`. A function is known two ways: by its
+object (this `tf.function`), and by its code (the same `def`, with the same
+functions and constants in its closure), so that a `tf.function` made anew in a
+loop, or a Keras step of a model rebuilt per iteration, is recognised as the same
+function in a new object. A trace's `changes` are what differs from the closest
+earlier signature: the one with the fewest differing arguments, the most recent
+on a tie, among the object's own earlier traces, or for a new object among every
+earlier trace of its code (as JAX's cache-miss explanations pick the closest
+previous key, jax/_src/pjit.py). Pure Python: no TensorFlow, no JAX, and no
+reference to a tensor, graph or function is kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import types
+from collections.abc import Mapping
+from typing import Any
+
+from traceguard._signature import _MAX_ITEMS, Signature, Spec, format_spec, spec_of
+
+# A trace's kind: the function's first trace; a trace by an object that traced
+# before, for a new signature; the first trace of a new object whose code traced
+# before; the trace `tf.function` repeats, without variable creation, after its
+# first trace created variables.
+FUNCTION_TRACE_KINDS = ("first", "retrace", "new_function", "variable_retrace")
+# What one `Change` is about.
+CHANGE_ASPECTS = ("dim", "rank", "dtype", "value", "structure", "added", "removed",
+                  "function-object")
+# How many distinct earlier signatures of one code a new trace is compared with.
+_MAX_COMPARED = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One difference between two signatures: `argument`, which `aspect`, `old` and `new`.
+
+    `aspect` is one of `CHANGE_ASPECTS`. `old` and `new` are the dimensions for
+    `"dim"` (`axis` says which), the ranks (None if unknown) for `"rank"` (with
+    `old_spec`/`new_spec`, the formatted specs), dtype names for `"dtype"`,
+    formatted specs for `"value"`, `"structure"`, `"added"` (`new`) and
+    `"removed"` (`old`), and for `"function-object"` the numbers (1, 2, ...) of
+    the earlier and the new function object of the same code. A `"structure"`
+    change with `old` and `new` None says the items past the first
+    `_signature._MAX_ITEMS` of a long sequence or mapping changed.
+    """
+
+    argument: str
+    aspect: str
+    old: Any
+    new: Any
+    axis: int | None = None
+    old_spec: str | None = None
+    new_spec: str | None = None
+
+    def __str__(self) -> str:
+        name, aspect = self.argument, self.aspect
+        if aspect == "dim":
+            return f"{name}: dim {self.axis} {self.old} -> {self.new}"
+        if aspect == "dtype":
+            return f"{name}: dtype {self.old} -> {self.new}"
+        if aspect == "rank":
+            return (f"{name}: rank {'?' if self.old is None else self.old} -> "
+                    f"{'?' if self.new is None else self.new} ({self.old_spec} -> {self.new_spec})")
+        if aspect == "added":
+            return f"{name}: added ({self.new})"
+        if aspect == "removed":
+            return f"{name}: removed"
+        if aspect == "function-object":
+            return (f"{name}: function object #{self.old} -> #{self.new} "
+                    "(a new function object from the same code)")
+        if aspect == "structure" and self.old is None and self.new is None:
+            return f"{name}: the items past the first {_MAX_ITEMS} changed"
+        text = f"{name}: {self.old} -> {self.new}"
+        if self.old == self.new:  # Values that differ past their shortened repr.
+            text += " (they differ past the part shown)"
+        return text
+
+
+def diff_specs_structured(name: str, old: Spec, new: Spec) -> list[Change]:
+    """The differences between two specs of the argument `name`, as `Change`s.
+
+    `str()` of each is the text `_signature.diff_specs` gives for it.
+    """
+    if old == new:
+        return []
+    if old[0] == new[0] == "tensor" and old[1] == new[1]:
+        changes = []
+        if old[2] != new[2]:
+            changes.append(Change(name, "dtype", old[2], new[2]))
+        old_dims, new_dims = old[3], new[3]
+        if old_dims is None or new_dims is None or len(old_dims) != len(new_dims):
+            if old_dims != new_dims:
+                changes.append(Change(
+                    name, "rank", None if old_dims is None else len(old_dims),
+                    None if new_dims is None else len(new_dims),
+                    old_spec=format_spec(old), new_spec=format_spec(new)))
+        else:
+            changes.extend(Change(name, "dim", a, b, axis=axis)
+                           for axis, (a, b) in enumerate(zip(old_dims, new_dims)) if a != b)
+        return changes
+    if old[0] == new[0] == "seq" and old[1] == new[1] and old[3] == new[3]:
+        changes = [c for i, (a, b) in enumerate(zip(old[2], new[2]))
+                   for c in diff_specs_structured(f"{name}[{i}]", a, b)]
+        return changes + _cut_changed(name, old[4], new[4])
+    if old[0] == new[0] == "map" and old[2] == new[2] and [k for k, _ in old[1]] == [k for k, _ in new[1]]:
+        changes = [c for (key, a), (_, b) in zip(old[1], new[1])
+                   for c in diff_specs_structured(f"{name}[{key}]", a, b)]
+        return changes + _cut_changed(name, old[3], new[3])
+    aspect = "value" if old[0] == new[0] == "value" else "structure"
+    return [Change(name, aspect, format_spec(old), format_spec(new))]
+
+
+def _cut_changed(name: str, old_rest: int | None, new_rest: int | None) -> list[Change]:
+    return [] if old_rest == new_rest else [Change(f"{name}[{_MAX_ITEMS}:]", "structure", None, None)]
+
+
+def diff_signatures_structured(old: Signature, new: Signature) -> list[Change]:
+    """What changed from `old` to `new`, in argument order (`_signature.diff_signatures`)."""
+    changes = []
+    for name, spec in new.items():
+        if name not in old:
+            changes.append(Change(name, "added", None, format_spec(spec)))
+        else:
+            changes.extend(diff_specs_structured(name, old[name], spec))
+    changes.extend(Change(name, "removed", format_spec(old[name]), None)
+                   for name in old if name not in new)
+    return changes
+
+
+def _differing_arguments(old: Signature, new: Signature) -> int:
+    return sum(1 for name, spec in new.items() if old.get(name) != spec) \
+        + sum(1 for name in old if name not in new)
+
+
+# --- a function's identity ------------------------------------------------------------
+def code_key(function: Any) -> tuple:
+    """A key equal for functions from the same code: the same `def` and closure functions.
+
+    The closure's functions count by their own code, its numbers and strings by
+    value, other objects not at all: Keras makes each model's train and test
+    steps from one `def` whose closure holds the model and its `train_step` or
+    `test_step`, so the steps differ by the step's code, and a rebuilt model's
+    steps equal the old model's.
+    """
+    function = _plain_function(function)
+    code = getattr(function, "__code__", None)
+    if code is None:  # A callable object, such as a layer: its class.
+        cls = type(function)
+        return ("object", cls.__module__, cls.__qualname__)
+    closure = []
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # An empty cell.
+            continue
+        value = _plain_function(value)
+        if isinstance(value, types.FunctionType):
+            closure.append(value.__code__)
+        elif value is None or isinstance(value, (bool, int, float, str, bytes)):
+            closure.append(value)
+    return (code, tuple(closure))
+
+
+def _plain_function(function: Any) -> Any:
+    function = getattr(function, "__func__", function)  # A bound method: its function.
+    return getattr(function, "func", function) if hasattr(function, "keywords") else function  # partial
+
+
+def definition_site(function: Any) -> tuple[str, str, int] | None:
+    """(qualified name, file, first line) of the function's `def`, or of an object's class."""
+    function = _plain_function(function)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        cls = type(function)
+        call = getattr(cls, "call", None) or cls.__call__  # A layer: its `call`.
+        code = getattr(call, "__code__", None)
+        name = type(function).__qualname__
+    else:
+        name = getattr(function, "__qualname__", code.co_name)
+    if code is None:
+        return None
+    return name, code.co_filename, code.co_firstlineno
+
+
+# --- the records ------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class FunctionTrace:
+    """One trace of a whole function, with what differs from its closest earlier one."""
+
+    index: int  # 0, 1, ... in the order the traces ended, in its `FunctionRecords`.
+    serial: int  # The hook's serial of the trace: layer runs made during it name it.
+    parent: int | None  # The serial of the trace this one ran inside, if any.
+    origin: str  # "tf.function", "tf.data" or "jax.jit".
+    name: str  # The backend's name for the function (`one_step_on_data`).
+    qualname: str  # The Python function's qualified name.
+    definition: str | None  # "file:line" of its `def`.
+    call_site: str | None  # "file:line" of the first user frame that made the trace.
+    caller: str | None  # The function of that frame.
+    entry: str | None  # The library function the user called (`TensorFlowTrainer.fit`).
+    signature: Mapping[str, Spec]  # Every argument's spec, in parameter order.
+    kind: str  # One of FUNCTION_TRACE_KINDS.
+    changes: tuple[Change, ...]  # From the closest earlier signature; () if none.
+    closest: int | None  # The index of the trace compared with, if any.
+    duration: float  # Seconds spent tracing.
+    object_number: int  # 1 for the first function object of this code, 2 for the next ...
+    objects: int  # How many function objects of this code have traced so far.
+    saving: bool  # Traced to save (SavedModel, Keras `export`).
+    phase: str | None  # "variable_creation", "no_variable_creation" or None.
+    created_variables: tuple[str, ...]  # Names of the variables this trace created.
+    relaxed: bool | None  # The backend traced a generalised signature.
+    raised: bool  # The trace raised an exception.
+
+    def format_signature(self) -> dict[str, str]:
+        return {name: format_spec(spec) for name, spec in self.signature.items()}
+
+
+class _Code:
+    """What the records know about one code: its objects and its distinct signatures."""
+
+    __slots__ = ("objects", "signatures")
+
+    def __init__(self) -> None:
+        self.objects: dict[Any, int] = {}  # Function object key -> its number (1, 2, ...).
+        self.signatures: dict[tuple, int] = {}  # Signature items -> latest index with it.
+
+
+class FunctionRecords:
+    """Receives the hook's traces (`on_trace`) and keeps a `FunctionTrace` for each.
+
+    Thread-safe. Bounded: past `limit` records the oldest are dropped (`dropped`
+    counts them); what is known of each function's earlier traces is kept.
+    """
+
+    def __init__(self, limit: int = 10_000) -> None:
+        if not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"`limit` must be a positive integer. Received: limit={limit!r}")
+        self.limit = limit
+        self.dropped = 0
+        self._records: list[FunctionTrace] = []
+        self._lock = threading.Lock()
+        self._codes: dict[tuple, _Code] = {}
+        # Per function object: its traces' (index, signature items, phase, created variables).
+        self._object_traces: dict[Any, list[tuple[int, tuple, str | None, bool]]] = {}
+        self._next_index = 0
+        self._code_of: dict[int, tuple] = {}  # Record index -> its code key.
+        self._owner_of: dict[int, Any] = {}  # Record index -> its function object key.
+        self._function_texts: dict[str, tuple] = {}  # TF's repr of a function -> its code key.
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Any:
+        with self._lock:
+            return iter(list(self._records))
+
+    def records(self, code: tuple | None = None) -> list[FunctionTrace]:
+        """Every record kept, oldest first; only those of `code` (a `code_key`) if given."""
+        with self._lock:
+            if code is None:
+                return list(self._records)
+            return [r for r in self._records if self._code_of.get(r.index) == code]
+
+    def on_trace(self, tracing: Any) -> FunctionTrace:
+        """The listener: makes the record of one ended trace (a `FunctionTracing`)."""
+        python_function = tracing.python_function
+        key = code_key(python_function)
+        site = definition_site(python_function)
+        signature = {name: _spec(value) for name, value in (tracing.arguments or {}).items()}
+        items = tuple(signature.items())
+        # A weak reference: equal to another only while both point at the same live
+        # object, so a function object made where a dead one was is a new object.
+        object_key = tracing.function if tracing.function is not None else tracing.function_id
+        with self._lock:
+            index = self._next_index
+            self._next_index += 1
+            code = self._codes.setdefault(key, _Code())
+            own = self._object_traces.get(object_key)
+            if own is None or object_key not in code.objects:
+                own = self._object_traces[object_key] = []
+                code.objects[object_key] = len(code.objects) + 1
+            number = code.objects[object_key]
+            if own:
+                candidates = [(i, s) for i, s, _, _ in own]
+            else:
+                candidates = [(i, s) for s, i in code.signatures.items()]
+            closest = _closest(candidates, signature)
+            changes: list[Change] = []
+            if closest is not None:
+                changes = diff_signatures_structured(dict(closest[1]), signature)
+            kind = self._kind(own, code, closest, tracing.phase, items)
+            if kind == "new_function":
+                earlier = max((n for k, n in code.objects.items() if k != object_key), default=1)
+                if closest is not None:
+                    earlier = self._number_of_index(code, closest[0], earlier)
+                changes.insert(0, Change(_name(site, tracing.name), "function-object", earlier, number))
+            own.append((index, items, tracing.phase, bool(tracing.created_variables)))
+            del own[:-_MAX_COMPARED]
+            code.signatures.pop(items, None)
+            code.signatures[items] = index
+            while len(code.signatures) > _MAX_COMPARED:
+                del code.signatures[next(iter(code.signatures))]
+            record = FunctionTrace(
+                index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
+                name=tracing.name, qualname=site[0] if site else tracing.name,
+                definition=f"{site[1]}:{site[2]}" if site else None,
+                call_site=None if tracing.call_site is None else "{}:{}".format(*tracing.call_site),
+                caller=tracing.caller, entry=tracing.entry,
+                signature=types.MappingProxyType(signature), kind=kind, changes=tuple(changes),
+                closest=None if closest is None else closest[0], duration=tracing.duration,
+                object_number=number, objects=len(code.objects), saving=tracing.saving,
+                phase=tracing.phase, created_variables=tuple(tracing.created_variables),
+                relaxed=tracing.relaxed, raised=tracing.raised)
+            self._records.append(record)
+            self._code_of[index] = key
+            self._owner_of[index] = object_key
+            if tracing.function_text:
+                self._function_texts[tracing.function_text] = key
+            if len(self._records) > self.limit:
+                old = self._records.pop(0)
+                self._code_of.pop(old.index, None)
+                self._owner_of.pop(old.index, None)
+                self.dropped += 1
+        return record
+
+    def _number_of_index(self, code: _Code, index: int, default: int) -> int:
+        owner = self._owner_of.get(index)
+        return code.objects.get(owner, default) if owner is not None else default
+
+    @staticmethod
+    def _kind(own: list, code: _Code, closest: tuple | None, phase: str | None, items: tuple) -> str:
+        if own:
+            last_index, last_items, last_phase, created = own[-1]
+            if phase == "no_variable_creation" and last_phase == "variable_creation" and created \
+                    and last_items == items:
+                return "variable_retrace"
+            return "retrace"
+        return "new_function" if len(code.objects) > 1 else "first"
+
+    def code_of(self, record: FunctionTrace) -> tuple | None:
+        """The `code_key` of the function `record` traced (None once dropped)."""
+        return self._code_of.get(record.index)
+
+    def records_for_function_text(self, text: str) -> list[FunctionTrace]:
+        """The records of the function TensorFlow's retracing warning names as `text`."""
+        key = self._function_texts.get(text)
+        return [] if key is None else self.records(key)
+
+
+def _closest(candidates: list[tuple[int, tuple]], signature: dict[str, Spec]) -> tuple[int, tuple] | None:
+    """The candidate with the fewest differing arguments; the most recent on a tie."""
+    best: tuple[int, tuple] | None = None
+    best_count = -1
+    for index, items in candidates:
+        count = _differing_arguments(dict(items), signature)
+        if best is None or count < best_count or (count == best_count and index > best[0]):
+            best, best_count = (index, items), count
+    return best
+
+
+def _name(site: tuple[str, str, int] | None, fallback: str) -> str:
+    return site[0] if site else fallback
+
+
+def _spec(value: Any) -> Spec:
+    # A `tf.data` iterator or dataset traces by its elements' specs (its public
+    # `element_spec`), not by its identity.
+    element_spec = getattr(value, "element_spec", None) if not hasattr(value, "shape") else None
+    return _as_dense(spec_of(value if element_spec is None else element_spec))
+
+
+def _as_dense(spec: Spec) -> Spec:
+    # A `tf.TensorSpec` (an `input_signature`, a `tf.data` element) stands for the
+    # tensor it describes: `float32[None,3]`, as a tensor's spec reads.
+    tag = spec[0]
+    if tag == "tensor" and spec[1] == "TensorSpec":
+        return ("tensor", "", spec[2], spec[3])
+    if tag == "seq":
+        return ("seq", spec[1], tuple(_as_dense(child) for child in spec[2]), spec[3], spec[4])
+    if tag == "map":
+        return ("map", tuple((key, _as_dense(child)) for key, child in spec[1]), spec[2], spec[3])
+    return spec
