@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import logging
 import threading
 import time
@@ -73,6 +74,47 @@ class FunctionTracing:
 def _is_library(filename: str) -> bool:
     # AutoGraph's converted copies (temporary files) belong to no file a user can open.
     return filename.startswith(_LIBRARY_DIRS) or "__autograph_generated_file" in filename
+
+
+def user_frame(frame: Any) -> tuple[Any, str | None]:
+    """The first user frame from `frame` outward, and the library function it called.
+
+    The second is the qualified name of the outermost library function before the
+    user's frame that is no decorator's wrapper (`"TensorFlowTrainer.fit"`), or None.
+    """
+    entry = None
+    while frame is not None and _is_library(frame.f_code.co_filename):
+        code = frame.f_code
+        qualname = getattr(code, "co_qualname", code.co_name)  # Python 3.11+ has the qualified name.
+        if "<locals>" not in qualname:  # Not a decorator's wrapper (Keras's `error_handler`).
+            entry = qualname
+        frame = frame.f_back
+    return frame, entry
+
+
+def bind_arguments(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
+    """A call's arguments by `function`'s parameter names (a bound method's `self` excluded).
+
+    Variadic positionals become `name[i]`, variadic keywords their own names;
+    `arg0`, `arg1`, ... when the call does not bind.
+    """
+    args, kwargs = tuple(args or ()), dict(kwargs or {})
+    try:
+        bound = inspect.signature(function).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        named = {f"arg{i}": value for i, value in enumerate(args)}
+        named.update(kwargs)
+        return named
+    result: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            result.update((f"{name}[{i}]", item) for i, item in enumerate(value))
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            result.update(value)
+        else:
+            result[name] = value
+    return result
 
 
 def function_text(function: Any) -> str | None:

@@ -255,7 +255,7 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
         wrapped = function.python_function
         tracing = _function_tracing.begin(
             "tf.function", function.name, function, _unwrap(wrapped),
-            _bind(wrapped, given.get("args", ()), given.get("kwargs", {})), func_graph)
+            _function_tracing.bind_arguments(wrapped, given.get("args"), given.get("kwargs")), func_graph)
         tracing.function_text = _function_tracing.function_text(wrapped)
     tracing.phase = phase
     tracing.saving = _tf_function.in_save_context(func_graph)
@@ -274,33 +274,11 @@ def _unwrap(function: Any) -> Any:
     return getattr(function, "__func__", function)
 
 
-def _bind(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
-    """The call's arguments by parameter name (a method's `self` is bound already)."""
-    args = tuple(args or ())
-    kwargs = dict(kwargs or {})
-    try:
-        bound = inspect.signature(function).bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        named = {f"arg{i}": value for i, value in enumerate(args)}
-        named.update(kwargs)
-        return named
-    result: dict[str, Any] = {}
-    for name, value in bound.arguments.items():
-        kind = bound.signature.parameters[name].kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            result.update((f"{name}[{i}]", item) for i, item in enumerate(value))
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            result.update(value)
-        else:
-            result[name] = value
-    return result
-
-
 def _data_arguments(function: Any, element_spec: Any) -> dict[str, Any]:
     # `wrapper_helper` passes a tuple element as separate arguments, anything else
     # as one (`_should_unpack`: a tuple, structured_function.py).
     values = element_spec if type(element_spec) is tuple else (element_spec,)
-    return _bind(function, values, {})
+    return _function_tracing.bind_arguments(function, values, {})
 
 
 # --- TensorFlow's retracing warning -------------------------------------------------------
