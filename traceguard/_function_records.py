@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import types
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +33,7 @@ FUNCTION_TRACE_KINDS = ("first", "retrace", "new_function", "variable_retrace")
 # What one `Change` is about.
 CHANGE_ASPECTS = ("dim", "rank", "dtype", "value", "structure", "added", "removed",
                   "function-object")
-# How many distinct earlier signatures of one code a new trace is compared with.
+# How many distinct earlier signatures of one code (and of one object) are kept to compare with.
 _MAX_COMPARED = 256
 
 
@@ -133,9 +134,19 @@ def diff_signatures_structured(old: Signature, new: Signature) -> list[Change]:
     return changes
 
 
-def _differing_arguments(old: Signature, new: Signature) -> int:
-    return sum(1 for name, spec in new.items() if old.get(name) != spec) \
-        + sum(1 for name in old if name not in new)
+class _Compared:
+    """A signature as compared: its (name, spec) pairs and names, as sets."""
+
+    __slots__ = ("index", "signature", "pairs", "names")
+
+    def __init__(self, index: int, signature: dict[str, Spec]) -> None:
+        self.index, self.signature = index, signature
+        self.pairs = frozenset(signature.items())
+        self.names = frozenset(signature)
+
+    def differing_arguments(self, new: _Compared) -> int:
+        # Set differences run in C on hashes computed once per signature.
+        return len(new.pairs - self.pairs) + len(self.names - new.names)
 
 
 # --- a function's identity ------------------------------------------------------------
@@ -227,7 +238,8 @@ class _Code:
 
     def __init__(self) -> None:
         self.objects: dict[Any, int] = {}  # Function object key -> its number (1, 2, ...).
-        self.signatures: dict[tuple, int] = {}  # Signature items -> latest index with it.
+        # Distinct signatures, latest last (an OrderedDict drops its oldest in O(1)).
+        self.signatures: OrderedDict[frozenset, _Compared] = OrderedDict()
 
 
 class FunctionRecords:
@@ -242,11 +254,13 @@ class FunctionRecords:
             raise ValueError(f"`limit` must be a positive integer. Received: limit={limit!r}")
         self.limit = limit
         self.dropped = 0
-        self._records: list[FunctionTrace] = []
+        self._records: deque[FunctionTrace] = deque()
         self._lock = threading.Lock()
         self._codes: dict[tuple, _Code] = {}
-        # Per function object: its traces' (index, signature items, phase, created variables).
-        self._object_traces: dict[Any, list[tuple[int, tuple, str | None, bool]]] = {}
+        # Per function object: its last trace's (compared signature, phase, created variables),
+        # and its distinct signatures, latest last.
+        self._object_traces: dict[Any, list[tuple[_Compared, str | None, bool]]] = {}
+        self._object_signatures: dict[Any, OrderedDict[frozenset, _Compared]] = {}
         self._next_index = 0
         self._code_of: dict[int, tuple] = {}  # Record index -> its code key.
         self._owner_of: dict[int, Any] = {}  # Record index -> its function object key.
@@ -272,39 +286,36 @@ class FunctionRecords:
         key = code_key(python_function)
         site = definition_site(python_function)
         signature = {name: _spec(value) for name, value in (tracing.arguments or {}).items()}
-        items = tuple(signature.items())
         # A weak reference: equal to another only while both point at the same live
         # object, so a function object made where a dead one was is a new object.
         object_key = tracing.function if tracing.function is not None else tracing.function_id
         with self._lock:
             index = self._next_index
             self._next_index += 1
+            compared = _Compared(index, signature)
             code = self._codes.setdefault(key, _Code())
             own = self._object_traces.get(object_key)
             if own is None or object_key not in code.objects:
                 own = self._object_traces[object_key] = []
                 code.objects[object_key] = len(code.objects) + 1
             number = code.objects[object_key]
-            if own:
-                candidates = [(i, s) for i, s, _, _ in own]
-            else:
-                candidates = [(i, s) for s, i in code.signatures.items()]
-            closest = _closest(candidates, signature)
+            own_signatures = self._object_signatures.setdefault(object_key, OrderedDict())
+            closest = _closest(own_signatures if own else code.signatures, compared)
             changes: list[Change] = []
             if closest is not None:
-                changes = diff_signatures_structured(dict(closest[1]), signature)
-            kind = self._kind(own, code, closest, tracing.phase, items)
+                changes = diff_signatures_structured(closest.signature, signature)
+            kind = self._kind(own, code, compared, tracing.phase)
             if kind == "new_function":
                 earlier = max((n for k, n in code.objects.items() if k != object_key), default=1)
                 if closest is not None:
-                    earlier = self._number_of_index(code, closest[0], earlier)
+                    earlier = self._number_of_index(code, closest.index, earlier)
                 changes.insert(0, Change(_name(site, tracing.name), "function-object", earlier, number))
-            own.append((index, items, tracing.phase, bool(tracing.created_variables)))
-            del own[:-_MAX_COMPARED]
-            code.signatures.pop(items, None)
-            code.signatures[items] = index
-            while len(code.signatures) > _MAX_COMPARED:
-                del code.signatures[next(iter(code.signatures))]
+            own[:] = [(compared, tracing.phase, bool(tracing.created_variables))]
+            for signatures in (own_signatures, code.signatures):
+                signatures[compared.pairs] = compared
+                signatures.move_to_end(compared.pairs)  # Latest last.
+                if len(signatures) > _MAX_COMPARED:
+                    signatures.popitem(last=False)
             record = FunctionTrace(
                 index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
                 name=tracing.name, qualname=site[0] if site else tracing.name,
@@ -312,7 +323,7 @@ class FunctionRecords:
                 call_site=None if tracing.call_site is None else "{}:{}".format(*tracing.call_site),
                 caller=tracing.caller, entry=tracing.entry,
                 signature=types.MappingProxyType(signature), kind=kind, changes=tuple(changes),
-                closest=None if closest is None else closest[0], duration=tracing.duration,
+                closest=None if closest is None else closest.index, duration=tracing.duration,
                 object_number=number, objects=len(code.objects), saving=tracing.saving,
                 phase=tracing.phase, created_variables=tuple(tracing.created_variables),
                 relaxed=tracing.relaxed, raised=tracing.raised)
@@ -322,7 +333,7 @@ class FunctionRecords:
             if tracing.function_text:
                 self._function_texts[tracing.function_text] = key
             if len(self._records) > self.limit:
-                old = self._records.pop(0)
+                old = self._records.popleft()
                 self._code_of.pop(old.index, None)
                 self._owner_of.pop(old.index, None)
                 self.dropped += 1
@@ -333,11 +344,11 @@ class FunctionRecords:
         return code.objects.get(owner, default) if owner is not None else default
 
     @staticmethod
-    def _kind(own: list, code: _Code, closest: tuple | None, phase: str | None, items: tuple) -> str:
+    def _kind(own: list, code: _Code, compared: _Compared, phase: str | None) -> str:
         if own:
-            last_index, last_items, last_phase, created = own[-1]
+            last, last_phase, created = own[-1]
             if phase == "no_variable_creation" and last_phase == "variable_creation" and created \
-                    and last_items == items:
+                    and last.pairs == compared.pairs:
                 return "variable_retrace"
             return "retrace"
         return "new_function" if len(code.objects) > 1 else "first"
@@ -352,14 +363,24 @@ class FunctionRecords:
         return [] if key is None else self.records(key)
 
 
-def _closest(candidates: list[tuple[int, tuple]], signature: dict[str, Spec]) -> tuple[int, tuple] | None:
-    """The candidate with the fewest differing arguments; the most recent on a tie."""
-    best: tuple[int, tuple] | None = None
+def _closest(candidates: dict[frozenset, _Compared], new: _Compared) -> _Compared | None:
+    """The candidate with the fewest differing arguments; the most recent on a tie.
+
+    `candidates` are distinct signatures, latest last. The same signature is the
+    closest if present; else at least one argument differs, and the newest
+    candidate with one differing argument ends the search.
+    """
+    exact = candidates.get(new.pairs)
+    if exact is not None:
+        return exact
+    best: _Compared | None = None
     best_count = -1
-    for index, items in candidates:
-        count = _differing_arguments(dict(items), signature)
-        if best is None or count < best_count or (count == best_count and index > best[0]):
-            best, best_count = (index, items), count
+    for candidate in reversed(candidates.values()):
+        count = candidate.differing_arguments(new)
+        if best is None or count < best_count:
+            best, best_count = candidate, count
+            if count <= 1:
+                break
     return best
 
 

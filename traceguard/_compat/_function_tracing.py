@@ -71,9 +71,19 @@ class FunctionTracing:
 
 
 # --- which frame is the user's ------------------------------------------------------
+# Each file's answer, found once: a dict lookup on the (cached) hash of a file name
+# costs a fraction of `startswith` over every library directory, on each frame walked.
+_library_files: dict[str, bool] = {}
+
+
 def _is_library(filename: str) -> bool:
-    # AutoGraph's converted copies (temporary files) belong to no file a user can open.
-    return filename.startswith(_LIBRARY_DIRS) or "__autograph_generated_file" in filename
+    known = _library_files.get(filename)
+    if known is None:
+        # AutoGraph's converted copies (temporary files) belong to no file a user can open.
+        known = filename.startswith(_LIBRARY_DIRS) or "__autograph_generated_file" in filename
+        if len(_library_files) < 65536:
+            _library_files[filename] = known
+    return known
 
 
 def user_frame(frame: Any) -> tuple[Any, str | None]:
@@ -92,6 +102,33 @@ def user_frame(frame: Any) -> tuple[Any, str | None]:
     return frame, entry
 
 
+# Each function's parameters, found once: `inspect.signature` of a TF-decorated
+# function takes over 100 us; the traces of one function reuse it.
+_parameters: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_NAMED = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _signature(function: Any) -> tuple[inspect.Signature, tuple[str, ...] | None] | None:
+    """`function`'s signature, and its names when every parameter is positional."""
+    try:
+        found = _parameters.get(function)
+    except TypeError:  # Unhashable.
+        found = None
+    if found is None:
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            return None
+        parameters = signature.parameters.values()
+        names = tuple(p.name for p in parameters) if all(p.kind in _NAMED for p in parameters) else None
+        found = (signature, names)
+        try:
+            _parameters[function] = found
+        except TypeError:  # Not weakly referenceable: found again next time.
+            pass
+    return found
+
+
 def bind_arguments(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
     """A call's arguments by `function`'s parameter names (a bound method's `self` excluded).
 
@@ -99,9 +136,16 @@ def bind_arguments(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
     `arg0`, `arg1`, ... when the call does not bind.
     """
     args, kwargs = tuple(args or ()), dict(kwargs or {})
-    try:
-        bound = inspect.signature(function).bind(*args, **kwargs)
-    except (TypeError, ValueError):
+    found = _signature(function)
+    if found is not None and found[1] is not None and not kwargs and len(args) == len(found[1]):
+        return dict(zip(found[1], args))  # Every argument given by position: the usual case.
+    bound = None
+    if found is not None:
+        try:
+            bound = found[0].bind(*args, **kwargs)
+        except TypeError:
+            bound = None
+    if bound is None:
         named = {f"arg{i}": value for i, value in enumerate(args)}
         named.update(kwargs)
         return named

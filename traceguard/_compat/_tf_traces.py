@@ -33,8 +33,9 @@ from typing import Any
 from tensorflow.python.data.ops import structured_function as _structured_function
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _polymorphic_function
 from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
+from tensorflow.python.saved_model import save_context as _save_context
 
-from traceguard._compat import _function_tracing, _tf_function
+from traceguard._compat import _flavors, _function_tracing, _tf_function
 from traceguard._compat._flavors import internal_missing
 
 try:  # TF 2.14+.
@@ -224,9 +225,13 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
            phase: str | None, compiler: Any = None) -> _function_tracing.FunctionTracing | None:
     """Walks up from the hook once: the tf.function, tf.data's wrapper, the user's frame."""
     function = data_frame = entry = None
+    exporting = False
+    export_dirs = _flavors._KERAS_EXPORT_DIRS
     frame = caller
     while frame is not None:
         code = frame.f_code
+        if export_dirs and code.co_filename.startswith(export_dirs):
+            exporting = True
         qualname = getattr(code, "co_qualname", code.co_name)  # Python 3.11+ has the qualified name.
         if code is _FUNCTION_CODES[0] or code is _FUNCTION_CODES[1]:
             candidate = frame.f_locals.get("self")
@@ -258,7 +263,9 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
             _function_tracing.bind_arguments(wrapped, given.get("args"), given.get("kwargs")), func_graph)
         tracing.function_text = _function_tracing.function_text(wrapped)
     tracing.phase = phase
-    tracing.saving = _tf_function.in_save_context(func_graph)
+    # TF's save context, or Keras's `export` tracing before it enters it (see
+    # `_tf_function.in_save_context`), seen between here and the user's frame.
+    tracing.saving = exporting or _save_context.in_save_context()
     if frame is not None:
         tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
         tracing.caller = frame.f_code.co_name
