@@ -74,6 +74,7 @@ def test_a_python_int_argument_retrace_names_the_argument(records):
     assert second.definition == f"{HERE}:{train_step.python_function.__code__.co_firstlineno}"
     assert second.qualname.endswith("<locals>.train_step")
     assert (second.origin, second.name, second.entry) == ("tf.function", "train_step", "Function.__call__")
+    assert not second.library_function
     assert second.duration > 0
 
 
@@ -212,6 +213,7 @@ def test_keras_fit_records_its_train_step_called_from_the_test(records):
     assert {r.call_site for r in steps} == {f"{HERE}:{fit_line}"}
     assert all(r.caller == "test_keras_fit_records_its_train_step_called_from_the_test" for r in steps)
     assert all(r.kind in ("first", "variable_retrace") for r in steps)
+    assert all(r.library_function for r in steps)  # Keras's own step functions.
 
 
 def test_a_model_rebuilt_per_iteration_gets_a_new_predict_function_of_the_same_code(records):

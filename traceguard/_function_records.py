@@ -226,6 +226,9 @@ class FunctionTrace:
     created_variables: tuple[str, ...]  # Names of the variables this trace created.
     relaxed: bool | None  # The backend traced a generalised signature.
     raised: bool  # The trace raised an exception.
+    # The function is TensorFlow's, Keras's or JAX's own (a Keras step, a Keras data
+    # adapter's `tf.data` function), not defined in the user's code.
+    library_function: bool = False
 
     def format_signature(self) -> dict[str, str]:
         return {name: format_spec(spec) for name, spec in self.signature.items()}
@@ -326,7 +329,8 @@ class FunctionRecords:
                 closest=None if closest is None else closest.index, duration=tracing.duration,
                 object_number=number, objects=len(code.objects), saving=tracing.saving,
                 phase=tracing.phase, created_variables=tuple(tracing.created_variables),
-                relaxed=tracing.relaxed, raised=tracing.raised)
+                relaxed=tracing.relaxed, raised=tracing.raised,
+                library_function=tracing.library_function)
             self._records.append(record)
             self._code_of[index] = key
             self._owner_of[index] = object_key

@@ -64,6 +64,9 @@ class FunctionTracing:
     relaxed: bool | None = None  # TF traced a generalised signature (`reduce_retracing`).
     raised: bool = False  # The trace raised an exception.
     function_text: str | None = None  # repr() of the function, as TF's retracing warning shows it.
+    # The Python function is TensorFlow's, Keras's or JAX's own (Keras's steps and
+    # its data adapters' `tf.data` functions), not the user's.
+    library_function: bool = False
 
     @property
     def duration(self) -> float:
@@ -251,6 +254,8 @@ def begin(origin: str, name: str, function: Any, python_function: Any,
         serial, parent, origin, name, reference,
         id(python_function if function is None else function), python_function, arguments,
         time.perf_counter(), graph=None if graph is None else weakref.ref(graph))
+    code = getattr(getattr(python_function, "__func__", python_function), "__code__", None)
+    tracing.library_function = code is not None and _is_library(code.co_filename)
     stack.append(tracing)
     if graph is not None:
         _running_by_graph[id(graph)] = tracing

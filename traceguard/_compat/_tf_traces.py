@@ -66,8 +66,9 @@ if _compilation is not None:
     _check_parameters(_compilation._create_concrete_function,
                       ("function_type", "type_context", "func_graph", "tracing_options"),
                       "tracing_compilation._create_concrete_function")
-    _check_locals(_compilation._maybe_define_function, ("args", "kwargs"),
+    _check_locals(_compilation._maybe_define_function, ("args", "kwargs", "lookup_func_type"),
                   "tracing_compilation._maybe_define_function")
+    _CALLER = _compilation._maybe_define_function
     _SCOPE_PHASES = {_compilation.ScopeType.VARIABLE_CREATION: "variable_creation",
                      _compilation.ScopeType.NO_VARIABLE_CREATION: "no_variable_creation"}
 else:
@@ -78,6 +79,10 @@ else:
     for _caller in ("__call__", "_maybe_define_concrete_function"):
         _check_locals(getattr(_tracing_compiler.TracingCompiler, _caller), ("args", "kwargs"),
                       f"TracingCompiler.{_caller}")
+    _CALLER = _tracing_compiler.TracingCompiler._maybe_define_function
+# The hook reads its caller's frame: it must be the only caller, and call it by name.
+if _HOOKED not in _CALLER.__code__.co_names:
+    raise internal_missing(f"{_CALLER.__qualname__} calling {_HOOKED}")
 _ORIGINAL = _OWNER.__dict__[_HOOKED]
 
 # The `Function` methods whose `self` is the tf.function being traced (see `_tf_function`).
