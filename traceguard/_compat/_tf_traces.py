@@ -165,12 +165,14 @@ def is_installed() -> bool:
 def _hooked(function_type: Any, type_context: Any, func_graph: Any, tracing_options: Any) -> Any:
     # TF 2.14+. The caller, `_maybe_define_function`, holds the bound arguments.
     caller = sys._getframe(1)
-    tracing = _begin(caller, caller.f_locals, func_graph,
+    # Another wrapper between would hold other locals: then the arguments stay unknown.
+    given = caller.f_locals if caller.f_code is _CALLER.__code__ else {}
+    tracing = _begin(caller, given, func_graph,
                      lambda function: function._function_cache is tracing_options.function_cache,
                      _SCOPE_PHASES.get(tracing_options.scope_type))
     if tracing is None:
         return _ORIGINAL(function_type, type_context, func_graph, tracing_options)
-    tracing.relaxed = caller.f_locals.get("lookup_func_type", function_type) is not function_type
+    tracing.relaxed = given.get("lookup_func_type", function_type) is not function_type
     return _run(tracing, func_graph, _ORIGINAL, function_type, type_context, func_graph,
                 tracing_options)
 
@@ -179,7 +181,8 @@ def _hooked_method(self: Any, args: Any, kwargs: Any, func_graph: Any) -> Any:
     # TF 2.12-2.13: `self` is a TracingCompiler; `_maybe_define_function`'s caller
     # holds the arguments as given (its own `args` are placeholders by now).
     caller = sys._getframe(1)
-    given = caller.f_back.f_locals if caller.f_back is not None else {}
+    given = caller.f_back.f_locals \
+        if caller.f_code is _CALLER.__code__ and caller.f_back is not None else {}
 
     def owns(function: Any) -> bool:
         return self is getattr(function, "_variable_creation_fn", None) \
