@@ -161,14 +161,15 @@ def test_a_while_loop_body_belongs_to_the_function_trace_it_is_built_in(records)
     def count(n):
         def body(i, total):
             graph = _compat.default_graph()
+            tracing = _function_tracing.tracing_of_graph(graph)
             roles.append((_tf_traces.graph_role(graph), _tf_traces.control_flow_path(graph),
-                          _function_tracing.tracing_of_graph(graph).name))
+                          tracing.name, _tf_traces.function_graph_of(graph) is tracing.graph()))
             return i + 1, total + tf.cast(i, tf.float32)
 
         return tf.while_loop(lambda i, total: i < n, body, (tf.constant(0), tf.constant(0.0)))
 
     count(tf.constant(3))
-    assert roles == [("while_body", ("while_body",), "count")]
+    assert roles == [("while_body", ("while_body",), "count", True)]
     assert [r.name for r in records.records()] == ["count"]  # The body is no trace of its own.
 
 

@@ -132,6 +132,19 @@ def graph_role(graph: Any) -> str:
     return "other"
 
 
+def function_graph_of(graph: Any) -> Any:
+    """The graph of the function trace that `graph` is built in, hooked or not.
+
+    Goes outward (`outer_graph`) past control-flow bodies and Keras's scratch
+    graphs: the FuncGraph `_tf_function` keys a trace's facts by. `graph` itself
+    when it is such a graph; None for an eager (global) graph.
+    """
+    while graph is not None and graph_role(graph) in ("while_body", "while_cond", "cond_branch",
+                                                      "keras_scratch"):
+        graph = getattr(graph, "outer_graph", None)
+    return None if graph is None or not getattr(graph, "building_function", False) else graph
+
+
 def control_flow_path(graph: Any) -> tuple[str, ...]:
     """The control-flow bodies from the enclosing function trace's graph in to `graph`.
 
