@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from traceguard import _compat
-from traceguard._compat import _function_tracing, _tf_function, _tf_traces
+from traceguard._compat import _function_tracing, _tf_function, _tf_retracing, _tf_traces
 from traceguard._function_records import FunctionRecords
 
 keras = _compat.keras
@@ -285,7 +285,7 @@ def test_tensorflow_s_retracing_warning_carries_the_note():
         return f"traceguard: {changes(found[-1])[0]}" if found else None
 
     try:
-        with _function_tracing.listening(records.on_trace), _tf_traces.retracing_warning_notes(note_for):
+        with _function_tracing.listening(records.on_trace), _tf_retracing.retracing_warning_notes(note_for):
             for step in range(6):
                 f(step)
     finally:
@@ -294,4 +294,13 @@ def test_tensorflow_s_retracing_warning_carries_the_note():
     assert warnings, messages
     assert warnings[0].endswith("traceguard: step: 3 -> 4")
     assert notes[0] == repr(f.python_function)
-    assert all(not isinstance(f, _tf_traces._RetracingNote) for f in logger.filters)
+    assert all(not isinstance(f, _tf_retracing._RetracingNote) for f in logger.filters)
+
+
+def test_a_moved_internal_fails_loudly_with_the_versions():
+    with pytest.raises(RuntimeError, match=r"tracing_compilation._create_concrete_function.*"
+                                           r"found \('x',\).*TensorFlow"):
+        _tf_traces._check_parameters(lambda x: x, ("function_type",),
+                                     "tracing_compilation._create_concrete_function")
+    with pytest.raises(RuntimeError, match="with the locals"):
+        _tf_traces._check_locals(lambda: None, ("args",), "Something._maybe_define_function")

@@ -1,4 +1,4 @@
-"""The hook that sees every `tf.function` trace, and TensorFlow's retracing warning.
+"""The hook that sees every `tf.function` trace (TensorFlow's retracing warning: `_tf_retracing`).
 
 `tf.function` looks its cache up on every call and builds a graph only on a miss,
 in one place per TensorFlow release:
@@ -22,12 +22,9 @@ refers to. Part of the TensorFlow backend; imported when the first listener come
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import logging
-import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from tensorflow.python.data.ops import structured_function as _structured_function
@@ -307,53 +304,3 @@ def _data_arguments(function: Any, element_spec: Any) -> dict[str, Any]:
     # as one (`_should_unpack`: a tuple, structured_function.py).
     values = element_spec if type(element_spec) is tuple else (element_spec,)
     return _function_tracing.bind_arguments(function, values, {})
-
-
-# --- TensorFlow's retracing warning -------------------------------------------------------
-# `_FrequentTracingDetector.called_with_tracing` logs, through the "tensorflow"
-# logger, "{n} out of the last {m} calls to {python_function!r} triggered
-# tf.function retracing. ..." after 5 traces within 10 calls, twice at most per
-# function (polymorphic_function.py, TF 2.12 to 2.21).
-RETRACING_WARNING = re.compile(r"\d+ out of the last \d+ calls to (?P<function>.+?) triggered "
-                               r"tf\.function retracing")
-_TF_LOGGER = "tensorflow"
-if "triggered tf.function" not in "".join(
-        str(c) for c in _polymorphic_function._FrequentTracingDetector.called_with_tracing
-        .__code__.co_consts):
-    raise internal_missing("polymorphic_function._FrequentTracingDetector's retracing warning")
-
-
-class _RetracingNote(logging.Filter):
-    def __init__(self, note_for: Callable[[str], str | None]) -> None:
-        super().__init__()
-        self.note_for = note_for
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        match = RETRACING_WARNING.match(message)
-        if match is not None:
-            try:
-                note = self.note_for(match.group("function"))
-            except Exception:  # Never lose TensorFlow's own warning.
-                note = None
-            if note:
-                record.msg, record.args = f"{message}\n{note}", None
-        return True
-
-
-@contextlib.contextmanager
-def retracing_warning_notes(note_for: Callable[[str], str | None]) -> Iterator[None]:
-    """Appends `note_for(function_text)` to TensorFlow's retracing warning in the block.
-
-    `function_text` is the function as the warning shows it (`repr` of the
-    tf.function's `python_function`, `FunctionTracing.function_text`); a None or
-    empty note leaves the warning as it is.
-    """
-    logger = logging.getLogger(_TF_LOGGER)
-    note = _RetracingNote(note_for)
-    logger.addFilter(note)
-    try:
-        yield
-    finally:
-        logger.removeFilter(note)
-
