@@ -155,3 +155,14 @@ def test_records_keep_no_reference_to_arguments():
     record = records.on_trace(tracing(train_step, {"inputs": tensor, "step": 0}))
     assert all(isinstance(spec, tuple) for spec in record.signature.values())
     assert not any(value is tensor for value in vars(record).values())
+
+
+def test_costs_total_the_tracing_time_per_function_most_expensive_first():
+    records = FunctionRecords()
+    for step in range(3):
+        records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": step}, duration=0.5))
+    records.on_trace(tracing(make_function(), {"inputs": Tensor((8, 4))}, duration=0.25))
+    first, second = records.costs()
+    assert (first.qualname, first.traces, first.retraces, first.objects) == ("train_step", 3, 2, 1)
+    assert first.seconds == pytest.approx(1.5)
+    assert (second.qualname, second.traces, second.seconds) == ("make_function.<locals>.step", 1, 0.25)

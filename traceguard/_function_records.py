@@ -35,6 +35,19 @@ FUNCTION_TRACE_KINDS = ("first", "retrace", "new_function", "variable_retrace")
 _MAX_COMPARED = 256
 
 
+@dataclasses.dataclass(frozen=True)
+class FunctionCost:
+    """What tracing one function (all objects of one code) cost, over the records kept."""
+
+    name: str
+    qualname: str
+    definition: str | None
+    traces: int
+    retraces: int  # Every trace but the first: retraces, new objects, variable retraces.
+    objects: int
+    seconds: float
+
+
 class _Compared:
     """A signature as compared: its (name, spec) pairs and names, as sets."""
 
@@ -257,6 +270,19 @@ class FunctionRecords:
                 return "variable_retrace"
             return "retrace"
         return "new_function" if len(code.objects) > 1 else "first"
+
+    def costs(self) -> list[FunctionCost]:
+        """Tracing time per function (per code), the most expensive first."""
+        groups: dict[tuple, list[FunctionTrace]] = {}
+        with self._lock:
+            for record in self._records:
+                groups.setdefault(self._code_of[record.index], []).append(record)
+        costs = [FunctionCost(
+            name=records[-1].name, qualname=records[-1].qualname, definition=records[-1].definition,
+            traces=len(records), retraces=sum(r.kind != "first" for r in records),
+            objects=records[-1].objects, seconds=sum(r.duration for r in records))
+            for records in groups.values()]
+        return sorted(costs, key=lambda cost: cost.seconds, reverse=True)
 
     def code_of(self, record: FunctionTrace) -> tuple | None:
         """The `code_key` of the function `record` traced (None once dropped)."""
