@@ -15,6 +15,8 @@ The modules, in the order they are imported:
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
 - `_keras_names`: names Keras gives things (its step functions, tensor classes).
 - `_keras_calls`: which Keras method (`fit`, `predict`, ...) a trace runs under.
+- `_function_tracing`: every trace of a whole function (`tf.function`, `jax.jit`), told to
+  listeners while any listens (`_tf_traces`, `_jax_traces` hook the backend).
 - `_interface`: the backend interface, `Backend`, written once.
 - One backend module, whose `__all__` is that interface:
   `_tensorflow` (with `_tf_context`, `_tf_function` and `_autograph`), or `_jax`,
@@ -48,6 +50,13 @@ from traceguard._compat._frames import (
     calling_frame,
     user_stacklevel,
 )
+from traceguard._compat._function_tracing import (
+    FunctionTracing,
+    innermost_tracing,
+    tracing_of_graph,
+)
+from traceguard._compat._function_tracing import add_listener as add_trace_listener
+from traceguard._compat._function_tracing import remove_listener as remove_trace_listener
 from traceguard._compat._interface import BACKEND_NAMES
 from traceguard._compat._keras_calls import KERAS_METHODS, KerasCall
 from traceguard._compat._keras_names import (
@@ -70,6 +79,8 @@ LayerBase = DEFAULT_FLAVOR.layer_base  # noqa: F405
 
 __all__ = [
     "BACKEND", "BACKENDS", "BACKEND_NAMES", "DENSE_TENSOR_TYPES", "IS_JAX", "IS_KERAS_3",
+    "FunctionTracing", "add_trace_listener", "innermost_tracing", "remove_trace_listener",
+    "tracing_of_graph",
     "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KerasCall", "KerasFlavor", "LayerBase",
     "TfFunctionFrame",
     "backing_variable", "built_by_keras_call", "calling_frame", "describe_versions", "flavor_of_class",

@@ -102,15 +102,12 @@ def _write_report(text: str, output: str | None, err: TextIO) -> None:
 
 
 def _closing_line(report: Explanation, output: str | None, html: str | None) -> str:
-    """How many layers were watched and where the report is.
-
-    Layers only: an event names its function, and two `tf.function`s of one name
-    (`function`, for any layer wrapped directly) cannot be told apart by it.
-    """
+    """How many functions and layers were watched and where the report is."""
     where = [f"report written to {output}" if output is not None else "report above"]
     if html is not None:
         where.append(f"HTML report written to {html}")
-    return f"traceguard: watched {_plural(len(report.layers), 'layer')}; {', '.join(where)}"
+    return (f"traceguard: watched {_plural(len(report.functions), 'function')} and "
+            f"{_plural(len(report.layers), 'layer')}; {', '.join(where)}")
 
 
 def _plural(count: int, noun: str) -> str:
