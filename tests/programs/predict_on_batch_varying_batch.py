@@ -16,7 +16,7 @@ predictions.
 Expected:
   function: predict_function | one_step_on_data_distributed
   cause: shape-batch-predict
-  changed: "x: dim 0"
+  changed: "data | x: dim 0"
   fix: None batch dimension (reduce_retracing=True / input_signature); Keras relaxes it after one retrace
   fix_keywords: ["None", "reduce_retracing", "input_signature", "relax"]
   forbidden_keywords: ["drop_remainder"]

@@ -15,7 +15,7 @@ few lengths.
 Expected:
   function: predict_function | one_step_on_data_distributed
   cause: shape-nonbatch
-  changed: "x: dim 1"
+  changed: "data | x: dim 1"
   fix: a None length dimension (reduce_retracing=True or input_signature with None), or pad/bucket to a few lengths
   fix_keywords: ["None", "reduce_retracing", "input_signature", "pad", "bucket"]
   forbidden_keywords: ["drop_remainder"]
