@@ -8,9 +8,9 @@ A plain functional model compiled with `optimizer="adam"` and
 `metrics=["accuracy"]`, fitted on fixed-shape data. The train step is traced,
 then traced again for the same input signature: the first trace created
 variables - Adam's slots and the accuracy metric's state - so TensorFlow lifted
-them and traced a variable-free version (#48851: "tf.function traces twice
-when creating Variables in the first call" - by design; #47792 shows the same
-with a Keras Adam optimizer). The layers are built before `fit`; the variables
+them and traced a variable-free version (the behaviour asked about in #48851,
+"tf.function traces twice when creating Variables in the first call"; #47792
+shows it with a Keras Adam optimizer in a custom loop). The layers are built before `fit`; the variables
 are not theirs. One-time cost; `model.optimizer.build(model.trainable_variables)`
 before `fit` removes the optimizer part (measured: not the metrics part).
 

@@ -7,10 +7,11 @@ A functional classifier compiled with `optimizer="sgd"` (no slots) and
 `metrics=["accuracy", keras.metrics.AUC()]` is fitted on fixed-shape data. The
 train step is traced, then traced again for the same signature: the first
 trace created the metrics' state variables (counts, totals, AUC's confusion
-buckets), so TensorFlow lifted them and traced once more. "tf.function traces
-twice when creating Variables in the first call" is by design (#48851); that
-Keras 3's `fit` creates the metric state inside its first trace was measured
-on TF 2.21 + Keras 3.15 (no public thread found). It is a one-time cost per
+buckets), so TensorFlow lifted them and traced once more: TensorFlow's
+variable lifting, asked about in #48851 ("tf.function traces twice when
+creating Variables in the first call"). That Keras 3's `fit` creates the metric
+state inside its first trace was measured on TF 2.21 + Keras 3.15 (no public
+thread about it was found). It is a one-time cost per
 `fit`; no layer is at fault (they are built), and building the optimizer does
 not remove it (measured): the variables are the metrics' state.
 

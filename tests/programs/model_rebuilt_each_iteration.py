@@ -10,16 +10,19 @@ of the last 5 calls to <function Model.make_predict_function.<locals>.
 predict_function> triggered tf.function retracing". Nothing about the inputs
 changes: each new model has its own new `predict_function` (and train
 function) object, and each is traced once; the warning counts them together.
-The maintainers closed #42441 as expected behaviour: the traces come from
-creating new models (new functions) in a loop; build the model once and reuse
-it (or, for one-off inference, call `model(x)` / `predict_on_batch`).
+#42441 (same pattern: new models created rapidly) was closed by the
+maintainers as expected behaviour, with the workaround `predict_on_batch`
+(a `model(x)` call likewise avoids tracing a predict function for a one-off
+prediction). The cause is TensorFlow's item (1), a new function per iteration:
+reuse the model where the program allows; where new models are the point,
+each one's single trace is expected.
 
 Expected:
   function: predict_function | one_step_on_data_distributed
   cause: new-function-object
   changed: "function object: new model each iteration"
-  fix: build the model once and reuse it (new model -> new predict_function every iteration)
-  fix_keywords: ["new function", "once", "reuse", "rebuilt", "new model"]
+  fix: a new model means a new predict_function, traced once each - reuse the model where possible; for one-off inference call model(x) or predict_on_batch
+  fix_keywords: ["new function", "reuse", "new model", "model(x)", "predict_on_batch"]
   forbidden_keywords: ["drop_remainder"]
   traces: 6
   note: traces counted per code location; each of the 6 predict_function objects is traced once

@@ -5,12 +5,11 @@ Source:
 
 The reporter calls `model.predict_on_batch(np.ones([i, 1]))` for `i` in
 `range(1, 300)`; each new batch size traced the predict function again and
-TensorFlow printed the retracing warning. The established fix (made in TF 2.1
-and kept by Keras 3, which builds the predict function with
-`reduce_retracing=True`): the batch dimension is relaxed to `None` after the
-first change, so later sizes reuse the relaxed graph. For a user function the
-same fix is a `None` batch dimension (`input_signature`) or
-`reduce_retracing=True`. Dropping data (`drop_remainder`) is not a fix for
+TensorFlow printed the retracing warning. The cause is the batch dimension in
+the trace key; the fix is a `None` batch dimension. Keras 3 applies it itself
+(its predict function is built with `reduce_retracing=True`, measured: one
+retrace, `dim 0 1 -> None`, then every size reuses the relaxed graph); for a
+user function it is an `input_signature` with `None` or `reduce_retracing=True`. Dropping data (`drop_remainder`) is not a fix for
 predictions.
 
 Expected:
