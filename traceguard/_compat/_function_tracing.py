@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import inspect
 import logging
+import sys
 import threading
 import time
 import weakref
@@ -28,6 +29,7 @@ from typing import Any
 
 from traceguard._compat._backend import IS_JAX
 from traceguard._compat._frames import _LIBRARY_DIRS
+from traceguard._compat._keras_calls import KerasCall, keras_call
 
 Listener = Callable[["FunctionTracing"], None]
 # Where a trace's function came from: `tf.function` (a user's, or Keras's own
@@ -67,6 +69,8 @@ class FunctionTracing:
     # The Python function is TensorFlow's, Keras's or JAX's own (Keras's steps and
     # its data adapters' `tf.data` functions), not the user's.
     library_function: bool = False
+    # The Keras `fit`/`evaluate`/`predict`/`*_on_batch` it traced under, and its data.
+    keras_call: KerasCall | None = None
 
     @property
     def duration(self) -> float:
@@ -265,6 +269,8 @@ def begin(origin: str, name: str, function: Any, python_function: Any,
         time.perf_counter(), graph=None if graph is None else weakref.ref(graph))
     code = getattr(getattr(python_function, "__func__", python_function), "__code__", None)
     tracing.library_function = code is not None and _is_library(code.co_filename)
+    if tracing.library_function:  # A Keras step: under which method, with which data.
+        tracing.keras_call = keras_call(sys._getframe(1))
     stack.append(tracing)
     if graph is not None:
         _running_by_graph[id(graph)] = tracing

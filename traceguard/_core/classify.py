@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceguard._compat._keras_calls import KerasCall
+from traceguard._compat._keras_names import variable_owner
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.events import TraceKind
 from traceguard._core.functions import FunctionTrace
@@ -92,6 +93,11 @@ class Hint(enum.Enum):
     CREATE_FUNCTION_ONCE = "create_function_once"
     # A Keras step traced anew for a new model object: build the model once.
     REUSE_MODEL = "reuse_model"
+    # A user function's first trace created an optimizer's variables, or metrics' state.
+    OPTIMIZER_SLOTS = "optimizer_slots"
+    METRIC_STATE = "metric_state"
+    # A list of a varying number of tensors.
+    VARYING_COUNT = "varying_count"
     KEEP_OUTSIDE_VALUES_FIXED = "keep_outside_values_fixed"
     TRAINING_VALUE = "training_value"
     PARTIAL_BATCH = "partial_batch"  # In fit/evaluate, the data's kind unknown.
@@ -128,6 +134,7 @@ class Verdict:
     keras_call: KerasCall | None = None  # The Keras method of the step, for a hint's numbers.
     control_flow: str | None = None  # "tf.while_loop" or "tf.cond" whose body or branch ran it.
     objects: int | None = None  # For a new function object: how many objects its code has had.
+    created: tuple[str, ...] = ()  # For a function's variable retrace: the variables lifted.
 
 
 # Keras 2's `fit` creates the optimizer's variables (slots, iteration count) in the
@@ -344,6 +351,9 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
     old_spec, new_spec = old.get(name), new.get(name)
     if (old_spec or new_spec or ("",))[0] == "value" and (new_spec or old_spec or ("",))[0] == "value":
         return Hint.PYTHON_VALUE_AS_TENSOR, name
+    if old_spec and new_spec and old_spec[0] == new_spec[0] == "seq" and old_spec[3] != new_spec[3] \
+            and not jax:
+        return Hint.VARYING_COUNT, name
     return Hint.FIXED_STRUCTURE, name
 
 
@@ -367,9 +377,21 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
     if record.kind == "first":
         return Verdict(kind, (), Reason.FIRST_TRACE, None, name, backend)
     if record.kind == "variable_retrace":
-        hint = Hint.BUILD_OPTIMIZER_FIRST if name == _KERAS2_TRAIN_FUNCTION else (
-            Hint.STEP_CREATED_VARIABLES if keras_step else Hint.CREATE_VARIABLES_FIRST)
-        return Verdict(kind, record.changes, Reason.VARIABLE_RETRACE, hint, name, backend)
+        owners = {variable_owner(variable) for variable in record.lifted_variables}
+        if name == _KERAS2_TRAIN_FUNCTION:
+            hint = Hint.BUILD_OPTIMIZER_FIRST
+        elif keras_step:
+            hint = Hint.BUILD_MODEL_FIRST if owners == {"other"} else (
+                Hint.STEP_CREATED_OTHER_VARIABLES if owners and "other" not in owners
+                else Hint.STEP_CREATED_VARIABLES)
+        elif owners == {"optimizer"}:
+            hint = Hint.OPTIMIZER_SLOTS
+        elif owners == {"metric"}:
+            hint = Hint.METRIC_STATE
+        else:
+            hint = Hint.CREATE_VARIABLES_FIRST
+        return Verdict(kind, record.changes, Reason.VARIABLE_RETRACE, hint, name, backend,
+                       created=record.lifted_variables)
     if record.kind == "new_function":
         hint = Hint.REUSE_MODEL if keras_step else Hint.CREATE_FUNCTION_ONCE
         return Verdict(kind, record.changes, Reason.NEW_FUNCTION_OBJECT, hint, name, backend,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from traceguard._compat._keras_calls import KerasCall
 from traceguard._core.changes import Change
 from traceguard._core.signature import Spec, format_spec
 
@@ -48,6 +49,9 @@ class FunctionTrace:
     # The function is TensorFlow's, Keras's or JAX's own (a Keras step, a Keras data
     # adapter's `tf.data` function), not defined in the user's code.
     library_function: bool = False
+    keras_call: KerasCall | None = None  # The Keras method it traced under, and its data.
+    # For a variable retrace: the variables the earlier, creating trace made.
+    lifted_variables: tuple[str, ...] = ()
 
     def format_signature(self) -> dict[str, str]:
         return {name: format_spec(spec) for name, spec in self.signature.items()}

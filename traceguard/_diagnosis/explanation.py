@@ -229,7 +229,8 @@ class Explanation:
         the reason, changes and fix as tooltip; then the counts by kind per
         layer and the retraces with their fixes. No scripts and nothing
         fetched: the file opens offline. Same as
-        `traceguard.write_html(path, explanation.layers, title=explanation.title)`.
+        `traceguard.write_html(path, explanation.layers, title=explanation.title,
+        functions=explanation.functions.values())`.
 
         Args:
             path: File to write (str or path-like); its directory must exist.
@@ -242,13 +243,13 @@ class Explanation:
         """
         from traceguard._reports.html import write_html
 
-        return write_html(path, self.layers, title=self.title)
+        return write_html(path, self.layers, title=self.title, functions=list(self.functions.values()))
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""
         from traceguard._reports.html_tables import layers_html
 
-        return layers_html(self.layers, self.title)
+        return layers_html(self.layers, self.title, list(self.functions.values()))
 
     def __str__(self) -> str:
         return self.summary()

@@ -103,9 +103,7 @@ def is_reported(record: FunctionTrace) -> bool:
 def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> FunctionEvent:
     """The record, classified and worded. `old`: the signature its changes are from."""
     keras_step = record.library_function and _compat.is_keras_step_function(record.name)
-    method = (record.entry or "").rsplit(".", 1)[-1]
-    keras_call = _compat.KerasCall(method) if method in _compat.KERAS_METHODS else None
-    verdict = classify_function_trace(record, old, _compat.BACKEND, keras_step, keras_call)
+    verdict = classify_function_trace(record, old, _compat.BACKEND, keras_step, record.keras_call)
     return FunctionEvent(
         serial=record.serial, kind=verdict.kind, function=record.name,
         signature=record.format_signature(), changes=tuple(verdict.changes),

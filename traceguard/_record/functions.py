@@ -158,7 +158,7 @@ class FunctionRecords:
         if cached is None:
             key, site, signature, object_key = self._facts(tracing)
             with self._lock:
-                kind, changes, _, _, objects = self._diagnose(key, site, signature, object_key, tracing,
+                kind, changes, _, _, objects, _ = self._diagnose(key, site, signature, object_key, tracing,
                                                               register=False)
             cached = self._previews[tracing.serial] = (kind, tuple(changes), objects)
         return cached
@@ -169,7 +169,7 @@ class FunctionRecords:
         key, site, signature, object_key = self._facts(tracing)
         with self._lock:
             index = self._next_index
-            kind, changes, closest, number, objects = self._diagnose(
+            kind, changes, closest, number, objects, lifted = self._diagnose(
                 key, site, signature, object_key, tracing, register=True)
             record = FunctionTrace(
                 index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
@@ -182,7 +182,8 @@ class FunctionRecords:
                 object_number=number, objects=objects, saving=tracing.saving,
                 phase=tracing.phase, created_variables=tuple(tracing.created_variables),
                 relaxed=tracing.relaxed, raised=tracing.raised,
-                library_function=tracing.library_function)
+                library_function=tracing.library_function, keras_call=tracing.keras_call,
+                lifted_variables=lifted)
             self._records.append(record)
             self._code_of[index] = key
             self._owner_of[index] = object_key
@@ -206,7 +207,8 @@ class FunctionRecords:
 
     def _diagnose(self, key: tuple, site: tuple[str, str, int] | None, signature: dict[str, Spec],
                   object_key: Any, tracing: Any, register: bool) -> tuple:
-        """(kind, changes, closest, object number, objects of the code); `register` keeps the trace.
+        """(kind, changes, closest, object number, objects of the code, lifted variables);
+        `register` keeps the trace.
 
         Called with the lock held.
         """
@@ -222,6 +224,8 @@ class FunctionRecords:
         if closest is not None:
             changes = diff_signatures(closest.signature, signature)
         kind = self._kind(own or [], objects, compared, tracing.phase)
+        # A variable retrace: the variables the object's earlier, creating trace made.
+        lifted = own[-1][2] if kind == "variable_retrace" and own else ()
         if kind == "new_function":
             earlier = max((n for k, n in code.objects.items() if k != object_key), default=1)
             if closest is not None:
@@ -235,14 +239,14 @@ class FunctionRecords:
             self._codes[key] = code
             code.objects[object_key] = number
             own = self._object_traces.setdefault(object_key, [])
-            own[:] = [(compared, tracing.phase, bool(tracing.created_variables))]
+            own[:] = [(compared, tracing.phase, tuple(tracing.created_variables))]
             own_signatures = self._object_signatures.setdefault(object_key, OrderedDict())
             for signatures in (own_signatures, code.signatures):
                 signatures[compared.pairs] = compared
                 signatures.move_to_end(compared.pairs)  # Latest last.
                 if len(signatures) > _MAX_COMPARED:
                     signatures.popitem(last=False)
-        return kind, changes, closest, number, objects
+        return kind, changes, closest, number, objects, lifted
 
     def _number_of_index(self, code: _Code, index: int, default: int) -> int:
         owner = self._owner_of.get(index)

@@ -65,6 +65,11 @@ _HINTS: dict[Hint, str] = {
         "For a sub-model, make it once outside the loop; to run it per batch, call `model(x)` "
         "or `model.predict_on_batch(x)` on the same model object."
     ),
+    Hint.METRIC_STATE: (
+        "The first trace created the metrics' state variables, so TensorFlow traced once more: a "
+        "one-time cost per function. To avoid it, create the metrics outside the function and "
+        "build them before the first call (e.g. update them once eagerly)."
+    ),
     Hint.KEEP_OUTSIDE_VALUES_FIXED: (
         "Create the tf.function once and reuse it; pass values that vary as "
         "tensors, not Python objects."
@@ -177,7 +182,26 @@ def _partial_batch_evaluate(verdict: Verdict) -> str:
             "or accept the one-time cost.")
 
 
+def _optimizer_slots(verdict: Verdict) -> str:
+    shown = ", ".join(f"`{name}`" for name in verdict.created[:3])
+    more = ", ..." if len(verdict.created) > 3 else ""
+    return (f"The first trace created the optimizer's variables ({shown}{more}), so TensorFlow traced "
+            "once more: a one-time cost. Create the optimizer outside the function, once, and build "
+            "it before the first call: `optimizer.build(model.trainable_variables)`. An optimizer "
+            "made inside the function fails on its second trace (\"tf.function only supports "
+            "singleton tf.Variables created on the first call\").")
+
+
+def _varying_count(verdict: Verdict) -> str:
+    return (f"`{verdict.argument}` is a list whose length varies: each length is a new structure and "
+            "costs a trace, and no `input_signature` can hold a list of varying length. Pass one "
+            "tensor instead: a `tf.RaggedTensor` (`tf.ragged.stack(...)`), or the tensors stacked "
+            "or padded into one with a None dimension for the count.")
+
+
 _HINTS_WITH_FACTS = {
+    Hint.OPTIMIZER_SLOTS: _optimizer_slots,
+    Hint.VARYING_COUNT: _varying_count,
     Hint.RELAXED_DIMENSION: _relaxed_dimension,
     Hint.VARYING_LENGTH: _varying_length,
     Hint.PARTIAL_BATCH_ARRAYS: _partial_batch_arrays,
