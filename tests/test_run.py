@@ -7,9 +7,11 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 from conftest import DEFAULT, keras
 
+import traceguard as tg
 from traceguard._diagnosis import instrument as _instrument
 from traceguard._diagnosis.run import run_script
 
@@ -151,3 +153,23 @@ def test_run_ends_with_the_number_of_functions_and_layers_watched(tmp_path):
     assert code == 0, err
     # A layer that ran only eagerly was watched too.
     assert err.endswith("\ntraceguard: watched 1 function and 2 layers; report above\n")
+
+
+def test_run_summary_leaves_out_the_run_by_run_detail(tmp_path):
+    path = script(tmp_path, RETRACING)
+    full, summary = io.StringIO(), io.StringIO()
+    assert run_script(path, [], None, full) == 0
+    assert run_script(path, [], None, summary, summary=True) == 0
+    assert "why:" in full.getvalue() and "why:" not in summary.getvalue()
+    assert "scripted #3 in function: inputs: dim 0 3 -> 5" in summary.getvalue()
+    assert summary.getvalue().splitlines()[1] == full.getvalue().splitlines()[1]  # The same totals.
+
+
+def test_summary_of_a_50_layer_model_without_retraces_fits_on_one_screen():
+    model = keras.Sequential([keras.Input((4,))] + [keras.layers.Dense(4) for _ in range(50)])
+    model.compile("sgd", "mse")
+    with tg.watch() as report:
+        model.fit(np.ones((32, 4)), np.ones((32, 4)), batch_size=32, verbose=0)
+    lines = report.summary(brief=True).splitlines()
+    assert len(lines) <= 24, "\n".join(lines)
+    assert any("(50 layers)" in line for line in lines)

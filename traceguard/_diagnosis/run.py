@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
-               html: str | None = None) -> int:
+               html: str | None = None, summary: bool = False) -> int:
     """Runs `script` with `arguments` under `watch()`, then writes the report.
 
     Args:
@@ -29,6 +29,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         output: Path of the file to write the report to; None for `err`.
         err: Where the report (without `output`) and the script's traceback go.
         html: Path of the HTML report to write as well; None for none.
+        summary: Whether the text report leaves out the run-by-run detail.
 
     Returns:
         The exit code `python SCRIPT` would have had; 2 for a usage error.
@@ -65,7 +66,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         if saved_path0 is not None:
             sys.path[0] = saved_path0
         if report is not None:
-            _write_report(str(report), output, err)
+            _write_report(report.summary(brief=summary), output, err)
             if html is not None:
                 report.to_html(html)
             print(_closing_line(report, output, html), file=err)

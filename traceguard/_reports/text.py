@@ -77,14 +77,27 @@ def format_budget_excess(layer: str, budget: int | None, traces: int, event: Tra
     )
 
 
-def format_layer_table(layers: Sequence[Any]) -> str:
-    """One row of counts by kind per `LayerRuns`; `-` for none."""
+def format_layer_table(layers: Sequence[Any], merge: bool = False) -> str:
+    """One row of counts by kind per `LayerRuns`; `-` for none.
+
+    With `merge`, layers of one class with the same counts share a row (`dense ... dense_49
+    (50 layers)`), so a large model's table stays short.
+    """
     if not layers:
         return "(no Keras layer ran its `call` body)"
     kinds = [kind for kind in TRACE_KINDS if kind != "eager"] + ["eager"]
     header = ["layer", "class", *kinds]
-    rows = [[runs.name, runs.class_name, *(str(runs.counts()[kind] or "-") for kind in kinds)]
-            for runs in layers]
+    groups: dict[tuple, list[str]] = {}
+    for runs in layers:
+        counts = tuple(str(runs.counts()[kind] or "-") for kind in kinds)
+        groups.setdefault((runs.class_name, counts) if merge else (id(runs),), []).append(runs.name)
+    rows = []
+    for key, names in groups.items():
+        runs = next(runs for runs in layers if runs.name == names[0])
+        name = names[0] if len(names) == 1 else (
+            f"{names[0]}, {names[1]} (2 layers)" if len(names) == 2
+            else f"{names[0]} ... {names[-1]} ({len(names)} layers)")
+        rows.append([name, runs.class_name, *(str(runs.counts()[kind] or "-") for kind in kinds)])
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
@@ -115,7 +128,7 @@ def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[An
              f"{_plural(eager, 'eager run')}"]
     if functions:
         lines += ["", *_format_functions(functions, summary)]
-    lines += ["", format_layer_table(layers)]
+    lines += ["", format_layer_table(layers, merge=summary)]
     retraces = [(runs, event) for runs in layers for event in runs.events if event.kind.value == "retrace"]
     if retraces:
         lines += ["", f"Layer retraces ({len(retraces)}):"]
