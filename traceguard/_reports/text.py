@@ -181,7 +181,8 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
                       for runs in ranked for number, event in enumerate(runs.events, 1) if number > 1]
         return lines
     for runs in ranked:
-        lines += ["", f"Function `{runs.function}` ({runs.name}, defined at {_short_site(runs.definition)}): "
+        name = "" if runs.name == runs.function else f"{runs.name}, "
+        lines += ["", f"Function `{runs.function}` ({name}defined at {_short_site(runs.definition)}): "
                   f"{format_counts(runs.events)}; tracing took {runs.seconds:.2f} s"]
         hints_shown: set[str | None] = set()
         for number, event in enumerate(runs.events, 1):
