@@ -147,3 +147,12 @@ def test_variable_retrace_of_a_built_layer_blames_the_other_variables():
     assert in_function.hint is Hint.FUNCTION_CREATED_OTHER_VARIABLES
     creating = [EarlierTrace(A, True, created_variables=True)]
     assert classify_run(RunContext.GRAPH, A, "step", False, creating).hint is Hint.CREATE_VARIABLES_FIRST
+
+
+def test_variable_owner_reads_keras_names():
+    from traceguard._compat._keras_names import variable_owner
+
+    assert [variable_owner(name) for name in (
+        "adam/iteration", "adam/dense_kernel_momentum", "Adam/dense/kernel/m", "mean_absolute_error/total",
+        "compile_loss/dice/variable", "dense/kernel")] == [
+        "optimizer", "optimizer", "optimizer", "metric", "loss", "other"]

@@ -31,11 +31,15 @@ _OPTIMIZER_VARIABLE = re.compile(
     r"_(momentum|velocity|momentums|velocities)(:\d+)?$")
 _METRIC_VARIABLE = re.compile(r"(^|/)(total|count|true_positives|false_positives|false_negatives|"
                               r"true_negatives|accumulator)(:\d+)?$")
-VARIABLE_OWNERS = ("optimizer", "metric", "other")
+# A variable a loss function makes: Keras 3 names the compiled loss's scope `compile_loss`.
+_LOSS_VARIABLE = re.compile(r"(^|/)compile_loss/")
+VARIABLE_OWNERS = ("optimizer", "metric", "loss", "other")
 
 
 def variable_owner(name: str) -> str:
     """One of `VARIABLE_OWNERS`, read from a variable's name or path."""
+    if _LOSS_VARIABLE.search(name):
+        return "loss"
     if _OPTIMIZER_VARIABLE.search(name):
         return "optimizer"
     if _METRIC_VARIABLE.search(name):

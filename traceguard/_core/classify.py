@@ -96,6 +96,7 @@ class Hint(enum.Enum):
     # A user function's first trace created an optimizer's variables, or metrics' state.
     OPTIMIZER_SLOTS = "optimizer_slots"
     METRIC_STATE = "metric_state"
+    LOSS_CREATES_VARIABLE = "loss_creates_variable"  # The loss function makes a tf.Variable.
     # A list of a varying number of tensors.
     VARYING_COUNT = "varying_count"
     KEEP_OUTSIDE_VALUES_FIXED = "keep_outside_values_fixed"
@@ -378,7 +379,9 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
         return Verdict(kind, (), Reason.FIRST_TRACE, None, name, backend)
     if record.kind == "variable_retrace":
         owners = {variable_owner(variable) for variable in record.lifted_variables}
-        if name == _KERAS2_TRAIN_FUNCTION:
+        if "loss" in owners:
+            hint = Hint.LOSS_CREATES_VARIABLE
+        elif name == _KERAS2_TRAIN_FUNCTION:
             hint = Hint.BUILD_OPTIMIZER_FIRST
         elif keras_step:
             hint = Hint.BUILD_MODEL_FIRST if owners == {"other"} else (

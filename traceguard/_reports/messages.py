@@ -199,6 +199,15 @@ def _optimizer_slots(verdict: Verdict) -> str:
             "singleton tf.Variables created on the first call\").")
 
 
+def _loss_creates_variable(verdict: Verdict) -> str:
+    names = [name for name in verdict.created if "compile_loss/" in name] or list(verdict.created)
+    shown = ", ".join(f"`{name}`" for name in names[:3])
+    return (f"The loss function creates a `tf.Variable` ({shown}) each time it runs: the step's first "
+            "trace made it, and the retrace may not (\"tf.function only supports singleton "
+            "tf.Variables created on the first call\"). Make it a constant (`tf.constant(...)`, "
+            "`keras.ops.convert_to_tensor(...)`) or create the variable once, outside the loss.")
+
+
 def _varying_count(verdict: Verdict) -> str:
     return (f"`{verdict.argument}` is a list whose length varies: each length is a new structure and "
             "costs a trace, and no `input_signature` can hold a list of varying length. Pass one "
@@ -210,6 +219,7 @@ _HINTS_WITH_FACTS = {
     Hint.NONE_DIMENSION: _none_dimension,
     Hint.OPTIMIZER_SLOTS: _optimizer_slots,
     Hint.VARYING_COUNT: _varying_count,
+    Hint.LOSS_CREATES_VARIABLE: _loss_creates_variable,
     Hint.RELAXED_DIMENSION: _relaxed_dimension,
     Hint.VARYING_LENGTH: _varying_length,
     Hint.PARTIAL_BATCH_ARRAYS: _partial_batch_arrays,
