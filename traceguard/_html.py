@@ -15,6 +15,7 @@ import os
 import pathlib
 from collections.abc import Mapping, Sequence
 from html import escape
+from typing import TYPE_CHECKING, TypeAlias
 
 from traceguard._events import TRACE_KINDS, TraceEvent
 from traceguard._html_tables import (
@@ -30,6 +31,12 @@ from traceguard._html_tables import (
 from traceguard._log import TraceLog
 from traceguard._timeline import AXES
 from traceguard._timeline_svg import render_timeline, timeline_css
+
+if TYPE_CHECKING:
+    from traceguard._explanation import LayerRuns
+
+# What `events_by_layer` maps a layer's name to: its log, its runs in an explanation, or events.
+LayerEvents: TypeAlias = "TraceLog | LayerRuns | Sequence[TraceEvent]"
 
 _PAGE_CSS = (
     "body{margin:24px;color:#1f2328;background:#fff;font:14px/1.5 system-ui,-apple-system,'Segoe UI',"
@@ -73,7 +80,7 @@ def _legend(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
     return f'<div class="legend">{"".join(items)}</div>'
 
 
-def render_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], title: str | None = None,
+def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = None,
                 axis: str = "time") -> str:
     """The report as one HTML document (a string).
 
@@ -126,7 +133,7 @@ def render_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], title: str 
     ])
 
 
-def write_html(path: str | os.PathLike, events_by_layer: Mapping[str, Sequence[TraceEvent]],
+def write_html(path: str | os.PathLike[str], events_by_layer: Mapping[str, LayerEvents],
                title: str | None = None, axis: str = "time") -> pathlib.Path:
     """Writes the self-contained HTML report of trace events to `path`.
 

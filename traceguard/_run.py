@@ -37,7 +37,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         print(f"traceguard run: no such file: {script!r}", file=err)
         return 2
     # Say so before the script runs, not after an hour of training.
-    html_directory = os.path.dirname(os.path.abspath(html)) if html is not None else None
+    html_directory = os.path.dirname(os.path.abspath(html)) if html is not None else ""
     if html is not None and (os.path.isdir(html) or not os.path.isdir(html_directory)):
         print(f"traceguard run: --html expects a file in an existing directory. Received: --html {html!r}",
               file=err)

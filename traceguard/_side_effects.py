@@ -14,9 +14,10 @@ import functools
 import itertools
 import logging
 import threading
+import types
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from traceguard import _compat
 from traceguard._first_runs import Memory, arguments_key, log_internal_error, memory_of_layer, signature_key
@@ -39,10 +40,10 @@ _local = threading.local()
 
 def _invocations() -> list[_Invocation]:
     try:
-        return _local.invocations
+        invocations: list[_Invocation] = _local.invocations
     except AttributeError:
-        _local.invocations = []
-        return _local.invocations
+        invocations = _local.invocations = []
+    return invocations
 
 
 # --- print, routed --------------------------------------------------------------------
@@ -69,11 +70,11 @@ class _Invocation:
 
     __slots__ = ("route", "run", "action", "prefix")
 
-    def __init__(self, route: _PrintRoute, args: tuple, kwargs: dict) -> None:
+    def __init__(self, route: _PrintRoute, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.route = route
         runs = active_runs()
         self.run = runs[-1] if runs else None
-        self.prefix = None
+        self.prefix: str | None = None
         under_xla = False
         try:
             # Keras's symbolic pass builds a scratch graph nobody runs or compiles, and
@@ -87,7 +88,7 @@ class _Invocation:
         if under_xla:  # Outside the `try`: a warning turned into an error must reach the user.
             route.warn_once("xla", xla_fallback_message(f"`print` in `{route.name}`"))
 
-    def _decide(self, mode: str, args: tuple, kwargs: dict) -> str:
+    def _decide(self, mode: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
         route, run = self.route, self.run
         if _compat.executing_eagerly():
             return "log" if mode == "log" else "python"
@@ -109,7 +110,7 @@ class _Invocation:
     def __exit__(self, *exc_info: Any) -> None:
         _invocations().pop()
 
-    def print(self, args: tuple, kwargs: dict) -> None:
+    def print(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         sep, _, _ = print_options(kwargs)
         if self.action == "tf.print":
             print_each_execution(args, kwargs, lambda: self.route.warn_once(
@@ -126,9 +127,9 @@ class _Invocation:
             builtins.print(self.prefix, *args, **kwargs)
 
 
-def _router(route: _PrintRoute) -> Callable[..., None]:
+def _router(route: _PrintRoute) -> Callable[..., Any]:
     @_compat.run_unconverted
-    def print(*args: Any, **kwargs: Any) -> None:
+    def print(*args: Any, **kwargs: Any) -> Any:
         shadowing = route.module_globals.get("print")
         if shadowing is not None:  # The module's own `print`: not the builtin, not ours to route.
             return shadowing(*args, **kwargs)
@@ -137,7 +138,8 @@ def _router(route: _PrintRoute) -> Callable[..., None]:
                 return invocation.print(args, kwargs)
         return builtins.print(*args, **kwargs)  # Run later by a function the body created.
 
-    return print
+    router: Callable[..., Any] = print
+    return router
 
 
 # --- public API -----------------------------------------------------------------------
@@ -214,7 +216,8 @@ def side_effects(function: _Function | None = None, /, *, print: str = "tf.print
 def _route_prints(function: _Function, mode: str) -> _Function:
     check_routable(function, "side_effects")
     route = _PrintRoute(function, mode)
-    routed = copy_with_print(function, _router(route))
+    # check_routable() made sure that it is a plain Python function.
+    routed = copy_with_print(cast(types.FunctionType, function), _router(route))
     plain_when_eager, executing_eagerly = mode != "log", _compat.executing_eagerly
 
     # Only a `with`, an `if` on Python values and the call: AutoGraph, when it
@@ -228,4 +231,5 @@ def _route_prints(function: _Function, mode: str) -> _Function:
         with _Invocation(route, args, kwargs):
             return routed(*args, **kwargs)
 
-    return with_signature_of(function, print_routed)
+    wrapper: _Function = with_signature_of(function, print_routed)
+    return wrapper

@@ -20,7 +20,7 @@ _FLAVOR = _compat.keras2_flavor()
 keras = _FLAVOR.keras
 
 
-class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):
+class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):  # type: ignore[misc,name-defined]  # Keras is untyped.
     """A Keras 2 `Layer` that records every run of its `call` body.
 
     Subclass it instead of `tf_keras.layers.Layer` and change nothing else; the
@@ -63,7 +63,7 @@ class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):
 if keras is _compat.keras:
     TraceMonitor = callbacks.TraceMonitor
 else:
-    class TraceMonitor(callbacks.TraceMonitorMixin, keras.callbacks.Callback):  # type: ignore[no-redef]
+    class TraceMonitor(callbacks.TraceMonitorMixin, keras.callbacks.Callback):  # type: ignore[no-redef,misc,name-defined]
         """`traceguard.callbacks.TraceMonitor` for the `fit`, `evaluate` and `predict` of Keras 2 models.
 
         A Keras runs only its own callbacks: pass this one to a tf_keras model's
