@@ -25,9 +25,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from traceguard._classify import EarlierTrace, RunContext, classify_run  # noqa: E402
-from traceguard._events import TraceEvent  # noqa: E402
-from traceguard._html import render_html, write_html  # noqa: E402
+from traceguard._compat._keras_names import is_keras_step_function  # noqa: E402
+from traceguard._core.classify import EarlierTrace, RunContext, classify_run  # noqa: E402
+from traceguard._core.events import TraceEvent  # noqa: E402
+from traceguard._reports.html import render_html, write_html  # noqa: E402
+from traceguard._reports.messages import hint_text, reason_text  # noqa: E402
 
 LAYERS = 100
 RUNS_PER_LAYER = 1000
@@ -41,11 +43,12 @@ def _signature(batch: int) -> dict:
 
 def _event(index: int, layer: str, timestamp: float, context: RunContext, batch: int,
            function: str | None, earlier: list[EarlierTrace], in_creation_phase: bool | None) -> TraceEvent:
-    verdict = classify_run(context, _signature(batch), function, in_creation_phase, earlier)
+    verdict = classify_run(context, _signature(batch), function, in_creation_phase, earlier,
+                           keras_step=is_keras_step_function(function))
     return TraceEvent(index=index, kind=verdict.kind, layer=layer, function=function,
                       signature={"inputs": f"float32[{batch},64]", "training": "True"},
-                      changes=verdict.changes, created_variables=(), reason=verdict.reason,
-                      hint=verdict.hint, timestamp=timestamp, duration_s=0.002, thread="MainThread")
+                      changes=verdict.changes, created_variables=(), reason=reason_text(verdict),
+                      hint=hint_text(verdict), timestamp=timestamp, duration_s=0.002, thread="MainThread")
 
 
 def training_events(layers: int = LAYERS, runs: int = RUNS_PER_LAYER,

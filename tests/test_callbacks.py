@@ -9,8 +9,9 @@ from conftest import DEFAULT, FLAVORS, keras
 from test_explanation import FakeLayer, event
 
 import traceguard as tg
-from traceguard import _compat, _recorder
-from traceguard._events import TraceKind
+from traceguard import _compat
+from traceguard._core.events import TraceKind
+from traceguard._record import observers as _observers
 
 
 def define_projection(base):
@@ -83,21 +84,22 @@ def test_partial_last_batch_of_a_later_fit_warns_and_shows_in_the_report(keras_f
     assert kinds_of(monitor.report.layers["projection"]) == first
     step = keras_flavor.pick("one_step_on_data", "train_function")
     expected = (rf"Layer 'projection' retraced tf.function `{step}` during fit call 2, "
-                r"epoch 1: inputs: dim 0 32 -> None. Fix: A partial last batch has a new shape")
+                r"epoch 1: inputs: dim 0 32 -> None. Fix: `fit` got 70 samples in batches of 32: "
+                r"the last batch of 6 has a new shape")
     with pytest.warns(UserWarning, match=expected) as record:
         model.fit(*data(70), batch_size=32, verbose=0, callbacks=[monitor])
     assert len(record) == 1 and record[0].filename == __file__
     runs = monitor.report.layers["projection"]
     assert kinds_of(runs) == first + ["retrace"]
     assert runs.events[-1].changes == ("inputs: dim 0 32 -> None",)
-    assert "drop_remainder=True" in runs.events[-1].hint
+    assert "Arrays have no `drop_remainder`" in runs.events[-1].hint  # NumPy inputs (#18).
     tables = [r.getMessage() for r in caplog.records if r.name == "traceguard" and r.levelno == logging.INFO]
     assert [t.splitlines()[0] for t in tables] == ["TraceMonitor: layer body runs after fit (call 1):",
                                                   "TraceMonitor: layer body runs after fit (call 2):"]
     variable_retraces = keras_flavor.pick("-", "1")
     assert tables[1].splitlines()[2].split() == [
         "projection", "Projection", "-", "1", variable_retraces, "1", "-", "-"]
-    assert _recorder._observers == ()
+    assert _observers.observers == ()
 
 
 def test_under_watch_one_warning_names_every_plain_layer_of_the_retraced_step(keras_flavor):
@@ -121,7 +123,7 @@ def test_under_watch_one_warning_names_every_plain_layer_of_the_retraced_step(ke
     step = keras_flavor.pick("one_step_on_data", "train_function")
     assert str(warning.message).startswith(
         f"Layers {names} retraced tf.function `{step}` during fit "
-        "call 2, epoch 1: inputs: dim 0 32 -> None. Fix: A partial last batch")
+        "call 2, epoch 1: inputs: dim 0 32 -> None. Fix: `fit` got 70 samples in batches of 32")
 
 
 def test_validation_and_predict_traces_are_reported_without_warnings(model):
@@ -151,19 +153,19 @@ def test_only_retraces_after_the_first_epoch_or_call_warn():
     retrace = event(1, TraceKind.RETRACE, layer="fake", hint="Do X.")
     monitor.on_train_begin()
     monitor.on_epoch_begin(0)
-    monitor._observer._record_event(layer, retrace)  # First epoch of the first call: expected.
+    monitor._observer.record_event(layer, retrace)  # First epoch of the first call: expected.
     monitor.on_epoch_end(0)
     monitor.on_epoch_begin(1)
-    monitor._observer._record_event(layer, event(2, TraceKind.TRACE, layer="fake"))
+    monitor._observer.record_event(layer, event(2, TraceKind.TRACE, layer="fake"))
     monitor.on_test_begin()  # Validation inside fit.
-    monitor._observer._record_event(layer, retrace)
+    monitor._observer.record_event(layer, retrace)
     with pytest.warns(UserWarning, match="during evaluate call 1, epoch 2: none of its arguments "
                       "changed. Fix: Do X. All runs: TraceMonitor.report.") as record:
         monitor.on_test_end()
     assert len(record) == 1
     monitor.on_epoch_end(1)
     monitor.on_train_end()
-    assert _recorder._observers == ()
+    assert _observers.observers == ()
     assert kinds_of(monitor.report.layers["fake"]) == ["retrace", "trace", "retrace"]
 
 
@@ -172,7 +174,7 @@ def test_a_call_that_raised_does_not_confuse_the_next(model):
     monitor.on_train_begin()  # A fit that raised: Keras never calls on_train_end.
     monitor.on_predict_begin()
     monitor.on_predict_end()
-    assert _recorder._observers == ()
+    assert _observers.observers == ()
     assert monitor._calls == 2
 
 
@@ -181,8 +183,8 @@ def test_a_dropped_monitor_stops_observing():
     monitor.on_train_begin()
     observer = monitor._observer
     del monitor
-    observer._record_event(FakeLayer("fake"), event(1))
-    assert _recorder._observers == ()
+    observer.record_event(FakeLayer("fake"), event(1))
+    assert _observers.observers == ()
 
 
 def test_callbacks_is_an_attribute_of_the_package():
@@ -203,7 +205,7 @@ def test_a_monitor_of_another_keras_names_the_monitor_to_use():
         f"`traceguard.callbacks.TraceMonitor` is a {_compat.DEFAULT_FLAVOR.describe()} callback and "
         f"{other_keras} runs only its own callbacks. {advice} Received: a model of "
         f"{other_keras}, Functional {model.name!r}")
-    assert _recorder._observers == ()
+    assert _observers.observers == ()
 
 
 @pytest.mark.skipif(all(flavor.name == "keras3" for flavor in FLAVORS),

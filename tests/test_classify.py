@@ -1,8 +1,9 @@
 """classify_run without TensorFlow: the rules, one by one."""
 
-from traceguard._classify import EarlierTrace, RunContext, classify_run
-from traceguard._events import TraceKind
-from traceguard._signature import spec_of
+from traceguard._core.changes import Aspect
+from traceguard._core.classify import EarlierTrace, Hint, Reason, RunContext, classify_run
+from traceguard._core.events import TraceKind
+from traceguard._core.signature import spec_of
 
 A = {"inputs": spec_of((1, 2))}
 B = {"inputs": spec_of((1, 3))}
@@ -17,7 +18,7 @@ def test_contexts_other_than_graph_decide_the_kind_alone():
 def test_first_trace_of_a_function():
     verdict = classify_run(RunContext.GRAPH, A, "step", True, [])
     assert verdict.kind is TraceKind.TRACE and verdict.changes == () and verdict.hint is None
-    assert verdict.reason.startswith("First trace of tf.function `step`")
+    assert verdict.reason is Reason.FIRST_TRACE and verdict.function == "step"
 
 
 def test_same_signature_after_a_variable_creating_trace_is_a_variable_retrace():
@@ -28,15 +29,15 @@ def test_same_signature_after_a_variable_creating_trace_is_a_variable_retrace():
 def test_variable_retrace_of_keras2_train_function_points_at_the_optimizer():
     verdict = classify_run(RunContext.GRAPH, A, "train_function", False, [EarlierTrace(A, True)])
     assert verdict.kind is TraceKind.VARIABLE_RETRACE
-    assert "model.optimizer.build(model.trainable_variables)" in verdict.hint
+    assert verdict.hint is Hint.BUILD_OPTIMIZER_FIRST
     layer_hint = classify_run(RunContext.GRAPH, A, "step", False, [EarlierTrace(A, True)]).hint
-    assert "call the layer once" in layer_hint
+    assert layer_hint is Hint.CREATE_VARIABLES_FIRST
 
 
 def test_same_signature_without_the_phase_change_is_an_unexplained_retrace():
     verdict = classify_run(RunContext.GRAPH, A, "step", True, [EarlierTrace(A, True)])
     assert verdict.kind is TraceKind.RETRACE and verdict.changes == ()
-    assert "did not change" in verdict.reason
+    assert verdict.reason is Reason.SAME_ARGUMENTS and verdict.hint is Hint.KEEP_OUTSIDE_VALUES_FIXED
 
 
 def test_new_signature_is_a_retrace_against_the_closest_earlier_trace():
@@ -45,34 +46,42 @@ def test_new_signature_is_a_retrace_against_the_closest_earlier_trace():
     verdict = classify_run(RunContext.GRAPH, B, "step", False, earlier)
     assert verdict.kind is TraceKind.RETRACE
     assert verdict.changes == ("inputs[1]: 2 -> 3",)
+    (change,) = verdict.changes
+    assert (change.argument, change.parameter, change.aspect, change.old, change.new) == (
+        "inputs[1]", "inputs", Aspect.VALUE, "2", "3")
 
 
 def test_hints_follow_the_cause():
-    def hint(old, new, function="f"):
-        return classify_run(RunContext.GRAPH, new, function, False, [EarlierTrace(old, True)]).hint
+    def hint(old, new, keras_step=False, backend="tensorflow"):
+        return classify_run(RunContext.GRAPH, new, "f", False, [EarlierTrace(old, True)],
+                            backend=backend, keras_step=keras_step).hint
 
     class Shape:
         def __init__(self, *shape, dtype="float32"):
             self.shape, self.dtype = shape, dtype
 
-    assert "input_signature" in hint({"x": spec_of(Shape(2))}, {"x": spec_of(Shape(3))})
-    in_fit = hint({"x": spec_of(Shape(2))}, {"x": spec_of(Shape(3))}, "one_step_on_data")
-    assert "drop_remainder=True" in in_fit
-    assert "Cast" in hint({"x": spec_of(Shape(2))}, {"x": spec_of(Shape(2, dtype="int32"))})
-    assert "tf.constant" in hint({"k": spec_of(1)}, {"k": spec_of(2)})
-    assert "training" in hint({"training": spec_of(True)}, {"training": spec_of(False)})
+    two, three = {"x": spec_of(Shape(2))}, {"x": spec_of(Shape(3))}
+    assert hint(two, three) is Hint.NONE_DIMENSION
+    assert hint(two, three, backend="jax") is Hint.FIXED_SHAPES
+    assert hint(two, three, keras_step=True) is Hint.PARTIAL_BATCH
+    assert hint(two, {"x": spec_of(Shape(2, 1))}) is Hint.ONE_RANK
+    assert hint(two, {"x": spec_of(Shape(2, dtype="int32"))}) is Hint.ONE_DTYPE
+    assert hint({"k": spec_of(1)}, {"k": spec_of(2)}) is Hint.PYTHON_VALUE_AS_TENSOR
+    assert hint({"k": spec_of(1)}, {"k": spec_of([1])}) is Hint.FIXED_STRUCTURE
+    assert hint({"training": spec_of(True)}, {"training": spec_of(False)}) is Hint.TRAINING_VALUE
 
 
 def test_graph_without_function_name_reads_naturally():
     verdict = classify_run(RunContext.GRAPH, B, None, None, [EarlierTrace(A, True)])
-    assert verdict.reason.startswith("The graph traced again")
+    assert verdict.reason is Reason.SIGNATURE_CHANGED and verdict.function is None
 
 
 def test_same_signature_in_a_new_function_of_the_same_code_is_a_retrace():
     verdict = classify_run(RunContext.GRAPH, A, "step", True, [], [EarlierTrace(A, True)])
     assert verdict.kind is TraceKind.RETRACE
     assert verdict.changes == ("tf.function `step`: new object, same Python function",)
-    assert "outside the loop" in verdict.hint
+    assert verdict.changes[0].aspect is Aspect.FUNCTION_OBJECT
+    assert verdict.reason is Reason.NEW_FUNCTION_OBJECT and verdict.hint is Hint.CREATE_FUNCTION_ONCE
     other_signature = classify_run(RunContext.GRAPH, B, "step", True, [], [EarlierTrace(A, True)])
     assert other_signature.kind is TraceKind.TRACE
 def test_runs_of_the_same_trace_are_classified_against_earlier_traces_only():
@@ -88,3 +97,53 @@ def test_runs_of_the_same_trace_are_classified_against_earlier_traces_only():
     # Unknown tokens never match: an earlier run without one is an earlier trace.
     assert classify_run(RunContext.GRAPH, A, "step", True, [EarlierTrace(A, True)], trace=None).kind \
         is TraceKind.RETRACE
+
+
+def test_batch_dimension_hints_follow_the_keras_method_and_its_data():
+    from traceguard._compat._keras_calls import KerasCall
+
+    def hint(old_batch, new_batch, call, axis=0):
+        old = [4, 4]
+        new = list(old)
+        old[axis], new[axis] = old_batch, new_batch
+        return classify_run(RunContext.GRAPH, {"x": spec_of(Shape(*new))}, "one_step_on_data", False,
+                            [EarlierTrace({"x": spec_of(Shape(*old))}, True)], keras_step=True,
+                            keras_call=call).hint
+
+    class Shape:
+        def __init__(self, *shape):
+            self.shape, self.dtype = shape, "float32"
+
+    assert hint(32, 6, KerasCall("fit", "dataset")) is Hint.PARTIAL_BATCH_DATASET
+    assert hint(32, 6, KerasCall("fit", "arrays", 70, 32)) is Hint.PARTIAL_BATCH_ARRAYS
+    assert hint(32, 6, KerasCall("evaluate", "arrays", 70, 32)) is Hint.PARTIAL_BATCH_EVALUATE
+    assert hint(32, 6, KerasCall("predict", "arrays", 70, 32)) is Hint.PREDICT_BATCH_SIZE
+    assert hint(32, 6, KerasCall("predict_on_batch")) is Hint.PREDICT_BATCH_SIZE
+    assert hint(32, 6, KerasCall("train_on_batch")) is Hint.ONE_BATCH_SIZE
+    assert hint(32, 6, None) is Hint.PARTIAL_BATCH  # A Keras step whose method was not seen.
+    assert hint(5, 7, KerasCall("fit", "dataset"), axis=1) is Hint.VARYING_LENGTH
+    assert hint(32, None, KerasCall("predict")) is Hint.PREDICT_BATCH_SIZE
+    assert hint(32, None, KerasCall("fit", "arrays")) is Hint.PARTIAL_BATCH_ARRAYS
+    assert hint(5, None, KerasCall("fit", "dataset"), axis=1) is Hint.RELAXED_DIMENSION
+
+
+def test_a_run_again_in_a_loop_body_of_the_same_trace_is_part_of_it():
+    token = object()
+    verdict = classify_run(RunContext.GRAPH, A, "step", True, [EarlierTrace(A, True, token)], trace=token,
+                           control_flow="tf.while_loop")
+    assert (verdict.kind, verdict.reason, verdict.control_flow) == (
+        TraceKind.TRACE, Reason.SAME_TRACE, "tf.while_loop")
+    # Another signature in the loop body is a trace of its own.
+    other = classify_run(RunContext.GRAPH, B, "step", True, [EarlierTrace(A, True, token)], trace=token,
+                         control_flow="tf.while_loop")
+    assert other.reason is Reason.FIRST_TRACE
+
+
+def test_variable_retrace_of_a_built_layer_blames_the_other_variables():
+    built = [EarlierTrace(A, True, created_variables=False)]
+    in_step = classify_run(RunContext.GRAPH, A, "one_step_on_data", False, built, keras_step=True)
+    assert (in_step.kind, in_step.hint) == (TraceKind.VARIABLE_RETRACE, Hint.STEP_CREATED_OTHER_VARIABLES)
+    in_function = classify_run(RunContext.GRAPH, A, "step", False, built)
+    assert in_function.hint is Hint.FUNCTION_CREATED_OTHER_VARIABLES
+    creating = [EarlierTrace(A, True, created_variables=True)]
+    assert classify_run(RunContext.GRAPH, A, "step", False, creating).hint is Hint.CREATE_VARIABLES_FIRST

@@ -185,37 +185,50 @@ def test_import_does_not_import_tf_keras_on_keras_3():
 
 
 def module_names_of(path):
-    """`__all__` and the top-level names a module defines, read without importing it."""
+    """The top-level names a module defines, read without importing it."""
     with open(path) as source:
         tree = ast.parse(source.read())
-    names, exported = set(), None
+    names = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                names.add(target.id)
-                if target.id == "__all__":
-                    exported = ast.literal_eval(node.value)
+            names.update(target.id for target in targets)
         elif isinstance(node, ast.ImportFrom):
             names.update(alias.asname or alias.name for alias in node.names)
-    return exported, names
+    return names
 
 
-def test_both_backends_answer_the_same_questions():
+def test_both_backends_implement_the_interface_written_once():
     # `_compat` takes the backend's names from `_tensorflow` here and from `_jax` on JAX,
     # which cannot be imported here: its source says what it defines.
-    from traceguard._compat import _tensorflow
+    from traceguard._compat import _interface, _tensorflow
 
-    jax_exported, jax_names = module_names_of(os.path.join(os.path.dirname(_compat.__file__), "_jax.py"))
-    assert jax_exported == _tensorflow.__all__
-    assert set(jax_exported) <= jax_names
+    assert _interface.BACKEND_NAMES == tuple(sorted(_interface.BACKEND_NAMES))
+    assert {"executing_eagerly", "enclosing_tf_function", "TRACER"} <= set(_interface.BACKEND_NAMES)
+    assert _tensorflow.__all__ == list(_interface.BACKEND_NAMES)
+    assert set(_interface.BACKEND_NAMES) <= module_names_of(
+        os.path.join(os.path.dirname(_compat.__file__), "_jax.py"))
     assert all(getattr(_compat, name) is getattr(_tensorflow, name) for name in _tensorflow.__all__)
     assert set(_tensorflow.__all__) <= set(_compat.__all__)
     assert all(hasattr(_compat, name) for name in _compat.__all__)
     # One default flavor, decided once: the package and the backend name the object `_flavors` holds.
     assert _compat.DEFAULT_FLAVOR is _tensorflow.DEFAULT_FLAVOR is _flavors.DEFAULT_FLAVOR
+
+
+def test_type_checkers_see_the_backend_names():
+    # `_compat` imports the backend's names with `*`, whose computed `__all__` type checkers
+    # cannot read; under TYPE_CHECKING it imports them by name, and its `__all__` is literal.
+    from traceguard._compat import _interface
+
+    with open(_compat.__file__, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    checked = next(node for node in tree.body if isinstance(node, ast.If)
+                   and getattr(node.test, "id", None) == "TYPE_CHECKING")
+    imported = [alias.name for node in checked.body for alias in node.names]
+    assert tuple(imported) == _interface.BACKEND_NAMES
+    assert set(_interface.BACKEND_NAMES) <= set(_compat.__all__)
 
 
 # --- which Keras `traceguard` follows -----------------------------------------------------
@@ -301,7 +314,7 @@ def test_keras_traceback_filter_hides_traceguard_frames_only():
         pytest.skip("Keras 3's traceback filter; tf.keras is Keras 2 here")
     from keras.src.utils import traceback_utils
 
-    assert not traceback_utils.include_frame(os.path.join(_frames._TRACEGUARD_DIR, "_recorder.py"))
+    assert not traceback_utils.include_frame(os.path.join(_frames._TRACEGUARD_DIR, "_record", "recorder.py"))
     assert not traceback_utils.include_frame(_tf_function.__file__)
     assert traceback_utils.include_frame(__file__)
 
@@ -319,5 +332,5 @@ def test_keras2_traceback_filter_hides_traceguard_frames_only():
 
     traceback_utils = _tensorflow._keras2_traceback_utils
     assert traceback_utils.__name__.split(".")[0] == _compat.LayerBase.__module__.split(".")[0]
-    assert not traceback_utils.include_frame(os.path.join(_frames._TRACEGUARD_DIR, "_recorder.py"))
+    assert not traceback_utils.include_frame(os.path.join(_frames._TRACEGUARD_DIR, "_record", "recorder.py"))
     assert traceback_utils.include_frame(__file__)

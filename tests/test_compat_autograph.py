@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from traceguard import _compat
 from traceguard._compat import _autograph, _tf_function
-from traceguard._routed_globals import copy_with_print
+from traceguard._side_effects.routed_globals import copy_with_print
 
 
 def wrapped_call():
@@ -43,7 +43,7 @@ def test_tf_convert_leaves_an_autograph_artifact_as_it_is():
 def test_autograph_does_not_convert_traceguard_modules():
     from tensorflow.python.autograph.impl import conversion
 
-    from traceguard import _recorder
+    from traceguard._record import recorder as _recorder
 
     assert conversion.is_allowlisted(_recorder.record_build)
     assert conversion.is_allowlisted(_tf_function.enclosing_tf_function)  # In a subpackage.

@@ -299,3 +299,28 @@ def test_tf_print_to_sys_stdout_writes_to_the_file_descriptor(capfd):
         step(tf.constant(7))
     assert buffer.getvalue() == ""
     assert capfd.readouterr().out == "value: 7\n"
+
+
+def test_control_flow_bodies_are_told_apart_from_the_function_graph():
+    seen = {}
+
+    @tf.function
+    def step(x):
+        seen["function"] = _compat.control_flow_of()
+
+        def branch():
+            seen["cond"] = _compat.control_flow_of()
+            return x
+
+        tf.cond(x[0] > 0, branch, lambda: x)
+
+        def body(i):
+            seen["while"] = _compat.control_flow_of()
+            return (i + 1,)
+
+        tf.while_loop(lambda i: i < 3, body, (0,))
+        return x
+
+    step(tf.ones((2,)))
+    assert seen == {"function": None, "cond": "tf.cond", "while": "tf.while_loop"}
+    assert _compat.control_flow_of() is None  # Eager.

@@ -10,7 +10,11 @@ import tensorflow as tf
 from conftest import SeedLayer, keras, kinds
 
 import traceguard as tg
-from traceguard import _compat, _recorder
+from traceguard import _compat
+from traceguard._record import internal_errors as _internal_errors
+from traceguard._record import layer_state as _layer_state
+from traceguard._record import recorder as _recorder
+from traceguard._record import runs as _runs
 
 
 class UserError(RuntimeError):
@@ -81,7 +85,7 @@ def test_exception_from_call_reaches_the_caller_as_from_a_plain_layer(mode, erro
         {"eager": "eager", "trace": "trace", "symbolic": "symbolic"}[mode],
         error_seen_by_the_layer(mode, error_type, raise_line),
     )
-    assert _recorder.active_runs() == []
+    assert _runs.active_runs() == []
 
 
 def error_seen_by_the_layer(mode, error_type, raise_line):
@@ -137,16 +141,18 @@ def test_error_with_traceback_filtering_off_shows_the_full_stack():
             layer(tf.ones((2, 3)))
     finally:
         config.enable_traceback_filtering()
+    # The package's own folder, not any folder named `traceguard` (a checkout's is).
+    package = os.path.dirname(os.path.abspath(tg.__file__)) + os.sep
     assert not [frame for frame in traceback.extract_tb(filtered.value.__traceback__)
-                if "traceguard" + os.sep in frame.filename]
-    files = {frame.filename for frame in traceback.extract_tb(info.value.__traceback__)}
-    assert any(name.endswith("traceguard/_recorder.py") for name in files)
+                if os.path.abspath(frame.filename).startswith(package)]
+    files = {os.path.abspath(frame.filename) for frame in traceback.extract_tb(info.value.__traceback__)}
+    assert os.path.join(package, "_record", "recorder.py") in files
 
 
 # --- traceguard's own failures ------------------------------------------------------
 @pytest.fixture
 def fresh_error_reports(monkeypatch):
-    monkeypatch.setattr(_recorder, "_reported_errors", set())
+    monkeypatch.setattr(_internal_errors, "_reported", set())
 
 
 def _raise(*args, **kwargs):
@@ -163,7 +169,7 @@ INTERNALS = [
     (_compat, "current_replica", "starting to record a run"),
     (_compat, "default_graph", "starting to record a run"),
     (tg.TraceLog, "_append", "finishing the record of a run"),
-    (_recorder.LayerTraceState, "remember", "finishing the record of a run"),
+    (_layer_state.LayerTraceState, "remember", "finishing the record of a run"),
     (_compat, "variable_creation_watch", "watching variable creation"),
 ]
 
@@ -201,14 +207,12 @@ def test_bookkeeping_failure_on_the_eager_path_does_not_break_the_call(
 
 
 def test_budget_report_failure_does_not_break_the_call(monkeypatch, caplog, fresh_error_reports):
-    from traceguard import _report
-
     class Identity(tg.TraceAwareLayer):
         def call(self, inputs):
             return inputs
 
     layer = Identity(max_traces=0, on_excess="raise")
-    monkeypatch.setattr(_report, "format_budget_excess", _raise)
+    monkeypatch.setattr(_recorder, "format_budget_excess", _raise)
     with caplog.at_level(logging.ERROR, logger="traceguard"):
         np.testing.assert_array_equal(tf.function(layer)(tf.ones((2,))), tf.ones((2,)))
     assert [r.getMessage()[:60] for r in caplog.records if r.name == "traceguard"] == [

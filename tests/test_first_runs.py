@@ -6,7 +6,7 @@ import tensorflow as tf
 from conftest import keras
 
 import traceguard as tg
-from traceguard import _first_runs
+from traceguard._side_effects import first_runs as _first_runs
 
 
 def test_memory_claims_once_and_forgets_the_oldest_past_its_bound(monkeypatch):

@@ -9,10 +9,10 @@ import tensorflow as tf
 from conftest import DEFAULT
 
 import traceguard as tg
-from traceguard._events import TraceEvent, TraceKind
-from traceguard._html import render_html
-from traceguard._html_tables import layers_html
-from traceguard._timeline import MARK_BUDGET
+from traceguard._core.events import TraceEvent, TraceKind
+from traceguard._reports.html import render_html
+from traceguard._reports.html_tables import layers_html
+from traceguard._reports.timeline import MARK_BUDGET
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PARTIAL_BATCH_HINT = ("A partial last batch has a new shape and costs a trace: batch with "

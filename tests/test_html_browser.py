@@ -21,7 +21,7 @@ from test_html import event, load_benchmark
 
 import traceguard as tg
 from traceguard import _compat
-from traceguard._html_tables import KIND_COLORS
+from traceguard._reports.html_tables import KIND_COLORS
 
 pytestmark = pytest.mark.slow  # Installs and starts Chromium: about 100 s on 2 cores.
 

@@ -192,7 +192,7 @@ def test_trace_monitor_warns_of_a_partial_batch_in_a_later_fit():
     data = np.ones((70, 3)), np.ones((70, 32))
     model.fit(data[0][:64], data[1][:64], batch_size=32, verbose=0, callbacks=[monitor])
     expected = (r"Layer 'seed' retraced jax\.jit `train_step` during fit call 2, epoch 1: "
-                r"inputs: dim 0 32 -> 6\. Fix: A partial last batch")
+                r"inputs: dim 0 32 -> 6\. Fix: `fit` got 70 samples in batches of 32: the last batch of 6")
     with pytest.warns(UserWarning, match=expected):
         model.fit(*data, batch_size=32, verbose=0, callbacks=[monitor])
     assert monitor.report.layers["seed"].counts()["retrace"] == 1

@@ -1,5 +1,6 @@
 """TraceLog: bounds, counters, filters, JSON, text."""
 
+import dataclasses
 import json
 
 import pytest
@@ -7,7 +8,7 @@ import tensorflow as tf
 from conftest import SeedLayer, kinds
 
 import traceguard as tg
-from traceguard._events import TraceEvent, TraceKind
+from traceguard._core.events import TraceEvent, TraceKind
 
 
 def make_event(index, kind=TraceKind.TRACE, function="step"):
@@ -108,3 +109,10 @@ def test_summary_lists_counts_and_each_event(keras_flavor, seed_input):
     assert repr(layer.trace_log) == keras_flavor.pick(
         "<TraceLog 'seed': 3 events (symbolic=1, trace=1, variable_retrace=1)>",
         "<TraceLog 'seed': 2 events (trace=1, variable_retrace=1)>")
+
+
+def test_event_repr_is_short_and_names_the_run():
+    retrace = make_event(3, TraceKind.RETRACE, "step")
+    retrace = dataclasses.replace(retrace, changes=("inputs: dim 0 32 -> 6",))
+    assert repr(retrace) == "<TraceEvent #3 retrace of 'layer' in step: inputs: dim 0 32 -> 6>"
+    assert repr(make_event(1, TraceKind.EAGER, None)) == "<TraceEvent #1 eager of 'layer'>"

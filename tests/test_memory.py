@@ -14,7 +14,7 @@ from conftest import SeedLayer, keras
 
 import traceguard as tg
 from traceguard import _compat
-from traceguard._recorder import _REMEMBERED_FUNCTIONS, _REMEMBERED_TRACES, STATE_ATTRIBUTE
+from traceguard._record.layer_state import REMEMBERED_FUNCTIONS, REMEMBERED_TRACES, STATE_ATTRIBUTE
 
 # A run that keeps everything it allocated would grow memory by well over a kilobyte.
 FLAT_BYTES = 64 * 1024
@@ -82,7 +82,7 @@ def test_recorder_memory_is_flat_over_thousands_of_retraces():
     assert len(log) == 100 and log.dropped == 1900
     assert log[-1].kind is tg.TraceKind.RETRACE and log[-1].changes == ("k: 1998 -> 1999",)
     state = layer.__dict__[STATE_ATTRIBUTE]
-    assert [len(traces) for traces in state._memory.values()] == [_REMEMBERED_TRACES]
+    assert [len(traces) for traces in state._memory.values()] == [REMEMBERED_TRACES]
     assert third - second < FLAT_BYTES, f"grew by {third - second} bytes over 1,000 retraces"
     assert second - first < FLAT_BYTES, f"grew by {second - first} bytes over 500 retraces"
 
@@ -90,14 +90,14 @@ def test_recorder_memory_is_flat_over_thousands_of_retraces():
 def test_classification_memory_keeps_a_bounded_number_of_functions():
     layer = Scaled()
     layer(tf.ones((1,)))
-    for _ in range(_REMEMBERED_FUNCTIONS + 10):
+    for _ in range(REMEMBERED_FUNCTIONS + 10):
         tf.function(layer)(tf.ones((1,)))  # A new function each time: one trace each time.
     state = layer.__dict__[STATE_ATTRIBUTE]
-    assert len(state._memory) == _REMEMBERED_FUNCTIONS
+    assert len(state._memory) == REMEMBERED_FUNCTIONS
     # All wrap the same layer: one origin, its traces bounded too.
-    assert [len(traces) for traces in state._by_origin.values()] == [_REMEMBERED_TRACES]
-    assert layer.trace_log.count(["trace", "retrace"]) == _REMEMBERED_FUNCTIONS + 10
-    assert state.graph_traces == _REMEMBERED_FUNCTIONS + 10
+    assert [len(traces) for traces in state._by_origin.values()] == [REMEMBERED_TRACES]
+    assert layer.trace_log.count(["trace", "retrace"]) == REMEMBERED_FUNCTIONS + 10
+    assert state.graph_traces == REMEMBERED_FUNCTIONS + 10
 
 
 def _traced_and_forgotten(read):

@@ -13,7 +13,7 @@ from test_run import RETRACING, script
 
 import traceguard as tg
 from traceguard._cli import build_parser
-from traceguard._run import run_script
+from traceguard._diagnosis.run import run_script
 
 
 def test_explanation_to_html_writes_the_timeline_of_each_layer(tmp_path, seed_input):

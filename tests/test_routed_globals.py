@@ -5,7 +5,7 @@ import builtins
 import pytest
 import tensorflow as tf
 
-from traceguard._routed_globals import check_routable, copy_with_print
+from traceguard._side_effects.routed_globals import check_routable, copy_with_print
 
 LIMIT = 1
 

@@ -15,7 +15,8 @@ import tensorflow as tf
 from conftest import FLAVORS
 
 import traceguard as tg
-from traceguard._recorder import STATE_ATTRIBUTE, LayerTraceState, TraceSettings
+from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
+from traceguard._record.settings import TraceSettings
 
 # Keras 2 builds a rebuilt `Scale` twice (from its saved build config, then when the
 # functional model calls it), so its sublayer's initializer runs twice and warns (from

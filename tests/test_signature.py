@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from traceguard._signature import _bound_signature, diff_signatures, format_signature, signature_of, spec_of
+from traceguard._core.signature import (
+    _bound_signature,
+    diff_signatures,
+    format_signature,
+    signature_of,
+    spec_of,
+)
 
 
 def call(self, inputs, mask=None, training=None, *rest, **options):

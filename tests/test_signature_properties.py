@@ -12,9 +12,10 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from traceguard._classify import EarlierTrace, RunContext, classify_run, closest_trace
-from traceguard._events import TraceKind
-from traceguard._signature import diff_signatures, format_signature, signature_of, spec_of
+from traceguard._core.classify import EarlierTrace, RunContext, classify_run, closest_trace
+from traceguard._core.events import TraceKind
+from traceguard._core.signature import diff_signatures, format_signature, signature_of, spec_of
+from traceguard._reports.messages import hint_text, reason_text
 
 DTYPES = ["float32", "int32", "bool", "float16", "int64"]
 shapes = st.lists(st.integers(0, 3), max_size=3).map(tuple)
@@ -157,7 +158,7 @@ def test_classification_never_crashes_and_reports_changes_only_for_a_new_signatu
     old, new = pair
     old_specs, new_specs = specs(old), specs(new)
     verdict = classify_run(RunContext.GRAPH, new_specs, "step", creating, [EarlierTrace(old_specs, True)])
-    assert isinstance(verdict.reason, str) and isinstance(verdict.hint, str)
+    assert isinstance(reason_text(verdict), str) and isinstance(hint_text(verdict), str)
     if keys(old) == keys(new):
         assert verdict.changes == ()
         assert verdict.kind is (TraceKind.RETRACE if creating else TraceKind.VARIABLE_RETRACE)

@@ -9,7 +9,7 @@ from test_callbacks import compiled_projection_model, data, model, monitor_class
 from test_explanation import FakeLayer, event
 
 import traceguard as tg
-from traceguard._events import TraceKind
+from traceguard._core.events import TraceKind
 
 PARTIAL_BATCH_RETRACE = (
     "**#{index} retrace** of tf.function `{step}` during fit call 2, epoch 1\n\n"
@@ -75,11 +75,11 @@ def test_steps_follow_keras_epochs_and_calls_outside_fit_take_the_next_step(tmp_
     layer = FakeLayer("fake")
     monitor.on_train_begin()  # fit(initial_epoch=5, epochs=6): Keras numbers the epoch 5.
     monitor.on_epoch_begin(5)
-    monitor._observer._record_event(layer, event(1, TraceKind.TRACE, layer="fake"))
+    monitor._observer.record_event(layer, event(1, TraceKind.TRACE, layer="fake"))
     monitor.on_epoch_end(5)
     monitor.on_train_end()
     monitor.on_predict_begin()
-    monitor._observer._record_event(layer, event(2, TraceKind.RETRACE, layer="fake", hint="Do X."))
+    monitor._observer.record_event(layer, event(2, TraceKind.RETRACE, layer="fake", hint="Do X."))
     with pytest.warns(UserWarning, match="during predict call 2: none of its arguments changed"):
         monitor.on_predict_end()
     assert read_summaries(tmp_path) == [

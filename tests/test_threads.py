@@ -9,7 +9,7 @@ from conftest import keras
 
 import traceguard as tg
 from traceguard import _compat
-from traceguard._events import GRAPH_TRACE_KINDS
+from traceguard._core.events import GRAPH_TRACE_KINDS
 
 THREADS = 8
 CALLS = 200

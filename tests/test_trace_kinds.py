@@ -180,7 +180,8 @@ def test_fit_traces_train_step_and_partial_last_batch_retraces(keras_flavor, fun
     assert retrace.function == step
     # Both Kerases compile their step with reduce_retracing=True: TF relaxes the batch dimension.
     assert retrace.changes == ("inputs: dim 0 32 -> None",)
-    assert "drop_remainder=True" in retrace.hint
+    # NumPy inputs have no `drop_remainder` (#18): the hint gives the numbers and the fix for arrays.
+    assert retrace.hint.startswith("`fit` got 70 samples in batches of 32: the last batch of 6 ")
 
 
 def test_keras2_optimizer_built_before_fit_traces_once(keras_flavor, functional_model):
@@ -346,3 +347,39 @@ def test_layer_called_twice_in_one_trace_shares_the_trace_kind_and_counts_once(k
         ("retrace", ("inputs: dim 0 3 -> 4",)), ("retrace", ()),
     ]
     assert step.experimental_get_tracing_count() == 2
+
+
+def test_rnn_cell_in_a_while_loop_body_is_part_of_the_step_trace(keras_flavor):
+    if not keras_flavor.is_keras_3:
+        pytest.skip("Keras 2's LSTM computes its steps itself: the cell's `call` never runs")
+    keras = keras_flavor.keras
+    with tg.watch() as explanation:
+        model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4)])
+        model.compile(optimizer="sgd", loss="mse")
+        model.fit(np.ones((8, 5, 3)), np.ones((8, 4)), verbose=0)
+    cell_runs = [runs for name, runs in explanation.layers.items() if "lstm_cell" in name]
+    assert len(cell_runs) == 1
+    graph_runs = [event for event in cell_runs[0].events if event.kind in ("trace", "retrace")]
+    step = "one_step_on_data"
+    # The cell runs once before the loop and once as the loop's body, both in one trace.
+    assert [event.function for event in graph_runs][:2] == [step, step]
+    assert not [event for event in graph_runs if event.kind == "retrace"]
+    in_loop = [event for event in graph_runs if event.reason.startswith("Part of the same trace")]
+    assert in_loop and "`tf.while_loop`" in in_loop[0].reason
+
+
+@pytest.mark.parametrize("optimizer, metrics", [("adam", []), ("sgd", ["mae"])])
+def test_keras3_step_variable_retrace_of_built_layers_blames_optimizer_or_metrics(
+        keras_flavor, optimizer, metrics):
+    if not keras_flavor.is_keras_3:
+        pytest.skip("Keras 2's train_function retrace has its own hint (the optimizer)")
+    keras = keras_flavor.keras
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1, name="d")])
+    model.compile(optimizer, "mse", metrics=metrics)
+    with tg.watch() as explanation:
+        model.fit(np.ones((64, 8)), np.ones((64, 1)), batch_size=32, verbose=0)
+    events = explanation.layers["d"].events
+    assert [event.kind.value for event in events] == ["trace", "variable_retrace"]
+    assert events[0].created_variables == ()
+    assert events[1].hint.startswith("This layer was built already: the step's first trace created")
+    assert "call the layer once" not in events[1].hint

@@ -8,7 +8,10 @@ import tensorflow as tf
 from conftest import DEFAULT, FLAVORS, SeedLayer, keras, kinds
 
 import traceguard as tg
-from traceguard import _compat, _instrument, _recorder
+from traceguard import _compat
+from traceguard._diagnosis import instrument as _instrument
+from traceguard._record import layer_state as _layer_state
+from traceguard._record import observers as _observers
 
 
 def layer_calls():
@@ -155,7 +158,7 @@ def test_watch_restores_every_layer_class_exactly_even_on_error(keras_flavor):
     del after_calls[DefinedInside]
     assert after_calls == before[0]
     assert after_base_names == before[1]
-    assert _recorder.plain_layer_state is None and _recorder._observers == ()
+    assert _layer_state.plain_layer_state is None and _observers.observers == ()
 
 
 def test_class_defined_inside_watch_is_recorded(keras_flavor):

@@ -11,20 +11,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from traceguard._version import __version__
+
 if TYPE_CHECKING:
     from traceguard import callbacks, testing
-    from traceguard._errors import RetraceError
-    from traceguard._events import TraceEvent, TraceKind
-    from traceguard._explanation import Explanation, LayerRuns
-    from traceguard._html import write_html
-    from traceguard._layer import TraceAwareLayer, TraceAwareMixin
-    from traceguard._log import TraceLog
-    from traceguard._side_effects import PRINT_MODES, side_effects
-    from traceguard._tf_print import print
-    from traceguard._trace_once import trace_once
-    from traceguard._watch import explain, watch
-
-__version__ = "0.1.0"
+    from traceguard._core.errors import RetraceError
+    from traceguard._core.events import TraceEvent, TraceKind
+    from traceguard._diagnosis.explanation import Explanation, LayerRuns
+    from traceguard._diagnosis.watch import explain, watch
+    from traceguard._record.layer import TraceAwareLayer, TraceAwareMixin
+    from traceguard._record.log import TraceLog
+    from traceguard._reports.html import write_html
+    from traceguard._side_effects.side_effects import PRINT_MODES, side_effects
+    from traceguard._side_effects.tf_print import print
+    from traceguard._side_effects.trace_once import trace_once
 
 __all__ = [
     "Explanation",
@@ -50,23 +50,23 @@ __all__ = [
 # The module of each public name, as imported above for type checkers. A public
 # submodule maps to itself.
 _MODULES = {
-    "Explanation": "traceguard._explanation",
-    "LayerRuns": "traceguard._explanation",
-    "PRINT_MODES": "traceguard._side_effects",
-    "RetraceError": "traceguard._errors",
-    "TraceAwareLayer": "traceguard._layer",
-    "TraceAwareMixin": "traceguard._layer",
-    "TraceEvent": "traceguard._events",
-    "TraceKind": "traceguard._events",
-    "TraceLog": "traceguard._log",
+    "Explanation": "traceguard._diagnosis.explanation",
+    "LayerRuns": "traceguard._diagnosis.explanation",
+    "PRINT_MODES": "traceguard._side_effects.side_effects",
+    "RetraceError": "traceguard._core.errors",
+    "TraceAwareLayer": "traceguard._record.layer",
+    "TraceAwareMixin": "traceguard._record.layer",
+    "TraceEvent": "traceguard._core.events",
+    "TraceKind": "traceguard._core.events",
+    "TraceLog": "traceguard._record.log",
     "callbacks": "traceguard.callbacks",
-    "explain": "traceguard._watch",
-    "print": "traceguard._tf_print",
-    "side_effects": "traceguard._side_effects",
+    "explain": "traceguard._diagnosis.watch",
+    "print": "traceguard._side_effects.tf_print",
+    "side_effects": "traceguard._side_effects.side_effects",
     "testing": "traceguard.testing",
-    "trace_once": "traceguard._trace_once",
-    "watch": "traceguard._watch",
-    "write_html": "traceguard._html",
+    "trace_once": "traceguard._side_effects.trace_once",
+    "watch": "traceguard._diagnosis.watch",
+    "write_html": "traceguard._reports.html",
 }
 
 

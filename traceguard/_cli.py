@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError as error:
             parser.error(f"--keras {arguments.keras}: {error}")
     elif arguments.command == "run":
-        from traceguard._run import run_script
+        from traceguard._diagnosis.run import run_script
 
         return run_script(arguments.script, arguments.arguments, arguments.output, sys.stderr,
                           html=arguments.html)

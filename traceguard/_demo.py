@@ -17,7 +17,7 @@ KERAS_VERSIONS = (2, 3)
 def _flavor_and_base(keras_version: int | None) -> tuple[object, type, str]:
     """The Keras to run on, the trace-aware base class for it, and how users spell that."""
     from traceguard import _compat
-    from traceguard._layer import TraceAwareLayer, TraceAwareMixin
+    from traceguard._record.layer import TraceAwareLayer, TraceAwareMixin
 
     if keras_version is None:
         return _compat.DEFAULT_FLAVOR, TraceAwareLayer, "traceguard.TraceAwareLayer"
@@ -54,7 +54,7 @@ def run_demo(out: TextIO, keras_version: int | None = None) -> None:
         return run_jax_demo(out)
     import tensorflow as tf
 
-    from traceguard._side_effects import side_effects
+    from traceguard._side_effects.side_effects import side_effects
 
     flavor, base, base_name = _flavor_and_base(keras_version)
     keras = flavor.keras

@@ -16,7 +16,7 @@ def run_jax_demo(out: TextIO) -> None:
     import jax.numpy as jnp
 
     from traceguard import _compat
-    from traceguard._layer import TraceAwareLayer
+    from traceguard._record.layer import TraceAwareLayer
 
     keras = _compat.keras
 

@@ -16,10 +16,12 @@ import warnings
 import weakref
 from typing import Any
 
-from traceguard import _compat, _recorder
-from traceguard._events import TraceEvent, TraceKind
-from traceguard._explanation import Explanation
-from traceguard._tensorboard import TensorBoardWriter
+from traceguard import _compat
+from traceguard._core.events import TraceEvent, TraceKind
+from traceguard._diagnosis.explanation import Explanation
+from traceguard._record.observers import add_observer, remove_observer
+from traceguard._reports.tensorboard import TensorBoardWriter
+from traceguard._reports.text import format_late_retrace
 
 __all__ = ["TraceMonitor", "TraceMonitorMixin"]
 
@@ -35,17 +37,17 @@ class _Observer:
     def __init__(self, monitor: TraceMonitorMixin) -> None:
         self._monitor = weakref.ref(monitor)
 
-    def _record_event(self, layer: Any, event: TraceEvent) -> None:
+    def record_event(self, layer: Any, event: TraceEvent) -> None:
         monitor = self._monitor()
         if monitor is None:
-            _recorder.remove_observer(self)
+            remove_observer(self)
         else:
-            monitor._record_event(layer, event)
+            monitor._on_event(layer, event)
 
-    def _record_eager(self, layer: Any) -> None:
+    def record_eager(self, layer: Any) -> None:
         monitor = self._monitor()
         if monitor is not None:
-            monitor.report._record_eager(layer)
+            monitor.report.record_eager(layer)
 
 
 class TraceMonitorMixin:
@@ -68,9 +70,9 @@ class TraceMonitorMixin:
         self._epoch = 0
         self._late_retraces: list[tuple[TraceEvent, str]] = []
 
-    # --- from the recorder ---
-    def _record_event(self, layer: Any, event: TraceEvent) -> None:
-        name = self.report._record_event(layer, event)
+    # --- from the recorder, through `_Observer` ---
+    def _on_event(self, layer: Any, event: TraceEvent) -> None:
+        name = self.report.record_event(layer, event)
         where = self._where() if event.kind is TraceKind.RETRACE else ""
         if self._tensorboard is not None:
             self._tensorboard.record(name, event, where)
@@ -126,14 +128,14 @@ class TraceMonitorMixin:
             self._calls += 1
             self._epoch = 0
         self._active.append(_METHODS[mode])
-        _recorder.add_observer(self._observer)
+        add_observer(self._observer)
 
     def _end(self) -> None:
         method = self._active.pop() if self._active else "?"
         self._warn_late_retraces()
         if self._active:
             return
-        _recorder.remove_observer(self._observer)
+        remove_observer(self._observer)
         logger.info("TraceMonitor: layer body runs after %s (call %d):\n%s",
                     method, self._calls, self.report.table())
         if self._tensorboard is not None and method != "fit":  # fit wrote at each epoch's end.
@@ -157,13 +159,8 @@ class TraceMonitorMixin:
             key = (event.function, where, event.changes, event.hint or event.reason)
             layers_by_retrace.setdefault(key, []).append(f"'{event.layer}'")
         for (function, where, changes, fix), layers in layers_by_retrace.items():
-            subject = f"Layer {layers[0]}" if len(layers) == 1 else f"Layers {', '.join(layers)}"
-            warnings.warn(
-                f"{subject} retraced {_compat.TRACER} `{function}` during {where}: "
-                f"{'; '.join(changes) or 'none of its arguments changed'}. "
-                f"Fix: {fix} All runs: TraceMonitor.report.",
-                UserWarning, stacklevel=_compat.user_stacklevel(),
-            )
+            warnings.warn(format_late_retrace(layers, _compat.TRACER, function, where, changes, fix),
+                          UserWarning, stacklevel=_compat.user_stacklevel())
 
 
 def _check_same_keras(monitor: Any, model: Any) -> None:

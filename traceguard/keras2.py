@@ -12,7 +12,7 @@ the callback for `fit`, `evaluate` and `predict` of Keras 2 models.
 from __future__ import annotations
 
 from traceguard import _compat, callbacks
-from traceguard._layer import TraceAwareMixin
+from traceguard._record.layer import TraceAwareMixin
 
 _FLAVOR = _compat.keras2_flavor()
 

@@ -7,15 +7,15 @@ plugin, which adds the `@pytest.mark.max_traces(n)` marker.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from traceguard import _recorder
-from traceguard._events import GRAPH_TRACE_KINDS, TraceEvent
-from traceguard._explanation import Explanation
-from traceguard._layer import TraceAwareMixin
-from traceguard._report import format_event
+from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent
+from traceguard._diagnosis.explanation import Explanation
+from traceguard._record.layer import TraceAwareMixin
+from traceguard._record.log import next_index
+from traceguard._record.observers import observing
+from traceguard._reports.text import format_budget_failure
 
 __all__ = ["assert_max_traces"]
 
@@ -78,13 +78,13 @@ def assert_max_traces(target: Any, n: int) -> Iterator[None]:
             "tf.function and pass that."
         )
     if count > n:
-        raise AssertionError(_format_failure(subject, n, count, traces))
+        raise AssertionError(format_budget_failure(subject, n, count, traces))
 
 
 @contextlib.contextmanager
 def _layer_traces(layer: Any) -> Iterator[list[TraceEvent]]:
     collected: list[TraceEvent] = []
-    first_index = layer.trace_log._next_index  # Runs inside the block get this index or later.
+    first_index = next_index(layer.trace_log)  # Runs inside the block get this index or later.
     try:
         yield collected
     finally:
@@ -97,25 +97,11 @@ def _runs_of_function(name: str | None) -> Iterator[list[TraceEvent]]:
     collected: list[TraceEvent] = []
     report = Explanation("assert_max_traces")
     try:
-        with _recorder.observing(report):
+        with observing(report):
             yield collected
     finally:
         collected.extend(event for event in report.events
                          if event.kind in GRAPH_TRACE_KINDS and event.function == name)
-
-
-def _format_failure(subject: str, n: int, count: int, events: list[TraceEvent],
-                    where: str = "inside the block") -> str:
-    lines = [f"{subject} traced {count} times {where}, more than the {n} allowed."]
-    if events:
-        lines.append("The traces of TraceAwareLayers counted, with their reasons:")
-        for layer, layer_events in itertools.groupby(events, key=lambda event: event.layer):
-            lines.append(f"  layer '{layer}':")
-            lines.extend(format_event(event, "    ") for event in layer_events)
-    else:
-        lines.append("No TraceAwareLayer ran in these traces; wrap the code in "
-                     "`traceguard.explain()` to see every layer's runs.")
-    return "\n".join(lines)
 
 
 @contextlib.contextmanager
@@ -125,12 +111,12 @@ def _per_layer_budget(n: int) -> Iterator[list[str]]:
     _check_budget(n)
     failure: list[str] = []
     report = Explanation("max_traces")
-    with _recorder.observing(report):
+    with observing(report):
         yield failure
     over = {runs.name: [e for e in runs.events if e.kind in GRAPH_TRACE_KINDS]
             for runs in report.layers.values() if runs.trace_aware}
     over = {name: events for name, events in over.items() if len(events) > n}
     if over:
-        failure.append("\n".join(_format_failure(f"Layer '{name}'", n, len(events), events,
+        failure.append("\n".join(format_budget_failure(f"Layer '{name}'", n, len(events), events,
                                                   where="during the test")
                                  for name, events in over.items()))

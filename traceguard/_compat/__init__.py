@@ -13,7 +13,10 @@ The modules, in the order they are imported:
 - `_flavors`: the Kerases recorded (Keras 3, tf_keras, TF 2.12-2.15's Keras 2), their
   state, and the questions about layer classes and variables that any of them answers.
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
-- One backend module, with the same names (its `__all__`) in each:
+- `_keras_names`: names Keras gives things (its step functions, tensor classes).
+- `_keras_calls`: which Keras method (`fit`, `predict`, ...) a trace runs under.
+- `_interface`: the backend interface, `Backend`, written once.
+- One backend module, whose `__all__` is that interface:
   `_tensorflow` (with `_tf_context`, `_tf_function` and `_autograph`), or `_jax`,
   which never imports TensorFlow.
 
@@ -22,6 +25,8 @@ Callers use the names below as `_compat.<name>`: replace one there (a test's
 state (`_flavors._KERAS_EXPORT_DIRS`, `_tf_function._facts_of_trace`, ...) is read
 from that module: it exists there only.
 """
+
+from typing import TYPE_CHECKING
 
 from traceguard._compat._backend import BACKEND, BACKENDS, IS_JAX, parse_version
 from traceguard._compat._flavors import (
@@ -45,49 +50,66 @@ from traceguard._compat._frames import (
     calling_frame,
     user_stacklevel,
 )
+from traceguard._compat._interface import BACKEND_NAMES
+from traceguard._compat._keras_calls import KERAS_METHODS, KerasCall
+from traceguard._compat._keras_names import (
+    DENSE_TENSOR_TYPES,
+    KERAS_STEP_FUNCTIONS,
+    is_keras_step_function,
+)
 
-# The backend's implementation: both have the same names, so that callers never ask which.
-if IS_JAX:
-    from traceguard._compat import _jax as _implementation
+# The backend's answers, the names of `_interface.Backend` (each backend's `__all__`).
+if TYPE_CHECKING:
+    # Type checkers cannot read a computed `__all__`: the same names, as `_tensorflow` types
+    # them (tests/test_compat.py checks that this list is `BACKEND_NAMES`).
+    from traceguard._compat._tensorflow import (  # noqa: F401 (re-exported: `__all__`)
+        DEFAULT_FLAVOR,
+        TF_VERSION,
+        TRACER,
+        control_flow_of,
+        current_graph_name,
+        current_replica,
+        default_graph,
+        deferred_variable_paths,
+        enclosing_tf_function,
+        executing_eagerly,
+        graph_body,
+        holds_tensor,
+        in_save_context,
+        in_symbolic_build,
+        in_xla_context,
+        keep_autograph_out,
+        keras2_flavor,
+        keras3_flavor,
+        keras_call,
+        print_at_each_execution,
+        run_unconverted,
+        variable_creation_watch,
+        wrap_call,
+    )
+elif IS_JAX:
+    from traceguard._compat._jax import *  # noqa: F403
 else:
-    from traceguard._compat import _tensorflow as _implementation
-
-TRACER = _implementation.TRACER
-TF_VERSION = _implementation.TF_VERSION  # None on JAX.
-DEFAULT_FLAVOR = _implementation.DEFAULT_FLAVOR
-keras2_flavor = _implementation.keras2_flavor
-keras3_flavor = _implementation.keras3_flavor
-executing_eagerly = _implementation.executing_eagerly
-in_symbolic_build = _implementation.in_symbolic_build
-default_graph = _implementation.default_graph
-enclosing_tf_function = _implementation.enclosing_tf_function
-in_save_context = _implementation.in_save_context
-in_xla_context = _implementation.in_xla_context
-current_graph_name = _implementation.current_graph_name
-current_replica = _implementation.current_replica
-variable_creation_watch = _implementation.variable_creation_watch
-deferred_variable_paths = _implementation.deferred_variable_paths
-keep_autograph_out = _implementation.keep_autograph_out
-run_unconverted = _implementation.run_unconverted
-graph_body = _implementation.graph_body
-wrap_call = _implementation.wrap_call
-holds_tensor = _implementation.holds_tensor
-print_at_each_execution = _implementation.print_at_each_execution
+    from traceguard._compat._tensorflow import *  # noqa: F403
 
 # The Keras `traceguard.TraceAwareLayer` follows.
-KERAS_FLAVOR = DEFAULT_FLAVOR.name
-IS_KERAS_3 = DEFAULT_FLAVOR.is_keras_3
-keras = DEFAULT_FLAVOR.keras
-LayerBase = DEFAULT_FLAVOR.layer_base
+KERAS_FLAVOR = DEFAULT_FLAVOR.name  # noqa: F405
+IS_KERAS_3 = DEFAULT_FLAVOR.is_keras_3  # noqa: F405
+keras = DEFAULT_FLAVOR.keras  # noqa: F405
+LayerBase = DEFAULT_FLAVOR.layer_base  # noqa: F405
 
+# A literal list, which documentation tools read without running the code; it holds
+# `_interface.BACKEND_NAMES` (tests/test_compat.py checks it).
 __all__ = [
-    "BACKEND", "BACKENDS", "DEFAULT_FLAVOR", "IS_JAX", "IS_KERAS_3", "KERAS_FLAVOR", "KerasFlavor",
+    "BACKEND", "BACKENDS", "BACKEND_NAMES", "DEFAULT_FLAVOR", "DENSE_TENSOR_TYPES", "IS_JAX",
+    "IS_KERAS_3", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KerasCall", "KerasFlavor",
     "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "backing_variable", "built_by_keras_call",
-    "calling_frame", "current_graph_name", "current_replica", "default_graph", "deferred_variable_paths",
-    "describe_versions", "enclosing_tf_function", "executing_eagerly", "flavor_of_class", "graph_body",
-    "holds_tensor", "in_save_context", "in_symbolic_build", "in_xla_context", "is_base_layer_method",
-    "is_keras_default_method", "keep_autograph_out", "keras", "keras2_flavor", "keras3_flavor",
-    "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases", "mark_keras_default_method",
+    "calling_frame", "control_flow_of", "current_graph_name", "current_replica", "default_graph",
+    "deferred_variable_paths", "describe_versions", "enclosing_tf_function", "executing_eagerly",
+    "flavor_of_class", "graph_body", "holds_tensor", "in_save_context", "in_symbolic_build",
+    "in_xla_context", "is_base_layer_method", "is_keras_default_method", "is_keras_step_function",
+    "keep_autograph_out", "keras", "keras2_flavor", "keras3_flavor", "keras_call", "layer_base_of",
+    "layer_variables", "load_flavor", "loaded_layer_bases", "mark_keras_default_method",
     "parse_version", "print_at_each_execution", "run_unconverted", "user_stacklevel",
     "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
 ]

@@ -1,6 +1,6 @@
 """The JAX backend: every backend question, answered for Keras 3 on JAX, without TensorFlow.
 
-`__all__` is the backend surface, the same names as `_tensorflow`'s;
+`__all__` is the backend interface (`_interface.Backend`), as in `_tensorflow`;
 `traceguard._compat` takes them from the backend Keras runs on. This module never
 imports TensorFlow (tests/test_jax_backend.py checks it in a subprocess).
 
@@ -27,17 +27,13 @@ from typing import Any
 import jax
 from jax._src import core as _jax_core
 
-from traceguard._compat import _flavors, _frames
+from traceguard._compat import _flavors, _frames, _keras_calls
 from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flavor
 from traceguard._compat._frames import TfFunctionFrame
+from traceguard._compat._interface import BACKEND_NAMES
+from traceguard._compat._keras_calls import KerasCall
 
-__all__ = [
-    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name", "current_replica", "default_graph",
-    "deferred_variable_paths", "enclosing_tf_function", "executing_eagerly", "graph_body",
-    "holds_tensor", "in_save_context", "in_symbolic_build", "in_xla_context", "keep_autograph_out",
-    "keras2_flavor", "keras3_flavor", "print_at_each_execution", "run_unconverted",
-    "variable_creation_watch", "wrap_call",
-]
+__all__ = list(BACKEND_NAMES)
 
 TRACER = "jax.jit"  # What traces a function, for messages.
 TF_VERSION: tuple[int, int] | None = None
@@ -106,6 +102,15 @@ def enclosing_tf_function(graph: Any = None) -> TfFunctionFrame | None:
 
 def in_save_context(graph: Any = None) -> bool:
     return False
+
+
+def keras_call(graph: Any = None) -> KerasCall | None:
+    # A jitted step's trace runs on the calling thread: its stack holds the Keras method.
+    return _keras_calls.keras_call(sys._getframe(1))
+
+
+def control_flow_of(graph: Any = None) -> str | None:
+    return None  # No graph to ask: a `lax.while_loop` body's runs are classified as the trace's.
 
 
 def in_xla_context() -> bool:

@@ -1,6 +1,6 @@
 """The TensorFlow backend: every backend question, answered for Keras on TensorFlow.
 
-`__all__` is the backend surface, the same names as `_jax`'s; `traceguard._compat`
+`__all__` is the backend interface (`_interface.Backend`), as in `_jax`; `traceguard._compat`
 takes them from the backend Keras runs on, so no caller asks which one it is.
 The answers live in `_tf_context` (eager, graph, XLA, replica), `_tf_function`
 (the function being traced, saving) and `_autograph`; this module decides which
@@ -23,14 +23,9 @@ import tensorflow as tf
 from traceguard._compat import _flavors, _frames
 from traceguard._compat._backend import parse_version
 from traceguard._compat._flavors import KerasFlavor, flavor_of_class, internal_missing, load_flavor
+from traceguard._compat._interface import BACKEND_NAMES
 
-__all__ = [
-    "DEFAULT_FLAVOR", "TF_VERSION", "TRACER", "current_graph_name", "current_replica", "default_graph",
-    "deferred_variable_paths", "enclosing_tf_function", "executing_eagerly", "graph_body",
-    "holds_tensor", "in_save_context", "in_symbolic_build", "in_xla_context", "keep_autograph_out",
-    "keras2_flavor", "keras3_flavor", "print_at_each_execution", "run_unconverted",
-    "variable_creation_watch", "wrap_call",
-]
+__all__ = list(BACKEND_NAMES)
 
 TRACER = "tf.function"  # What traces a function, for messages.
 TF_VERSION: tuple[int, int] = parse_version(tf.__version__)
@@ -60,15 +55,17 @@ def _flavor_following_tf_keras() -> KerasFlavor:
 
 # Decided before the modules imported below check their internals, so that a missing
 # one is reported with the Keras installed (`_flavors.describe_versions()`).
-DEFAULT_FLAVOR = _flavors.set_default_flavor(_flavor_following_tf_keras())
+DEFAULT_FLAVOR: KerasFlavor = _flavors.set_default_flavor(_flavor_following_tf_keras())
 
-from traceguard._compat._autograph import (  # noqa: E402
+# The backend's answers that live in its own modules (re-exported: `__all__`).
+from traceguard._compat._autograph import (  # noqa: E402, F401
     graph_body,
     keep_autograph_out,
     run_unconverted,
     wrap_call,
 )
-from traceguard._compat._tf_context import (  # noqa: E402
+from traceguard._compat._tf_context import (  # noqa: E402, F401
+    control_flow_of,
     current_graph_name,
     current_replica,
     default_graph,
@@ -76,7 +73,11 @@ from traceguard._compat._tf_context import (  # noqa: E402
     in_symbolic_build,
     in_xla_context,
 )
-from traceguard._compat._tf_function import enclosing_tf_function, in_save_context  # noqa: E402
+from traceguard._compat._tf_function import (  # noqa: E402, F401
+    enclosing_tf_function,
+    in_save_context,
+    keras_call,
+)
 
 
 def keras2_flavor() -> KerasFlavor:

@@ -11,6 +11,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.eager import context as _eager_context
 from tensorflow.python.ops import control_flow_util as _control_flow_util
+from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
 
 from traceguard._compat import _flavors
 from traceguard._compat._flavors import internal_missing
@@ -47,6 +48,31 @@ def default_graph() -> Any:
     once and hands it to each (`graph=`), where each would otherwise fetch it again.
     """
     return _get_default_graph()
+
+
+# The FuncGraphs TensorFlow builds for the branches of `tf.cond` and the condition and
+# body of `tf.while_loop` inside a trace (tensorflow/python/ops/control_flow_v2_func_graphs.py,
+# TF 2.0 to 2.21): a layer run in one is part of the enclosing function's trace.
+def _control_flow_graph_types() -> tuple[tuple[type, str], ...]:
+    names = (("WhileBodyFuncGraph", "tf.while_loop"), ("WhileCondFuncGraph", "tf.while_loop"),
+             ("CondBranchFuncGraph", "tf.cond"))
+    found = tuple((getattr(_control_flow_graphs, name, None), label) for name, label in names)
+    if not all(isinstance(graph_type, type) for graph_type, _ in found):
+        raise internal_missing("control_flow_v2_func_graphs.WhileBodyFuncGraph, CondBranchFuncGraph")
+    return found
+
+
+_CONTROL_FLOW_GRAPH_TYPES = _control_flow_graph_types()
+
+
+def control_flow_of(graph: Any = None) -> str | None:
+    """`"tf.while_loop"` or `"tf.cond"` when `graph` (default: the default graph) is the body,
+    condition or branch of one, traced inside an enclosing trace; else None."""
+    graph = _get_default_graph() if graph is None else graph
+    for graph_type, label in _CONTROL_FLOW_GRAPH_TYPES:
+        if isinstance(graph, graph_type):
+            return label
+    return None
 
 
 def current_graph_name() -> str | None:

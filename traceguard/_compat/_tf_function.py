@@ -17,9 +17,10 @@ from tensorflow.python.distribute import mirrored_run as _mirrored_run
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
 from tensorflow.python.saved_model import save_context as _save_context
 
-from traceguard._compat import _flavors
+from traceguard._compat import _flavors, _keras_calls
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat._frames import TfFunctionFrame
+from traceguard._compat._keras_calls import KerasCall
 from traceguard._compat._tf_context import current_graph_name, default_graph, in_symbolic_build
 
 
@@ -125,14 +126,18 @@ def _identity_key(value: Any) -> Any:
     return reference
 
 
+_UNKNOWN = object()
+
+
 class _TraceFacts:
     """What every run of one trace sees the same: its tf.function, whether Keras exports."""
 
-    __slots__ = ("function", "exporting")
+    __slots__ = ("function", "exporting", "keras_call")
 
     def __init__(self, function: TfFunctionFrame) -> None:
         self.function = function
         self.exporting: bool | None = None  # Filled in by the first `in_save_context()`.
+        self.keras_call: Any = _UNKNOWN  # Filled in by the first `keras_call()`.
 
 
 # The stack above `wrapped_fn` stays as it is while `wrapped_fn` builds its FuncGraph
@@ -203,6 +208,23 @@ def _find_enclosing_tf_function(start: Any) -> tuple[TfFunctionFrame | None, Any
         return None, None
     trace = None if graph is None else weakref.ref(graph)
     return TfFunctionFrame(current_graph_name(), current_graph_name(), phase, trace=trace), None
+
+
+def keras_call(graph: Any = None) -> KerasCall | None:
+    """The Keras method whose step is being traced (see `_keras_calls`), once per trace.
+
+    `graph`: the default graph, if known.
+    """
+    facts = _known_facts(default_graph() if graph is None else graph)
+    if facts is not None and facts.keras_call is not _UNKNOWN:
+        return facts.keras_call
+    found = _keras_calls.keras_call(sys._getframe(1))
+    if found is None:  # In a replica thread: the stack of the thread that started it.
+        frame, _ = _caller_thread_frame(None)
+        found = None if frame is None else _keras_calls.keras_call(frame)
+    if facts is not None:
+        facts.keras_call = found
+    return found
 
 
 # --- saving ---------------------------------------------------------------------------

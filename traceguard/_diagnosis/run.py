@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from traceguard._explanation import Explanation
+    from traceguard._diagnosis.explanation import Explanation
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
@@ -42,7 +42,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         print(f"traceguard run: --html expects a file in an existing directory. Received: --html {html!r}",
               file=err)
         return 2
-    from traceguard._watch import watch
+    from traceguard._diagnosis.watch import watch
 
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *arguments]

@@ -6,9 +6,9 @@ import functools
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from traceguard._first_runs import Memory, memory_of_layer, signature_key
-from traceguard._recorder import active_runs
-from traceguard._routed_globals import with_signature_of
+from traceguard._record.runs import active_runs
+from traceguard._side_effects.first_runs import Memory, memory_of_layer, signature_key
+from traceguard._side_effects.routed_globals import with_signature_of
 
 _MISSING = object()
 _Function = TypeVar("_Function", bound=Callable[..., Any])

@@ -12,9 +12,9 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from traceguard._events import TraceEvent, TraceKind
-from traceguard._html_tables import KIND_COLORS, plural
-from traceguard._timeline import RETRACE_KINDS, SEVERITY, Mark, layout, mark_title
+from traceguard._core.events import RETRACE_KINDS, TraceEvent, TraceKind
+from traceguard._reports.html_tables import KIND_COLORS, plural
+from traceguard._reports.timeline import SEVERITY, Mark, layout, mark_title
 
 LABEL_WIDTH = 210
 PLOT_WIDTH = 880

@@ -30,7 +30,7 @@ import logging
 import os
 import threading
 
-from traceguard._events import TraceEvent, TraceKind
+from traceguard._core.events import TraceEvent, TraceKind
 
 logger = logging.getLogger("traceguard")
 

@@ -15,17 +15,10 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from traceguard import _compat
-from traceguard._log import TraceLog
-from traceguard._recorder import (
-    STATE_ATTRIBUTE,
-    LayerTraceState,
-    TraceSettings,
-    is_recorded,
-    record_body,
-    record_build,
-)
-
-_SETTING_NAMES = tuple(TraceSettings.__dataclass_fields__)
+from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
+from traceguard._record.log import TraceLog
+from traceguard._record.recorder import is_recorded, record_body, record_build
+from traceguard._record.settings import SETTING_NAMES, TraceSettings
 
 
 class TraceAwareMixin:
@@ -154,7 +147,7 @@ def _accepts_settings(cls: type) -> bool:
     parameters = inspect.signature(getattr(cls, "__init__")).parameters.values()  # noqa: B009
     names = {p.name for p in parameters}
     return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters) \
-        or set(_SETTING_NAMES) <= names
+        or set(SETTING_NAMES) <= names
 
 
 class TraceAwareLayer(TraceAwareMixin, _compat.LayerBase):  # type: ignore[misc]  # Keras is untyped.

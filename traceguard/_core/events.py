@@ -40,15 +40,19 @@ TRACE_KINDS = tuple(kind.value for kind in TraceKind)
 # The kinds that build a graph a training or serving loop will run again; the
 # ones a retrace budget counts.
 GRAPH_TRACE_KINDS = frozenset({TraceKind.TRACE, TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE})
+# The traces a user can avoid: they repeat a function's trace. A tuple, so that kinds
+# given as their names (`"retrace"`) are found too.
+RETRACE_KINDS = (TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class TraceEvent:
     """One run of a layer's `call` body, classified.
 
     Attributes:
-        index: 1-based position among the layer's recorded runs; keeps counting
-            after old events are dropped or the log is cleared.
+        index: The run's number among the layer's recorded runs, counting from
+            1 (`#1` in reports) and going on after old events are dropped or the
+            log is cleared; `trace_log[0]` is the oldest event kept.
         kind: The `TraceKind`.
         layer: The layer's Keras `name`.
         function: Name of the innermost enclosing `tf.function` or graph
@@ -84,6 +88,11 @@ class TraceEvent:
     replica: int | None = None
     messages: tuple[str, ...] = ()
     error: str | None = None
+
+    def __repr__(self) -> str:
+        where = f" in {self.function}" if self.function else ""
+        changes = f": {'; '.join(self.changes)}" if self.changes else ""
+        return f"<TraceEvent #{self.index} {self.kind.value} of {self.layer!r}{where}{changes}>"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names."""

@@ -21,14 +21,15 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from traceguard._compat._keras_names import DENSE_TENSOR_TYPES
+from traceguard._core.changes import Aspect, Change
+
 Spec = tuple
 Signature = Mapping[str, Spec]
 
 _MAX_REPR = 40
 _MAX_ITEMS = 16
 _MAX_TENSOR_TYPES = 64
-_DENSE_TYPES = {"Tensor", "EagerTensor", "SymbolicTensor", "KerasTensor", "ndarray",
-                "Variable", "ResourceVariable", "ArrayImpl", "DynamicJaxprTracer"}
 
 
 def _value_spec(value: Any) -> Spec:
@@ -66,7 +67,7 @@ _tensor_labels: dict[type, str] = {}
 
 def _tensor_label(type_: type) -> str:
     name = type_.__name__
-    return "" if name in _DENSE_TYPES or "Variable" in name else name
+    return "" if name in DENSE_TENSOR_TYPES or "Variable" in name else name
 
 
 def spec_of(value: Any, _enclosing: tuple[int, ...] = ()) -> Spec:
@@ -206,25 +207,24 @@ def format_signature(signature: Signature) -> dict[str, str]:
     return {name: format_spec(spec) for name, spec in signature.items()}
 
 
-def diff_specs(name: str, old: Spec, new: Spec) -> list[str]:
-    """Human-readable differences between two specs of the argument `name`."""
+def diff_specs(name: str, old: Spec, new: Spec) -> list[Change]:
+    """The differences between two specs of the argument `name`."""
     if old == new:
         return []
     if old[0] == new[0] == "tensor" and old[1] == new[1]:
         changes = []
         if old[2] != new[2]:
-            changes.append(f"{name}: dtype {old[2]} -> {new[2]}")
+            changes.append(Change(name, Aspect.DTYPE, old[2], new[2]))
         old_dims, new_dims = old[3], new[3]
         if old_dims is None or new_dims is None or len(old_dims) != len(new_dims):
             if old_dims != new_dims:
-                changes.append(
-                    f"{name}: rank {'?' if old_dims is None else len(old_dims)} -> "
-                    f"{'?' if new_dims is None else len(new_dims)} "
-                    f"({format_spec(old)} -> {format_spec(new)})"
-                )
+                old_rank = "?" if old_dims is None else len(old_dims)
+                new_rank = "?" if new_dims is None else len(new_dims)
+                changes.append(Change(name, Aspect.RANK, old_rank, new_rank, text=(
+                    f"{name}: rank {old_rank} -> {new_rank} ({format_spec(old)} -> {format_spec(new)})")))
         else:
             changes.extend(
-                f"{name}: dim {axis} {a} -> {b}"
+                Change(name, Aspect.DIM, a, b, axis=axis)
                 for axis, (a, b) in enumerate(zip(old_dims, new_dims))
                 if a != b
             )
@@ -236,25 +236,29 @@ def diff_specs(name: str, old: Spec, new: Spec) -> list[str]:
     if old[0] == new[0] == "map" and old[2] == new[2] and [k for k, _ in old[1]] == [k for k, _ in new[1]]:
         changes = [c for (key, a), (_, b) in zip(old[1], new[1]) for c in diff_specs(f"{name}[{key}]", a, b)]
         return changes + _cut_changed(name, old[3], new[3])
-    change = f"{name}: {format_spec(old)} -> {format_spec(new)}"
-    if format_spec(old) == format_spec(new):  # Values that differ past their shortened repr.
-        change += " (they differ past the part shown)"
-    return [change]
+    old_text, new_text = format_spec(old), format_spec(new)
+    aspect = Aspect.VALUE if old[0] == new[0] == "value" else Aspect.STRUCTURE
+    text = f"{name}: {old_text} -> {new_text}"
+    if old_text == new_text:  # Values that differ past their shortened repr.
+        text += " (they differ past the part shown)"
+    return [Change(name, aspect, old_text, new_text, text=text)]
 
 
-def _cut_changed(name: str, old_rest: int | None, new_rest: int | None) -> list[str]:
+def _cut_changed(name: str, old_rest: int | None, new_rest: int | None) -> list[Change]:
     if old_rest == new_rest:
         return []
-    return [f"{name}[{_MAX_ITEMS}:]: the items past the first {_MAX_ITEMS} changed"]
+    return [Change(name, Aspect.ITEMS_PAST_CUT, old_rest, new_rest,
+                   text=f"{name}[{_MAX_ITEMS}:]: the items past the first {_MAX_ITEMS} changed")]
 
 
-def diff_signatures(old: Signature, new: Signature) -> list[str]:
-    """What changed from `old` to `new`, one string per difference, in argument order."""
+def diff_signatures(old: Signature, new: Signature) -> list[Change]:
+    """What changed from `old` to `new`, one `Change` per difference, in argument order."""
     changes = []
     for name, spec in new.items():
         if name not in old:
-            changes.append(f"{name}: added ({format_spec(spec)})")
+            changes.append(Change(name, Aspect.ADDED, None, format_spec(spec)))
         else:
             changes.extend(diff_specs(name, old[name], spec))
-    changes.extend(f"{name}: removed" for name in old if name not in new)
+    changes.extend(Change(name, Aspect.REMOVED, format_spec(spec), None)
+                   for name, spec in old.items() if name not in new)
     return changes

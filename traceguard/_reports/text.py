@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import collections
+import itertools
 import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from traceguard._events import TRACE_KINDS, TraceEvent
+from traceguard._core.events import TRACE_KINDS, TraceEvent
 
 _WIDTH = 100
 
@@ -115,3 +116,27 @@ def format_explanation(title: str, layers: Sequence[Any]) -> str:
             lines.append(format_event(event, "  ", show_hint=event.hint not in hints_shown))
             hints_shown.add(event.hint)
     return "\n".join(lines)
+
+
+def format_budget_failure(subject: str, n: int, count: int, events: list[TraceEvent],
+                    where: str = "inside the block") -> str:
+    """The text of an `assert_max_traces()` or `max_traces` marker failure."""
+    lines = [f"{subject} traced {count} times {where}, more than the {n} allowed."]
+    if events:
+        lines.append("The traces of TraceAwareLayers counted, with their reasons:")
+        for layer, layer_events in itertools.groupby(events, key=lambda event: event.layer):
+            lines.append(f"  layer '{layer}':")
+            lines.extend(format_event(event, "    ") for event in layer_events)
+    else:
+        lines.append("No TraceAwareLayer ran in these traces; wrap the code in "
+                     "`traceguard.explain()` to see every layer's runs.")
+    return "\n".join(lines)
+
+
+def format_late_retrace(layers: Sequence[str], tracer: str, function: str | None, where: str,
+                        changes: Sequence[str], fix: str) -> str:
+    """The text of `TraceMonitor`'s warning of a retrace after the first epoch or call."""
+    subject = f"Layer {layers[0]}" if len(layers) == 1 else f"Layers {', '.join(layers)}"
+    return (f"{subject} retraced {tracer} `{function}` during {where}: "
+            f"{'; '.join(changes) or 'none of its arguments changed'}. "
+            f"Fix: {fix} All runs: TraceMonitor.report.")

@@ -12,15 +12,16 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from traceguard import _instrument, _recorder
-from traceguard._explanation import Explanation
+from traceguard._diagnosis import instrument as _instrument
+from traceguard._diagnosis.explanation import Explanation
+from traceguard._record.observers import observing
 
 
 @contextlib.contextmanager
 def _session(explanation: Explanation, log_eager: bool) -> Iterator[Explanation]:
     _instrument.open_session(log_eager)
     try:
-        with _recorder.observing(explanation):
+        with observing(explanation):
             yield explanation
     finally:
         _instrument.close_session(log_eager)

@@ -22,9 +22,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from traceguard import _compat, _recorder
-from traceguard._layer import TraceAwareMixin
-from traceguard._recorder import LayerTraceState, TraceSettings, is_recorded, record_body
+from traceguard import _compat
+from traceguard._record.layer import TraceAwareMixin
+from traceguard._record.layer_state import LayerTraceState, set_plain_layer_state
+from traceguard._record.recorder import is_recorded, record_body
+from traceguard._record.settings import TraceSettings
 
 _SUBCLASS_HOOK = "__init_subclass__"
 
@@ -86,7 +88,7 @@ def _install() -> None:
             type.__setattr__(base, _SUBCLASS_HOOK, classmethod(_instrument_new_subclass))
         for cls in layer_classes(_bases):
             _instrument_class(cls)
-        _recorder.plain_layer_state = _state_of
+        set_plain_layer_state(_state_of)
     except BaseException:
         _uninstall()
         raise
@@ -94,7 +96,7 @@ def _install() -> None:
 
 def _uninstall() -> None:
     global _bases
-    _recorder.plain_layer_state = None
+    set_plain_layer_state(None)
     for base in _bases:
         if base in _saved_subclass_hooks:
             type.__setattr__(base, _SUBCLASS_HOOK, _saved_subclass_hooks.pop(base))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import collections.abc
 import itertools
 import os
 import pathlib
@@ -10,7 +11,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any, overload
 
-from traceguard._events import TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._reports.html import write_html
+from traceguard._reports.html_tables import log_html
+from traceguard._reports.text import format_log
 
 
 def normalize_kinds(kind: Any, argument: str = "kind") -> frozenset[TraceKind] | None:
@@ -80,7 +84,6 @@ class TraceLog:
         self._reserve_index = self._indices.__next__
         self.owner = owner
 
-    # --- written by the recorder ---
     def _append(self, entry: Any) -> None:
         """Adds `entry` in index order, dropping the oldest past `maxlen`.
 
@@ -110,12 +113,6 @@ class TraceLog:
         self._eager_count = itertools.count()
         self._count_eager_call = self._eager_count.__next__
 
-    @property
-    def _next_index(self) -> int:
-        """The index the next run will reserve."""
-        return _value_of(self._indices)
-
-    # --- public ---
     @property
     def maxlen(self) -> int:
         """How many events the log keeps."""
@@ -201,8 +198,6 @@ class TraceLog:
 
     def summary(self) -> str:
         """A readable table: counts by kind, then one block per event."""
-        from traceguard._report import format_log
-
         return format_log(self.owner, self._snapshot(), self._dropped, self.eager_calls)
 
     def to_html(self, path: str | os.PathLike[str]) -> pathlib.Path:
@@ -219,14 +214,10 @@ class TraceLog:
         Returns:
             The path written, as a `pathlib.Path`.
         """
-        from traceguard._html import write_html
-
         return write_html(path, {self.owner: self}, title=f"traceguard: layer {self.owner}")
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind, then a table of the events."""
-        from traceguard._html_tables import log_html
-
         return log_html(self)
 
     def __str__(self) -> str:
@@ -241,3 +232,27 @@ class TraceLog:
 def _value_of(counter: itertools.count[int]) -> int:
     """The number `next(counter)` would return, read without taking it."""
     return int(repr(counter)[len("count("):-1])
+
+
+# --- written by the recorder, read by the test helpers -------------------------------
+def append(log: TraceLog, entry: Any) -> None:
+    """Adds a finished run (or its `TraceEvent`) to `log`, in index order."""
+    log._append(entry)
+
+
+def reserve_index(log: TraceLog) -> int:
+    """The index of a run that starts now; atomic, so no lock per run."""
+    return log._reserve_index()
+
+
+def count_eager_call(log: TraceLog) -> None:
+    """Counts one eager run of the body."""
+    log._count_eager_call()
+
+
+def next_index(log: TraceLog) -> int:
+    """The index the next run will reserve."""
+    return _value_of(log._indices)
+
+
+collections.abc.Sequence.register(TraceLog)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from traceguard import _compat
-from traceguard._first_runs import Memory, log_internal_error, memory_of_layer, signature_key
-from traceguard._recorder import active_runs
+from traceguard._record.runs import active_runs
+from traceguard._side_effects.first_runs import Memory, log_internal_error, memory_of_layer, signature_key
 
 _PRINT_KEYWORDS = frozenset({"sep", "end", "file", "flush"})
 _site_memory = Memory()  # `traceguard.print` under XLA, outside any layer.

@@ -15,9 +15,9 @@ import weakref
 from collections.abc import Hashable
 from typing import Any
 
-from traceguard import _compat
-from traceguard._recorder import BodyRun
-from traceguard._signature import spec_of
+from traceguard._core.signature import spec_of
+from traceguard._record.internal_errors import log_internal_error as _log_internal_error
+from traceguard._record.runs import EagerRun
 
 logger = logging.getLogger("traceguard")
 
@@ -53,7 +53,7 @@ _layer_memories: weakref.WeakKeyDictionary[Any, Memory] = weakref.WeakKeyDiction
 _layer_memories_lock = threading.Lock()
 
 
-def memory_of_layer(run: BodyRun) -> Memory:
+def memory_of_layer(run: EagerRun) -> Memory:
     """The memory of the layer whose `call` is running `run`."""
     with _layer_memories_lock:
         memory = _layer_memories.get(run.state)
@@ -62,7 +62,7 @@ def memory_of_layer(run: BodyRun) -> Memory:
         return memory
 
 
-def signature_key(run: BodyRun) -> Hashable:
+def signature_key(run: EagerRun) -> Hashable:
     """The run's input signature as a key (None if it cannot be read)."""
     try:
         return tuple(run.input_signature().items())
@@ -83,12 +83,5 @@ def arguments_key(args: tuple, kwargs: dict) -> Hashable:
     return tuple(map(key, args)), tuple(sorted((name, key(value)) for name, value in kwargs.items()))
 
 
-_reported_errors: set[str] = set()
-
-
 def log_internal_error(where: str) -> None:
-    if where not in _reported_errors:
-        _reported_errors.add(where)
-        logger.exception("traceguard failed while %s; the call goes on with plain `print` "
-                         "(reported once). Please report this with %s.",
-                         where, _compat.describe_versions())
+    _log_internal_error(where, "the call goes on with plain `print`")

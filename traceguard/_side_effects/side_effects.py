@@ -20,10 +20,16 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from traceguard import _compat
-from traceguard._first_runs import Memory, arguments_key, log_internal_error, memory_of_layer, signature_key
-from traceguard._recorder import active_runs
-from traceguard._routed_globals import check_routable, copy_with_print, with_signature_of
-from traceguard._tf_print import (
+from traceguard._record.runs import BodyRun, active_runs
+from traceguard._side_effects.first_runs import (
+    Memory,
+    arguments_key,
+    log_internal_error,
+    memory_of_layer,
+    signature_key,
+)
+from traceguard._side_effects.routed_globals import check_routable, copy_with_print, with_signature_of
+from traceguard._side_effects.tf_print import (
     print_each_execution,
     print_options,
     unsupported_file_message,
@@ -117,7 +123,7 @@ class _Invocation:
                 "file", unsupported_file_message(f"`print` in `{self.route.name}`", kwargs)))
         elif self.action == "log":
             text = sep.join(map(str, args))
-            if self.run is not None and self.run.index is not None:
+            if isinstance(self.run, BodyRun) and self.run.index is not None:  # A logged run.
                 self.run.messages.append(text)
             else:
                 logger.debug("%s: %s", self.route.name, text)

@@ -13,30 +13,35 @@ import collections
 import datetime
 import os
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import TYPE_CHECKING, TypeAlias
+from typing import Protocol, TypeAlias
 
-from traceguard._events import TRACE_KINDS, TraceEvent
-from traceguard._html_tables import (
+from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent
+from traceguard._reports.html_tables import (
     KIND_COLORS,
     KIND_DESCRIPTIONS,
-    RETRACE_KINDS,
     TABLE_CSS,
     counts_table,
     plural,
     retraces_table,
     snapshot,
 )
-from traceguard._log import TraceLog
-from traceguard._timeline import AXES
-from traceguard._timeline_svg import render_timeline, timeline_css
+from traceguard._reports.timeline import AXES
+from traceguard._reports.timeline_svg import render_timeline, timeline_css
+from traceguard._version import __version__
 
-if TYPE_CHECKING:
-    from traceguard._explanation import LayerRuns
 
-# What `events_by_layer` maps a layer's name to: its log, its runs in an explanation, or events.
-LayerEvents: TypeAlias = "TraceLog | LayerRuns | Sequence[TraceEvent]"
+class _LayerRunsLike(Protocol):
+    """A layer's runs with their counters, as `explanation.layers` holds them (`LayerRuns`)."""
+
+    @property
+    def events(self) -> Sequence[TraceEvent]: ...
+
+
+# What `events_by_layer` maps a layer's name to: its `TraceLog` (iterable), a `LayerRuns`, or
+# a list of events.
+LayerEvents: TypeAlias = "Iterable[TraceEvent] | _LayerRunsLike"
 
 _PAGE_CSS = (
     "body{margin:24px;color:#1f2328;background:#fff;font:14px/1.5 system-ui,-apple-system,'Segoe UI',"
@@ -59,7 +64,7 @@ def check_events_by_layer(events_by_layer: object) -> None:
         if not isinstance(layer, str):
             raise TypeError(f"`events_by_layer` expects layer names (str) as keys. Received: key={layer!r}")
         events = getattr(runs, "events", runs)  # A LayerRuns holds its events in `events`.
-        if isinstance(events, (str, bytes)) or not isinstance(events, (Sequence, TraceLog)):
+        if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
             raise TypeError(f"`events_by_layer[{layer!r}]` expects a `TraceLog`, a `LayerRuns` or a "
                             f"sequence of `traceguard.TraceEvent`. Received: {type(runs).__name__}")
         for event in events:
@@ -104,8 +109,6 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
         raise ValueError(f"`axis` expects one of {', '.join(AXES)}. Received: axis={axis!r}")
     # One snapshot per log, so the timeline and the tables agree while a log keeps growing.
     events_by_layer = snapshot(events_by_layer)
-    from traceguard import __version__
-
     title = "traceguard report" if title is None else str(title)
     runs = sum(len(events) for events in events_by_layer.values())
     retraces = sum(event.kind in RETRACE_KINDS for events in events_by_layer.values() for event in events)

@@ -2,7 +2,7 @@
 
 One report type for `explain()`, `watch()`, `python -m traceguard run` and
 `callbacks.TraceMonitor`. The recorder tells it of each run (it is an observer,
-see `_recorder.add_observer`); it keeps plain data only (`TraceEvent`s and
+see `_record.observers`); it keeps plain data only (`TraceEvent`s and
 counts, never a layer or a tensor), so a report outlives what it describes and
 other renderers can read `layers` and `events` as they are.
 """
@@ -19,9 +19,9 @@ import time
 import weakref
 from typing import Any
 
-from traceguard._events import TRACE_KINDS, TraceEvent, TraceKind
-from traceguard._layer import TraceAwareMixin
-from traceguard._log import normalize_kinds
+from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._record.layer import TraceAwareMixin
+from traceguard._record.log import normalize_kinds
 
 _EVENTS_PER_LAYER = 1000
 
@@ -108,7 +108,7 @@ class Explanation:
             self._layer_of[layer] = runs
         return runs
 
-    def _record_event(self, layer: Any, event: TraceEvent) -> str:
+    def record_event(self, layer: Any, event: TraceEvent) -> str:
         """Adds the event to the layer's runs; returns the layer's name in this report."""
         with self._lock:
             runs = self._runs_of(layer)
@@ -121,7 +121,7 @@ class Explanation:
             self._order[id(event)] = next(self._arrivals)
             return runs.name
 
-    def _record_eager(self, layer: Any) -> None:
+    def record_eager(self, layer: Any) -> None:
         with self._lock:
             self._runs_of(layer).eager_calls += 1
 
@@ -175,13 +175,13 @@ class Explanation:
 
     def table(self) -> str:
         """A table of counts by kind, one row per layer."""
-        from traceguard._report import format_layer_table
+        from traceguard._reports.text import format_layer_table
 
         return format_layer_table(list(self.layers.values()))
 
     def summary(self) -> str:
         """The readable report: totals, the table, then each layer's runs explained."""
-        from traceguard._report import format_explanation
+        from traceguard._reports.text import format_explanation
 
         return format_explanation(self.title, list(self.layers.values()))
 
@@ -203,13 +203,13 @@ class Explanation:
         Raises:
             TypeError: If `path` is not a str or path-like.
         """
-        from traceguard._html import write_html
+        from traceguard._reports.html import write_html
 
         return write_html(path, self.layers, title=self.title)
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""
-        from traceguard._html_tables import layers_html
+        from traceguard._reports.html_tables import layers_html
 
         return layers_html(self.layers, self.title)
 

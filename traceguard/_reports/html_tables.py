@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from html import escape
+from typing import Protocol
 
-from traceguard._events import TRACE_KINDS, TraceEvent, TraceKind
-from traceguard._log import TraceLog
+from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent, TraceKind
 
 # The Okabe-Ito palette, readable with every common colour-vision deficiency: cool colours
 # for the expected runs, warm ones for the retraces worth fixing.
@@ -42,7 +42,6 @@ KIND_DESCRIPTIONS = {
     TraceKind.RETRACE.value: "traced again for a new signature",
     TraceKind.SAVE.value: "traced by SavedModel saving or model.export",
 }
-RETRACE_KINDS = frozenset({TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE})
 
 TABLE_CSS = (
     ".traceguard{font:13px/1.4 system-ui,sans-serif}"
@@ -57,6 +56,22 @@ TABLE_CSS = (
 _INDICES_SHOWN = 8
 _NONE = "\u00b7"
 _BACKTICKED = re.compile(r"`([^`<>]+)`")
+
+
+class EventLog(Protocol):
+    """A layer's log as reports read it (a `TraceLog`): its events and counters."""
+
+    owner: str
+
+    @property
+    def eager_calls(self) -> int: ...
+
+    @property
+    def dropped(self) -> int: ...
+
+    def __iter__(self) -> Iterator[TraceEvent]: ...
+
+    def __len__(self) -> int: ...
 
 
 class LayerSnapshot(list):
@@ -201,7 +216,7 @@ def counts_badges(events: Sequence[TraceEvent]) -> str:
         or "no runs recorded"
 
 
-def log_html(log: TraceLog, max_rows: int = 60) -> str:
+def log_html(log: EventLog, max_rows: int = 60) -> str:
     """The notebook display of one `TraceLog`: a heading with the counts, then the events table."""
     events = list(log)
     extras = []

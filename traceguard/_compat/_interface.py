@@ -1,0 +1,88 @@
+"""The backend interface: what `_tensorflow` and `_jax` each provide, written once.
+
+`traceguard._compat` re-exports the names of the backend Keras runs on; each backend
+module's `__all__` is `BACKEND_NAMES`, and tests/test_compat.py checks that both
+define every name. Imports no backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from traceguard._compat._flavors import KerasFlavor
+from traceguard._compat._frames import TfFunctionFrame
+from traceguard._compat._keras_calls import KerasCall
+
+
+class Backend(Protocol):
+    """One backend's answers. `graph` arguments default to the current default graph."""
+
+    TRACER: str  # What traces a function, for messages: "tf.function" or "jax.jit".
+    TF_VERSION: tuple[int, int] | None  # None on JAX.
+    DEFAULT_FLAVOR: KerasFlavor  # The Keras `traceguard.TraceAwareLayer` follows.
+
+    def keras2_flavor(self) -> KerasFlavor:
+        """tf_keras or TF 2.12-2.15's Keras 2, loaded; fails where there is none."""
+
+    def keras3_flavor(self) -> KerasFlavor:
+        """Keras 3, loaded."""
+
+    def executing_eagerly(self) -> bool:
+        """Whether ops run one by one now (no graph or trace is being built)."""
+
+    def in_symbolic_build(self) -> bool:
+        """Whether Keras runs `call` on symbolic inputs (build, output-shape inference)."""
+
+    def default_graph(self) -> Any:
+        """The graph being built, or None."""
+
+    def enclosing_tf_function(self, graph: Any = None) -> TfFunctionFrame | None:
+        """The function (tf.function or jax.jit) whose trace is running, and its phase."""
+
+    def keras_call(self, graph: Any = None) -> KerasCall | None:
+        """The Keras `fit`/`evaluate`/`predict`/`*_on_batch` whose step is being traced, or None."""
+
+    def in_save_context(self, graph: Any = None) -> bool:
+        """Whether the trace writes a SavedModel or an export."""
+
+    def control_flow_of(self, graph: Any = None) -> str | None:
+        """`"tf.while_loop"` or `"tf.cond"` when the graph is a body or branch of one, else None."""
+
+    def in_xla_context(self) -> bool:
+        """Whether the trace is compiled by XLA (`jit_compile=True`)."""
+
+    def current_graph_name(self) -> str | None:
+        """The name of the graph being built, for runs outside any tf.function."""
+
+    def current_replica(self, graph: Any = None) -> int | None:
+        """The replica id under `tf.distribute`, else None."""
+
+    def variable_creation_watch(self, on_create: Callable[[Any], None], graph: Any = None) -> Any:
+        """A context manager calling `on_create(variable)` for each variable created inside."""
+
+    def deferred_variable_paths(self, variables: list[Any]) -> tuple[str, ...]:
+        """Paths of the variables whose backend variable Keras creates later."""
+
+    def keep_autograph_out(self, obj: Any) -> Any:
+        """`obj`, marked so AutoGraph never converts it."""
+
+    def run_unconverted(self, obj: Any) -> Any:
+        """`obj`, run as Python even inside an AutoGraph-converted body."""
+
+    def graph_body(self, layer: Any, wrapper: Callable[..., Any], original: Callable[..., Any],
+                   caller: Any) -> Callable[..., Any]:
+        """`original`, converted by AutoGraph where Keras would have converted it."""
+
+    def wrap_call(self, original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+        """`wrapper` made to look like `original` to Keras (signature, AutoGraph)."""
+
+    def holds_tensor(self, value: Any) -> bool:
+        """Whether `value` is or contains a backend tensor."""
+
+    def print_at_each_execution(self, inputs: list[Any], stream: Any, sep: str, end: str) -> None:
+        """Prints `inputs` each time the graph being built runs."""
+
+
+BACKEND_NAMES = tuple(sorted(
+    name for name in (*Backend.__annotations__, *vars(Backend)) if not name.startswith("_")))

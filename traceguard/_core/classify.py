@@ -1,0 +1,284 @@
+"""Why did the body run? A pure function of what was observed around the run.
+
+`classify_run` knows nothing of TensorFlow: the recorder hands it the signals
+it saw (eager? symbolic? saving? which tf.function, in which phase?) and the
+layer's earlier traces of that function, and gets back the kind, what changed,
+the reason and a hint. That keeps every rule here unit-testable without TF.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from traceguard._compat._keras_calls import KerasCall
+from traceguard._core.changes import Aspect, Change
+from traceguard._core.events import TraceKind
+from traceguard._core.signature import Signature, diff_signatures
+
+
+class RunContext(enum.Enum):
+    """Where the body ran, as seen by the recorder."""
+
+    EAGER = "eager"
+    SYMBOLIC = "symbolic"
+    SAVE = "save"
+    GRAPH = "graph"
+
+
+@dataclasses.dataclass(frozen=True)
+class EarlierTrace:
+    """What classification remembers of one earlier trace of a function."""
+
+    signature: Signature
+    in_creation_phase: bool  # Traced by tf.function's first, variable-creating configuration.
+    # Identifies the trace the run was part of (compared with `==`); None when unknown.
+    trace: Any = None
+    created_variables: bool | None = None  # Whether the layer's run created variables; None: unknown.
+
+
+def same_trace(a: Any, b: Any) -> bool:
+    """Whether two trace tokens name the same trace; unknown (None) never matches."""
+    return a is not None and b is not None and a == b
+
+
+class Reason(enum.Enum):
+    """Why a body run happened; `_reports.messages` words each."""
+
+    EAGER = "eager"
+    SYMBOLIC = "symbolic"
+    SAVE = "save"
+    FIRST_TRACE = "first_trace"
+    SAME_TRACE = "same_trace"  # Ran again within a trace that already ran it with this signature.
+    NEW_FUNCTION_OBJECT = "new_function_object"
+    VARIABLE_RETRACE = "variable_retrace"
+    SAME_ARGUMENTS = "same_arguments"  # The function retraced; this layer's arguments did not change.
+    SIGNATURE_CHANGED = "signature_changed"
+
+
+class Hint(enum.Enum):
+    """How to avoid a run; `_reports.messages` words each."""
+
+    DEFINE_BUILD = "define_build"
+    CREATE_VARIABLES_FIRST = "create_variables_first"
+    # The first trace of a Keras step created variables, none of them the layer's.
+    STEP_CREATED_OTHER_VARIABLES = "step_created_other_variables"
+    # The first trace of a user function created variables, none of them the layer's.
+    FUNCTION_CREATED_OTHER_VARIABLES = "function_created_other_variables"
+    BUILD_OPTIMIZER_FIRST = "build_optimizer_first"
+    CREATE_FUNCTION_ONCE = "create_function_once"
+    KEEP_OUTSIDE_VALUES_FIXED = "keep_outside_values_fixed"
+    TRAINING_VALUE = "training_value"
+    PARTIAL_BATCH = "partial_batch"  # In fit/evaluate, the data's kind unknown.
+    PARTIAL_BATCH_DATASET = "partial_batch_dataset"  # fit on a tf.data.Dataset: drop_remainder.
+    PARTIAL_BATCH_ARRAYS = "partial_batch_arrays"  # fit on arrays: a batch size that divides.
+    PARTIAL_BATCH_EVALUATE = "partial_batch_evaluate"  # Dropping samples would change the metrics.
+    PREDICT_BATCH_SIZE = "predict_batch_size"  # Dropping samples would drop predictions.
+    ONE_BATCH_SIZE = "one_batch_size"  # train_on_batch / test_on_batch with varying sizes.
+    RELAXED_DIMENSION = "relaxed_dimension"  # TensorFlow made a dimension None: expected, once.
+    VARYING_LENGTH = "varying_length"  # A dimension past the batch, such as a sequence length.
+    NONE_DIMENSION = "none_dimension"
+    FIXED_SHAPES = "fixed_shapes"  # jax.jit: no None dimension; pad or bucket.
+    ONE_DTYPE = "one_dtype"
+    ONE_RANK = "one_rank"
+    PYTHON_VALUE_AS_TENSOR = "python_value_as_tensor"
+    FIXED_STRUCTURE = "fixed_structure"
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """The classification of one run: its kind, what changed, and why, as codes.
+
+    `function` and `backend` name the place for the words of the reason and hint;
+    `argument` is the argument a hint names (`PYTHON_VALUE_AS_TENSOR`), else None.
+    """
+
+    kind: TraceKind
+    changes: tuple[Change, ...]
+    reason: Reason
+    hint: Hint | None
+    function: str | None = None
+    backend: str = "tensorflow"
+    argument: str | None = None
+    keras_call: KerasCall | None = None  # The Keras method of the step, for a hint's numbers.
+    control_flow: str | None = None  # "tf.while_loop" or "tf.cond" whose body or branch ran it.
+
+
+# Keras 2's `fit` creates the optimizer's variables (slots, iteration count) in the
+# first trace of `train_function` (tf_keras, Keras 2.12-2.15; measured), so TensorFlow
+# traces it twice; Keras 3 builds the optimizer before tracing.
+_KERAS2_TRAIN_FUNCTION = "train_function"
+
+
+@functools.lru_cache(maxsize=256)
+def _verdict_of_place(context: RunContext, function: str | None, backend: str) -> Verdict:
+    """The verdict of an eager, symbolic or save run, which depends on where it ran only."""
+    if context is RunContext.EAGER:
+        return Verdict(TraceKind.EAGER, (), Reason.EAGER, None, function, backend)
+    if context is RunContext.SYMBOLIC:
+        return Verdict(TraceKind.SYMBOLIC, (), Reason.SYMBOLIC, Hint.DEFINE_BUILD, function, backend)
+    return Verdict(TraceKind.SAVE, (), Reason.SAVE, None, function, backend)
+
+
+def classify_run(
+    context: RunContext,
+    signature: Signature,
+    function: str | None,
+    in_creation_phase: bool | None,
+    earlier: Sequence[EarlierTrace],
+    same_origin: Sequence[EarlierTrace] = (),
+    trace: Any = None,
+    backend: str = "tensorflow",
+    keras_step: bool = False,
+    keras_call: KerasCall | None = None,
+    control_flow: str | None = None,
+) -> Verdict:
+    """Classifies one body run.
+
+    Runs that belong to the same trace (each replica's run under
+    `MirroredStrategy`, or a layer called twice in one function) are classified
+    against the earlier traces only, so they share that trace's kind.
+
+    Args:
+        context: Where the body ran.
+        signature: The run's argument specs.
+        function: The enclosing tf.function's name, if any.
+        in_creation_phase: True for a trace by tf.function's first,
+            variable-creating configuration; False once an earlier trace created
+            variables; None when unknown.
+        earlier: The layer's earlier traces of the same function, oldest first.
+        same_origin: When `earlier` is empty, the layer's earlier traces by
+            other tf.function objects wrapping the same Python function.
+        trace: A token identifying the trace in progress, or None when unknown.
+        backend: `"tensorflow"` or `"jax"`, the Keras backend: it names the
+            tracer (`tf.function`, `jax.jit`) in reasons and hints.
+        keras_step: Whether `function` is a step Keras's `fit`, `evaluate` or
+            `predict` made.
+        keras_call: The Keras method (`fit`, `predict`, ...) whose step is being
+            traced and the data it got, when known.
+        control_flow: `"tf.while_loop"` or `"tf.cond"` when the run is in a
+            body or branch of one, traced within the enclosing function's trace.
+    """
+    if context is not RunContext.GRAPH:
+        return _verdict_of_place(context, function, backend)
+    if trace is not None:  # Runs of the trace in progress are not earlier traces.
+        if control_flow and any(same_trace(past.trace, trace) and past.signature == signature
+                                for past in earlier):
+            # An RNN cell in a while-loop body: the step's trace ran it once already.
+            kind = classify_run(context, signature, function, in_creation_phase, earlier, same_origin,
+                                trace, backend, keras_step, keras_call).kind
+            return Verdict(kind, (), Reason.SAME_TRACE, None, function, backend, control_flow=control_flow)
+        earlier = [past for past in earlier if past.trace is None or past.trace != trace]
+        same_origin = [past for past in same_origin if past.trace is None or past.trace != trace]
+    if not earlier and any(past.signature == signature for past in same_origin):
+        change = Change(f"tf.function `{function}`", Aspect.FUNCTION_OBJECT,
+                        text=f"tf.function `{function}`: new object, same Python function")
+        return Verdict(TraceKind.RETRACE, (change,), Reason.NEW_FUNCTION_OBJECT,
+                       Hint.CREATE_FUNCTION_ONCE, function, backend)
+    if not earlier:
+        return Verdict(TraceKind.TRACE, (), Reason.FIRST_TRACE, None, function, backend,
+                       control_flow=control_flow)
+
+    same = [trace for trace in earlier if trace.signature == signature]
+    if same:
+        if in_creation_phase is False and any(trace.in_creation_phase for trace in same):
+            layer_created = [trace.created_variables for trace in same if trace.in_creation_phase]
+            if function == _KERAS2_TRAIN_FUNCTION:
+                hint = Hint.BUILD_OPTIMIZER_FIRST
+            elif layer_created and not any(created is not False for created in layer_created):
+                # The layer was built: the variables were someone else's.
+                hint = Hint.STEP_CREATED_OTHER_VARIABLES if keras_step \
+                    else Hint.FUNCTION_CREATED_OTHER_VARIABLES
+            else:
+                hint = Hint.CREATE_VARIABLES_FIRST
+            return Verdict(TraceKind.VARIABLE_RETRACE, (), Reason.VARIABLE_RETRACE, hint,
+                           function, backend)
+        return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED,
+                       function, backend)
+
+    closest, changes = closest_trace(earlier, signature)
+    hint, argument = retrace_hint(changes[0], closest.signature, signature, keras_step, backend, keras_call)
+    return Verdict(TraceKind.RETRACE, changes, Reason.SIGNATURE_CHANGED, hint, function, backend, argument,
+                   keras_call)
+
+
+def closest_trace(
+    earlier: Sequence[EarlierTrace], signature: Signature
+) -> tuple[EarlierTrace, tuple[Change, ...]]:
+    """The earlier trace with the fewest changes to `signature` (the newest on a tie), and the changes.
+
+    `earlier` holds no trace of this very signature. Each argument whose spec
+    differs adds at least one change, so a trace whose count of differing
+    arguments already reaches the best count is skipped without computing its
+    changes: a retrace storm compares against many earlier traces.
+    """
+    newest_first = reversed(earlier)
+    best = next(newest_first)
+    best_changes = diff_signatures(best.signature, signature)
+    for trace in newest_first:
+        if len(best_changes) <= 1:
+            break  # No earlier trace has this very signature: none can do better.
+        old = trace.signature
+        differing = sum(old.get(name) != spec for name, spec in signature.items())
+        differing += sum(name not in signature for name in old)
+        if differing < len(best_changes):
+            changes = diff_signatures(old, signature)
+            if len(changes) < len(best_changes):
+                best, best_changes = trace, changes
+    return best, tuple(best_changes)
+
+
+# The fix for a retrace, by the aspect of its first change, on TensorFlow then on JAX
+# (`jax.jit` compiles once per input shape and dtype, and per value of a static
+# argument; it has no `None` dimension). A dimension in a Keras step is its own row.
+_HINT_BY_ASPECT: dict[tuple[Aspect, bool], Hint] = {
+    (Aspect.DIM, False): Hint.NONE_DIMENSION,
+    (Aspect.DIM, True): Hint.FIXED_SHAPES,
+    (Aspect.DTYPE, False): Hint.ONE_DTYPE,
+    (Aspect.DTYPE, True): Hint.ONE_DTYPE,
+    (Aspect.RANK, False): Hint.ONE_RANK,
+}
+
+
+# A batch dimension that changed in a Keras step, by the Keras method and its data.
+_BATCH_HINT_BY_CALL: dict[tuple[str, str | None], Hint] = {
+    ("fit", "dataset"): Hint.PARTIAL_BATCH_DATASET,
+    ("fit", "arrays"): Hint.PARTIAL_BATCH_ARRAYS,
+    **{("evaluate", data): Hint.PARTIAL_BATCH_EVALUATE for data in ("dataset", "arrays", "other", None)},
+    **{(method, data): Hint.PREDICT_BATCH_SIZE for method in ("predict", "predict_on_batch")
+       for data in ("dataset", "arrays", "other", None)},
+    **{(method, data): Hint.ONE_BATCH_SIZE for method in ("train_on_batch", "test_on_batch")
+       for data in ("dataset", "arrays", "other", None)},
+}
+
+
+def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: bool = False,
+                 backend: str = "tensorflow",
+                 keras_call: KerasCall | None = None) -> tuple[Hint, str | None]:
+    """The fix that matches a retrace's first change, and the argument it names."""
+    jax = backend == "jax"
+    name = change.parameter
+    if name == "training" and not jax:
+        return Hint.TRAINING_VALUE, name
+    if change.aspect is Aspect.DIM:
+        if change.axis == 0 and keras_call is not None:
+            return _BATCH_HINT_BY_CALL.get((keras_call.method, keras_call.data), Hint.PARTIAL_BATCH), name
+        if change.axis == 0 and keras_step:
+            return Hint.PARTIAL_BATCH, name
+        if change.new is None:  # TensorFlow relaxed it (`reduce_retracing`, Keras's steps).
+            return Hint.RELAXED_DIMENSION, name
+        if change.axis:
+            return Hint.VARYING_LENGTH, name
+    hint = _HINT_BY_ASPECT.get((change.aspect, jax))
+    if hint is not None:
+        return hint, name
+    old_spec, new_spec = old.get(name), new.get(name)
+    if (old_spec or new_spec or ("",))[0] == "value" and (new_spec or old_spec or ("",))[0] == "value":
+        return Hint.PYTHON_VALUE_AS_TENSOR, name
+    return Hint.FIXED_STRUCTURE, name
+
+
+__all__ = ["EarlierTrace", "Hint", "Reason", "RunContext", "Verdict", "classify_run", "closest_trace"]

@@ -1,0 +1,92 @@
+"""What traceguard keeps on one layer: its settings, its log, and the traces it remembers."""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from traceguard._core.classify import EarlierTrace, same_trace
+from traceguard._record.log import TraceLog
+from traceguard._record.settings import TraceSettings
+
+STATE_ATTRIBUTE = "_traceguard_state"
+# Per layer, how many tf.functions and how many traces of each classification remembers.
+REMEMBERED_FUNCTIONS = 64
+REMEMBERED_TRACES = 64
+
+
+class LayerTraceState:
+    """Everything traceguard keeps on one layer; never Keras-tracked, never saved."""
+
+    def __init__(self, settings: TraceSettings, owner: str) -> None:
+        self.settings = settings
+        self.log = TraceLog(settings.trace_log_size, owner=owner)
+        self.lock = threading.Lock()
+        self.graph_traces = 0
+        # Paths of the variables `build` just created as Keras built the layer in a call:
+        # the next run of the body, that call's, takes them.
+        self.built_variables: tuple[str, ...] = ()
+        self._memory: collections.OrderedDict[Any, collections.deque[EarlierTrace]] = \
+            collections.OrderedDict()
+        # The same traces by what their tf.function wraps, to recognise a tf.function made anew.
+        self._by_origin: collections.OrderedDict[Any, collections.deque[EarlierTrace]] = \
+            collections.OrderedDict()
+
+    # Copies (deepcopy, pickle, clone) start with an empty log of their own.
+    def __deepcopy__(self, memo: dict) -> LayerTraceState:
+        return LayerTraceState(self.settings, self.log.owner)
+
+    def __reduce__(self) -> tuple:
+        return (LayerTraceState, (self.settings, self.log.owner))
+
+    def earlier_traces(self, key: Any) -> list[EarlierTrace]:
+        with self.lock:
+            return list(self._memory.get(key, ()))
+
+    def earlier_traces_of_origin(self, origin: Any) -> list[EarlierTrace]:
+        with self.lock:
+            return list(self._by_origin.get(origin, ())) if origin is not None else []
+
+    def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> bool:
+        """Remembers a trace of the function `key`; False when its trace was already seen."""
+        with self.lock:
+            new_trace = _append_bounded(self._memory, key, trace)
+            if origin is not None:
+                _append_bounded(self._by_origin, origin, trace)
+            return new_trace
+
+
+def _append_bounded(memory: collections.OrderedDict, key: Any, trace: EarlierTrace) -> bool:
+    """Appends `trace` under `key` unless its trace has this signature already; False if seen."""
+    traces = memory.pop(key, None)
+    if traces is None:
+        traces = collections.deque(maxlen=REMEMBERED_TRACES)
+        if len(memory) >= REMEMBERED_FUNCTIONS:
+            memory.popitem(last=False)
+    memory[key] = traces
+    seen = [] if trace.trace is None else [
+        past for past in traces if same_trace(past.trace, trace.trace)]
+    if not any(past.signature == trace.signature for past in seen):
+        traces.append(trace)
+    return not seen
+
+
+# Set while `watch()` or `explain()` instruments plain Keras layer classes: returns the
+# state that records a layer without traceguard state of its own (or None).
+plain_layer_state: Callable[[Any], LayerTraceState | None] | None = None
+
+
+def set_plain_layer_state(provider: Callable[[Any], LayerTraceState | None] | None) -> None:
+    """Records plain layers through `provider` from now on; None stops."""
+    global plain_layer_state
+    plain_layer_state = provider
+
+
+def state_of(layer: Any) -> LayerTraceState | None:
+    """The layer's state: its own (a trace-aware layer), or the one `watch()` gives it."""
+    state = layer.__dict__.get(STATE_ATTRIBUTE)
+    if state is None and plain_layer_state is not None:
+        state = plain_layer_state(layer)
+    return state

@@ -1,0 +1,287 @@
+"""The recorder: wraps a layer's `call` so each body run becomes a `TraceEvent`.
+
+One wrapped `call` per layer class. A run opens a `BodyRun` on this thread's stack
+(`runs`; side effects consult it), gathers the signals `classify_run` needs, runs
+the user's body untouched, then logs the run and applies the retrace budget. The
+eager fast path only counts the run, unless `log_eager` is set. A wrapped `build`
+hands the variables it creates, when Keras builds the layer in a call, to that
+call's run.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from traceguard import _compat
+from traceguard._core.classify import EarlierTrace, RunContext, classify_run, same_trace
+from traceguard._core.errors import RetraceError
+from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent
+from traceguard._core.signature import signature_of
+from traceguard._record import layer_state as _layer_state
+from traceguard._record import log as _log
+from traceguard._record import observers as _observers
+from traceguard._record.internal_errors import log_internal_error
+from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
+from traceguard._record.runs import BodyRun, EagerRun, _local, active_runs
+from traceguard._reports.text import format_budget_excess
+
+
+# --- the wrapped call --------------------------------------------------------------
+def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps an unbound `call` so every run of its body is recorded."""
+
+    def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
+        eager = _compat.executing_eagerly()
+        body = original if eager else _graph_body(layer, call, original, sys._getframe(1))
+        state = layer.__dict__.get(STATE_ATTRIBUTE)
+        if state is None and _layer_state.plain_layer_state is not None:
+            state = _layer_state.plain_layer_state(layer)
+        try:
+            runs = _local.runs
+        except AttributeError:
+            runs = active_runs()
+        if state is None or (runs and runs[-1].layer is layer):
+            # Not initialised yet, or `super().call()` of an already recorded run.
+            return body(layer, *args, **kwargs)
+        if eager and not state.settings.log_eager:
+            # The eager fast path, every step of an eager loop: count the run and keep
+            # it on the stack (side effects read it); nothing is logged.
+            try:
+                _log.count_eager_call(state.log)
+                if _observers.observers:
+                    _observers.notify_eager(layer)
+                if state.built_variables:  # Built in this call, which no event records.
+                    state.built_variables = ()
+            except Exception:  # Bookkeeping must never break the user's call.
+                log_internal_error("counting an eager run")
+            runs.append(EagerRun(layer, state, original, args, kwargs))
+            try:
+                return original(layer, *args, **kwargs)
+            finally:
+                runs.pop()
+        run = _begin(layer, state, original, args, kwargs, eager)
+        runs.append(run)
+        try:
+            result = body(layer, *args, **kwargs)
+        except BaseException as error:
+            runs.pop()
+            if run.index is not None:
+                _finish(run, error)
+            raise
+        runs.pop()
+        if run.index is not None:
+            _finish(run, None)
+        return result
+
+    call.__traceguard_original__ = original  # type: ignore[attr-defined]
+    return _compat.wrap_call(original, call)
+
+
+def record_build(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps an unbound `build` so the variables it creates go to the run that follows.
+
+    Only when Keras's `__call__` builds the layer: its body runs next on this thread.
+    A direct `layer.build(shape)` creates variables outside any run.
+    """
+
+    def build(layer: Any, *args: Any, **kwargs: Any) -> Any:
+        state = layer.__dict__.get(STATE_ATTRIBUTE)
+        if state is None or not _compat.built_by_keras_call(layer, sys._getframe(1)):
+            return original(layer, *args, **kwargs)
+        try:
+            before = {id(v) for v in _compat.layer_variables(layer)}
+            created: list[Any] = []
+            watch = _compat.variable_creation_watch(created.append)
+            watch.__enter__()
+        except Exception:  # Bookkeeping must never break the user's build.
+            log_internal_error("watching variable creation")
+            return original(layer, *args, **kwargs)
+        try:
+            result = original(layer, *args, **kwargs)
+        finally:
+            _stop_watching(watch)
+        try:
+            current = _compat.layer_variables(layer)
+            state.built_variables = tuple(_new_variable_paths(current, before, created))
+        except Exception:
+            log_internal_error("watching variable creation")
+        return result
+
+    build.__traceguard_original__ = original  # type: ignore[attr-defined]
+    return _compat.wrap_build(original, build)
+
+
+def _graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., Any],
+                caller: Any) -> Callable[..., Any]:
+    """`original`, converted by AutoGraph where Keras would have converted it."""
+    try:
+        return _compat.graph_body(layer, wrapper, original, caller)
+    except Exception:  # Bookkeeping must never break the user's call.
+        log_internal_error("choosing whether AutoGraph converts `call`")
+        return original
+
+
+def is_recorded(function: Any) -> bool:
+    return hasattr(function, "__traceguard_original__")
+
+
+def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
+           args: tuple, kwargs: dict, eager: bool) -> BodyRun:
+    run = BodyRun(layer, state, original, args, kwargs)
+    try:
+        graph = _compat.default_graph()
+        if eager:  # With `log_eager=True`: the run becomes an event.
+            _count_eager_run(layer, state)
+            run.context = RunContext.EAGER
+            run.function = run.function_key = run.in_creation_phase = run.origin = frame = None
+            run.trace = None
+        else:
+            # First: it keeps what every run of the trace shares, `in_save_context()` too.
+            frame = _compat.enclosing_tf_function(graph)
+            if _compat.in_symbolic_build():
+                run.context = RunContext.SYMBOLIC
+            elif _compat.in_save_context(graph):
+                run.context = RunContext.SAVE
+            else:
+                run.context = RunContext.GRAPH
+            run.function = frame.name if frame else _compat.current_graph_name()
+            run.function_key = frame.key if frame else run.function
+            run.in_creation_phase = frame.creates_variables if frame else None
+            run.origin = frame.origin if frame else None
+            run.trace = frame.trace if frame else None
+        run.signature = signature_of(original, args, kwargs)
+        earlier: list[EarlierTrace] = []
+        same_origin: list[EarlierTrace] = []
+        keras_call = None
+        if run.context is RunContext.GRAPH:
+            earlier = state.earlier_traces(run.function_key)
+            # Only for a function's first trace (runs of the trace in progress aside):
+            # earlier traces of tf.functions wrapping the same code.
+            if all(same_trace(past.trace, run.trace) for past in earlier):
+                same_origin = state.earlier_traces_of_origin(run.origin)
+            else:  # A retrace: its hint depends on the Keras method, if any.
+                keras_call = _compat.keras_call(graph)
+        run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
+                                   run.in_creation_phase, earlier, same_origin, run.trace,
+                                   _compat.BACKEND, _compat.is_keras_step_function(run.function),
+                                   keras_call, _compat.control_flow_of(graph))
+        run.kind = run.verdict.kind
+        run.replica = _compat.current_replica(graph)
+        run.variables_before = _compat.layer_variables(layer)
+        run.index = _log.reserve_index(state.log)
+        run.started = time.time()
+    except Exception:  # Bookkeeping must never break the user's call.
+        log_internal_error("starting to record a run")
+        run.index = None
+        return run
+    try:
+        # What the body creates, a `tf.Variable` the layer does not track included.
+        watch = _compat.variable_creation_watch(run.created.append, graph)
+        watch.__enter__()
+        run.creation_watch = watch
+    except Exception:
+        log_internal_error("watching variable creation")
+    return run
+
+
+def _stop_watching(watch: Any) -> None:
+    try:
+        # Left as if no error occurred: the user's exception is not thrown into TF's scope.
+        watch.__exit__(None, None, None)
+    except Exception:
+        log_internal_error("watching variable creation")
+
+
+def _count_eager_run(layer: Any, state: LayerTraceState) -> None:
+    try:
+        _log.count_eager_call(state.log)
+        if _observers.observers:
+            _observers.notify_eager(layer)
+    except Exception:  # Bookkeeping must never break the user's call.
+        log_internal_error("counting an eager run")
+
+
+def _finish(run: BodyRun, error: BaseException | None) -> None:
+    state = run.state
+    if run.creation_watch is not None:
+        _stop_watching(run.creation_watch)
+    try:
+        run.duration = time.time() - run.started
+        run.created_variables = _created_variables(run)
+        run.thread = threading.current_thread().name
+        run.error = None if error is None else repr(error)
+        layer = run.layer
+        # The log keeps the run: drop what would keep tensors and variables alive.
+        run.layer = run.args = run.kwargs = run.variables_before = run.created = None
+        run.creation_watch = None
+        if _observers.observers:
+            event = run.event()
+            _log.append(state.log, event)
+            _observers.notify_event(layer, event)
+        else:
+            _log.append(state.log, run)
+        if run.kind not in GRAPH_TRACE_KINDS or error is not None:
+            return
+        # Several runs in one trace (replicas, a layer called twice) count as one trace.
+        if not state.remember(run.function_key,
+                              EarlierTrace(run.signature, bool(run.in_creation_phase), run.trace,
+                                           bool(run.created_variables)),
+                              run.origin):
+            return
+        with state.lock:
+            state.graph_traces += 1
+            excess = (state.settings.max_traces is not None
+                      and state.graph_traces > state.settings.max_traces)
+    except Exception:
+        log_internal_error("finishing the record of a run")
+        return
+    if excess:
+        _enforce_budget(state, run.event())
+
+
+def _created_variables(run: BodyRun) -> tuple[str, ...]:
+    """Variables created in the run: by Keras building the layer just before, and in the body."""
+    state = run.state
+    built, state.built_variables = state.built_variables, ()
+    current = _compat.layer_variables(run.layer)
+    before = run.variables_before
+    if run.context is RunContext.SYMBOLIC:
+        # Keras 3 on TF creates their `tf.Variable`s after this run, before the next one.
+        state.built_variables = _compat.deferred_variable_paths(current)
+    # Most runs create nothing: the same variables, in the same order, and no TF variable.
+    if not run.created and len(current) == len(before) and all(map(operator.is_, current, before)):
+        return built
+    in_body = _new_variable_paths(current, {id(v) for v in before}, run.created)
+    return (*built, *[path for path in in_body if path not in built])
+
+
+def _new_variable_paths(current: list[Any], before: set[int], created: list[Any]) -> list[str]:
+    """The TF variables in `created`, in creation order, then those of `current` not in `before`.
+
+    `current` is the layer's variables, `before` the ids of those it had before.
+    """
+    paths = []
+    if created:
+        by_backing = {id(_compat.backing_variable(v)): _compat.variable_path(v) for v in current}
+        paths = [by_backing.get(id(v)) or _compat.variable_path(v) for v in created]
+    paths += [_compat.variable_path(v) for v in current if id(v) not in before]
+    return list(dict.fromkeys(paths))
+
+
+def _enforce_budget(state: LayerTraceState, event: TraceEvent) -> None:
+    try:
+        message = format_budget_excess(state.log.owner, state.settings.max_traces,
+                                       state.graph_traces, event)
+        stacklevel = _compat.user_stacklevel()
+    except Exception:
+        log_internal_error("reporting a trace over max_traces")
+        return
+    if state.settings.on_excess == "raise":
+        raise RetraceError(message)
+    warnings.warn(message, UserWarning, stacklevel=stacklevel)

@@ -1,0 +1,41 @@
+"""A layer's traceguard settings: its constructor arguments, checked where they are given."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+ON_EXCESS_MODES = ("warn", "raise")
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceSettings:
+    """A layer's traceguard constructor arguments, checked where they are given."""
+
+    trace_log_size: int = 1000
+    log_eager: bool = False
+    max_traces: int | None = None
+    on_excess: str = "warn"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.trace_log_size, bool) or not isinstance(self.trace_log_size, int) \
+                or self.trace_log_size < 1:
+            raise ValueError("`trace_log_size` expects a positive integer. "
+                             f"Received: trace_log_size={self.trace_log_size!r}")
+        if not isinstance(self.log_eager, bool):
+            raise ValueError(f"`log_eager` expects a bool. Received: log_eager={self.log_eager!r}")
+        if self.max_traces is not None and (
+            isinstance(self.max_traces, bool) or not isinstance(self.max_traces, int)
+            or self.max_traces < 0
+        ):
+            raise ValueError("`max_traces` expects None or a non-negative integer. "
+                             f"Received: max_traces={self.max_traces!r}")
+        if self.on_excess not in ON_EXCESS_MODES:
+            raise ValueError(f"`on_excess` expects one of {', '.join(ON_EXCESS_MODES)}. "
+                             f"Received: on_excess={self.on_excess!r}")
+
+    def as_config(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+SETTING_NAMES = tuple(field.name for field in dataclasses.fields(TraceSettings))

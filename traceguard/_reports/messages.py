@@ -1,0 +1,245 @@
+"""The words of every reason and hint: one sentence per `Reason`, one fix per `Hint`.
+
+`classify_run` decides with codes; this module alone turns a `Verdict` into the
+`reason` and `hint` a `TraceEvent` carries, so wording changes here only.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from traceguard._compat._keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
+from traceguard._core.classify import Hint, Reason, Verdict
+
+_HINTS: dict[Hint, str] = {
+    Hint.DEFINE_BUILD: (
+        "Expected once per layer: Keras runs `call` on symbolic inputs to create the "
+        "weights when the layer has no `build()`, and to infer output shapes in a functional "
+        "model. Define `build(input_shape)` to create the weights (and "
+        "`compute_output_shape()` to skip the pass in functional models)."
+    ),
+    Hint.CREATE_VARIABLES_FIRST: (
+        "Create the variables before the first traced call: call the layer once on a sample "
+        "input before wrapping it in `tf.function`, or give it a `build(input_shape)` that "
+        "creates its weights (building its sublayers) and call `layer.build(input_shape)` "
+        "first. TensorFlow then traces once."
+    ),
+    Hint.STEP_CREATED_OTHER_VARIABLES: (
+        "This layer was built already: the step's first trace created other variables, the "
+        "optimizer's (e.g. Adam's moments) or the compiled metrics' state, so TensorFlow traced "
+        "it once more, once per model. Nothing to fix in the layer. For the optimizer's, build it "
+        "before `fit`: `model.optimizer.build(model.trainable_variables)`. The metrics' are a "
+        "one-time cost (evaluating one batch before `fit` moves it to the test step)."
+    ),
+    Hint.FUNCTION_CREATED_OTHER_VARIABLES: (
+        "This layer was built already: something else created variables in the function's "
+        "first trace (another layer, an optimizer's slots, a `tf.Variable`), so TensorFlow "
+        "traced it once more. Create those variables before the first call: build the other "
+        "layers, `optimizer.build(model.trainable_variables)`, or make the `tf.Variable` "
+        "outside the function."
+    ),
+    Hint.BUILD_OPTIMIZER_FIRST: (
+        "Keras 2 creates the optimizer's variables in the first trace of `train_function`, "
+        "so TensorFlow traces it twice once per model. To trace once, build the optimizer "
+        "before `fit`: `model.optimizer.build(model.trainable_variables)`."
+    ),
+    Hint.CREATE_FUNCTION_ONCE: (
+        "Create the tf.function once, outside the loop or the function called per step, and "
+        "reuse it."
+    ),
+    Hint.KEEP_OUTSIDE_VALUES_FIXED: (
+        "Create the tf.function once and reuse it; pass values that vary as "
+        "tensors, not Python objects."
+    ),
+    Hint.TRAINING_VALUE: (
+        "Expected once per value of `training`: each value gets its own graph. Pass "
+        "a Python bool consistently, not a mix of tensors and bools."
+    ),
+    Hint.PARTIAL_BATCH_DATASET: (
+        "The last batch of the dataset is partial: its new shape costs a trace. Batch with "
+        "`dataset.batch(batch_size, drop_remainder=True)`, or choose a dataset size divisible by "
+        "the batch size."
+    ),
+    Hint.PREDICT_BATCH_SIZE: (
+        "A new batch size in `predict` costs a trace (Keras then relaxes the batch dimension to "
+        "None, so later sizes reuse the graph). Keep every prediction: pass one batch size, or "
+        "call the model in your own `tf.function` with an `input_signature` whose batch "
+        "dimension is None."
+    ),
+    Hint.ONE_BATCH_SIZE: (
+        "Each new batch size costs a trace of the step: pass batches of one size to "
+        "`train_on_batch`/`test_on_batch`, or use `fit`, which traces the partial last batch once."
+    ),
+    Hint.NONE_DIMENSION: (
+        "Each new shape costs a trace: give the tf.function an `input_signature` with None "
+        "for the dimension that varies, or use `tf.function(reduce_retracing=True)`."
+    ),
+    Hint.FIXED_SHAPES: (
+        "Each new shape costs a trace: `jax.jit` compiles once per input shape. Pad or "
+        "bucket the inputs to a few fixed shapes."
+    ),
+    Hint.ONE_DTYPE: "Cast the inputs to one dtype before the call; each dtype costs a trace.",
+    Hint.ONE_RANK: "Each rank costs a trace: reshape inputs to one rank, or use `input_signature`.",
+}
+
+# Hints worded per backend, with the argument they name.
+_PYTHON_VALUE = {
+    "tensorflow": ("Each new Python value of `{argument}` is a new signature: pass it as a tensor "
+                   "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed."),
+    "jax": ("Each new Python value of `{argument}` is a new signature: pass it as an array "
+            "(e.g. `jnp.asarray(...)`) so the trace takes it as an input, or keep it fixed."),
+}
+_FIXED_STRUCTURE = {
+    "tensorflow": ("Keep the structure of the arguments fixed between calls, or use an "
+                   "`input_signature`; each distinct structure costs a trace."),
+    "jax": ("Keep the shapes, dtypes and structure of the arguments fixed between calls; "
+            "each distinct combination costs a trace."),
+}
+
+
+def _varying_length(verdict: Verdict) -> str:
+    (change, *_) = verdict.changes
+    what = f"Dimension {change.axis} of `{change.argument}` (e.g. a sequence length) varies"
+    if verdict.backend == "jax":
+        return (f"{what}: `jax.jit` compiles once per shape. Pad the inputs to a fixed length, or "
+                "bucket them to a few lengths.")
+    if verdict.keras_call is not None or verdict.function in _KERAS_STEPS:
+        return (f"{what}, and each new length costs a trace of the step. Pad the inputs to one length "
+                "(`keras.utils.pad_sequences`, `dataset.padded_batch`) or bucket them to a few lengths "
+                "(`tf.data.Dataset.bucket_by_sequence_length`).")
+    return (f"{what}, and each new length costs a trace. Give the tf.function an `input_signature` "
+            "with None for that dimension, or pad/bucket the inputs to a few lengths.")
+
+
+def _relaxed_dimension(verdict: Verdict) -> str:
+    (change, *_) = verdict.changes
+    call = verdict.keras_call
+    what = "batch size" if change.axis == 0 else "length"
+    expected = (f"Expected once: TensorFlow relaxed dimension {change.axis} of `{change.argument}` to "
+                f"None after it changed, so later values reuse this graph.")
+    if change.axis == 0 and call is not None and call.method in ("predict", "predict_on_batch"):
+        return (f"{expected} Keep every prediction: to skip this retrace too, predict with one batch "
+                "size, or call the model in your own `tf.function` with an `input_signature` whose "
+                "batch dimension is None.")
+    if change.axis:
+        return (f"{expected} To skip this retrace too, pad the inputs to one {what} "
+                "(`keras.utils.pad_sequences`, `dataset.padded_batch`), or give None for it in an "
+                "`input_signature`.")
+    return f"{expected} To skip this retrace too, give None for it in an `input_signature`."
+
+
+def _partial_batch_arrays(verdict: Verdict) -> str:
+    call = verdict.keras_call
+    samples, batch_size = (call.samples, call.batch_size or 32) if call is not None else (None, 32)
+    if samples and samples % batch_size:
+        facts = (f"`fit` got {samples} samples in batches of {batch_size}: the last batch of "
+                 f"{samples % batch_size} has a new shape and costs a trace (once per `fit` call).")
+    else:
+        facts = "The last batch is partial: its new shape costs a trace (once per `fit` call)."
+    return (f"{facts} Arrays have no `drop_remainder`: choose a `batch_size` that divides the number "
+            "of samples, or trim `x` and `y` to a multiple of it "
+            "(`n = len(x) // batch_size * batch_size; x, y = x[:n], y[:n]`).")
+
+
+def _partial_batch(verdict: Verdict) -> str:
+    call = verdict.keras_call
+    method = f"`{call.method}`" if call is not None else "`fit` or `evaluate`"
+    return (f"A partial last batch in {method} has a new shape and costs a trace: batch a "
+            "`tf.data.Dataset` with `drop_remainder=True`, or choose a number of samples divisible by "
+            "the batch size.")
+
+
+def _partial_batch_evaluate(verdict: Verdict) -> str:
+    call = verdict.keras_call
+    samples, batch_size = (call.samples, call.batch_size or 32) if call is not None else (None, None)
+    facts = (f" ({samples} samples in batches of {batch_size})"
+             if samples and batch_size and samples % batch_size else "")
+    return (f"The last batch of `evaluate`{facts} is partial: its new shape costs one trace. Dropping "
+            "it would change the metrics: choose a `batch_size` that divides the number of samples, "
+            "or accept the one-time cost.")
+
+
+_HINTS_WITH_FACTS = {
+    Hint.RELAXED_DIMENSION: _relaxed_dimension,
+    Hint.VARYING_LENGTH: _varying_length,
+    Hint.PARTIAL_BATCH_ARRAYS: _partial_batch_arrays,
+    Hint.PARTIAL_BATCH: _partial_batch,
+    Hint.PARTIAL_BATCH_EVALUATE: _partial_batch_evaluate,
+}
+
+
+def _names(function: str | None, backend: str) -> tuple[bool, str, str, str]:
+    """Whether the backend is JAX, its tracer, its engine, and where the run was traced."""
+    jax = backend == "jax"
+    tracer, engine = ("jax.jit", "JAX") if jax else ("tf.function", "TensorFlow")
+    where = f"{tracer} `{function}`" if function else ("a JAX trace" if jax else "a graph")
+    return jax, tracer, engine, where
+
+
+def reason_text(verdict: Verdict) -> str:
+    """One sentence: why the run happened."""
+    if verdict.reason is Reason.SAME_TRACE:
+        _, tracer, _, where = _names(verdict.function, verdict.backend)
+        how = (f"as the body of a `{verdict.control_flow}` traced within it (an RNN cell, "
+               "`keras.ops.while_loop`, ...)")
+        return (f"Part of the same trace of {where}: its Python body ran this layer {how}; "
+                "one trace, not a new one.")
+    if verdict.reason is Reason.FIRST_TRACE and verdict.control_flow:
+        return (f"First trace of {_names(verdict.function, verdict.backend)[3]} for this signature, "
+                f"in the body of a `{verdict.control_flow}` traced within it.")
+    if verdict.reason is Reason.SIGNATURE_CHANGED:
+        return (f"{_subject(verdict.function, verdict.backend)} traced again because the signature "
+                f"changed: {'; '.join(verdict.changes)}.")
+    return _reason_of_place(verdict.reason, verdict.function, verdict.backend)
+
+
+def _subject(function: str | None, backend: str) -> str:
+    jax, tracer, _, _ = _names(function, backend)
+    if function:
+        return f"The {tracer} `{function}`"
+    return "The JAX trace" if jax else "The graph"
+
+
+@functools.lru_cache(maxsize=256)
+def _reason_of_place(reason: Reason, function: str | None, backend: str) -> str:
+    jax, _, engine, where = _names(function, backend)
+    subject = _subject(function, backend)
+    if reason is Reason.EAGER:
+        return f"Ran eagerly: {engine} executed `call` op by op, outside any graph."
+    if reason is Reason.SYMBOLIC:
+        place = f" inside {where}" if function else ""
+        return ("Keras ran `call` on symbolic inputs to build the layer or infer its output "
+                f"shapes{place}; no graph is kept.")
+    if reason is Reason.SAVE:
+        return f"Traced by SavedModel saving or `export` to write {where} into the saved model."
+    if reason is Reason.NEW_FUNCTION_OBJECT:
+        return (f"{subject} is a new tf.function object wrapping the same Python function as "
+                "an earlier one that traced this signature already; each tf.function object "
+                "keeps its own traces, so one created in a loop or per call traces every time.")
+    if reason is Reason.FIRST_TRACE:
+        return (f"First trace of {where} for this signature: {engine} ran the Python body to "
+                f"build a {'jaxpr' if jax else 'graph'}.")
+    if reason is Reason.VARIABLE_RETRACE:
+        return (f"{subject} traced the same signature again: its first trace created variables, "
+                "so TensorFlow lifted them out and traced once more with variable creation disabled.")
+    return (f"{subject} traced again although this layer's arguments did not change: something "
+            "outside the layer changed (an argument of the enclosing function, a captured Python "
+            "value, or the function was created anew).")
+
+
+def hint_text(verdict: Verdict) -> str | None:
+    """How to avoid the run, or None when it is expected."""
+    hint = verdict.hint
+    if hint is None:
+        return None
+    if hint in _HINTS_WITH_FACTS:
+        return _HINTS_WITH_FACTS[hint](verdict)
+    if hint is Hint.PYTHON_VALUE_AS_TENSOR:
+        return _PYTHON_VALUE[_backend(verdict)].format(argument=verdict.argument)
+    if hint is Hint.FIXED_STRUCTURE:
+        return _FIXED_STRUCTURE[_backend(verdict)]
+    return _HINTS[hint]
+
+
+def _backend(verdict: Verdict) -> str:
+    return "jax" if verdict.backend == "jax" else "tensorflow"
