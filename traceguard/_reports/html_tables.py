@@ -11,7 +11,7 @@ import collections
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from html import escape
-from typing import Protocol
+from typing import Any, Protocol
 
 from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent, TraceKind
 
@@ -77,7 +77,7 @@ class EventLog(Protocol):
 class LayerSnapshot(list):
     """One layer's events at one moment, with the counters its log or `LayerRuns` kept."""
 
-    def __init__(self, runs: object) -> None:
+    def __init__(self, runs: Any) -> None:
         super().__init__(getattr(runs, "events", runs))
         self.eager_calls = getattr(runs, "eager_calls", 0)
         self.dropped = getattr(runs, "dropped", 0)
