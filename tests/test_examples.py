@@ -40,6 +40,9 @@ def test_seed_example_prints_once_per_body_run_and_explains_each():
     assert out.count("Tracing\n") == (3 if _compat.IS_KERAS_3 else 2)
     counts = ("1 symbolic, " if _compat.IS_KERAS_3 else "") + "1 trace, 1 variable_retrace"
     assert f"TraceLog of layer 'eager_layer': {counts}\n" in out
+    # The README shows the whole output, as run on TensorFlow 2.21 with Keras 3.
+    if _compat.IS_KERAS_3 and _compat.TF_VERSION == (2, 21):
+        assert f"```text\n{out}```" in (ROOT / "README.md").read_text()
 
 
 @pytest.mark.slow  # A Python process that imports TensorFlow.
