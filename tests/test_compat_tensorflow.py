@@ -324,3 +324,17 @@ def test_control_flow_bodies_are_told_apart_from_the_function_graph():
     step(tf.ones((2,)))
     assert seen == {"function": None, "cond": "tf.cond", "while": "tf.while_loop"}
     assert _compat.control_flow_of() is None  # Eager.
+
+
+def test_variables_made_by_a_first_trace_are_told_from_eager_ones():
+    eager = tf.Variable(1.0)
+    made = []
+
+    @tf.function
+    def step():
+        if not made:
+            made.append(tf.Variable(2.0))
+        return made[0] + eager
+
+    step()
+    assert _compat.any_created_in_a_trace(made) and not _compat.any_created_in_a_trace([eager])

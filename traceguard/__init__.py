@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from traceguard._version import __version__
-
 if TYPE_CHECKING:
     from traceguard import callbacks, testing
     from traceguard._core.errors import RetraceError
@@ -25,6 +23,8 @@ if TYPE_CHECKING:
     from traceguard._side_effects.side_effects import PRINT_MODES, side_effects
     from traceguard._side_effects.tf_print import print
     from traceguard._side_effects.trace_once import trace_once
+
+from traceguard._version import __version__
 
 __all__ = [
     "Explanation",

@@ -61,6 +61,9 @@ class Backend(Protocol):
     def variable_creation_watch(self, on_create: Callable[[Any], None], graph: Any = None) -> Any:
         """A context manager calling `on_create(variable)` for each variable created inside."""
 
+    def any_created_in_a_trace(self, variables: list[Any]) -> bool:
+        """Whether any of `variables` was created by a tf.function's first trace."""
+
     def deferred_variable_paths(self, variables: list[Any]) -> tuple[str, ...]:
         """Paths of the variables whose backend variable Keras creates later."""
 

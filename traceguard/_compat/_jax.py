@@ -104,6 +104,10 @@ def in_save_context(graph: Any = None) -> bool:
     return False
 
 
+def any_created_in_a_trace(variables: list[Any]) -> bool:
+    return False  # `jax.jit` creates no variables: Keras passes them in.
+
+
 def keras_call(graph: Any = None) -> KerasCall | None:
     # A jitted step's trace runs on the calling thread: its stack holds the Keras method.
     return _keras_calls.keras_call(sys._getframe(1))

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function_module
 
 from traceguard._compat import _flavors, _frames
 from traceguard._compat._backend import parse_version
@@ -125,6 +126,19 @@ def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None)
     # enters one.
     graph = default_graph() if graph is None else graph
     return graph._variable_creator_scope(creator)
+
+
+# `tf.function`'s first trace creates its variables as `UnliftedInitializerVariable`s
+# (tensorflow/python/eager/polymorphic_function/polymorphic_function.py, TF 2.12 to 2.21);
+# a variable created eagerly is another `ResourceVariable`.
+_UNLIFTED_VARIABLE: Any = getattr(_tf_function_module, "UnliftedInitializerVariable", None)
+if not isinstance(_UNLIFTED_VARIABLE, type):
+    raise internal_missing("polymorphic_function.UnliftedInitializerVariable")
+
+
+def any_created_in_a_trace(variables: list[Any]) -> bool:
+    """Whether any of the (Keras or TF) `variables` was created by a tf.function's first trace."""
+    return any(isinstance(_flavors.backing_variable(v), _UNLIFTED_VARIABLE) for v in variables)
 
 
 def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:

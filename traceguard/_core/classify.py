@@ -66,6 +66,10 @@ class Hint(enum.Enum):
     CREATE_VARIABLES_FIRST = "create_variables_first"
     # The first trace of a Keras step created variables, none of them the layer's.
     STEP_CREATED_OTHER_VARIABLES = "step_created_other_variables"
+    # The first trace of a Keras step created variables: whose is not known.
+    STEP_CREATED_VARIABLES = "step_created_variables"
+    # The first trace of a Keras step built the layer.
+    BUILD_MODEL_FIRST = "build_model_first"
     # The first trace of a user function created variables, none of them the layer's.
     FUNCTION_CREATED_OTHER_VARIABLES = "function_created_other_variables"
     BUILD_OPTIMIZER_FIRST = "build_optimizer_first"
@@ -185,15 +189,9 @@ def classify_run(
     same = [trace for trace in earlier if trace.signature == signature]
     if same:
         if in_creation_phase is False and any(trace.in_creation_phase for trace in same):
-            layer_created = [trace.created_variables for trace in same if trace.in_creation_phase]
-            if function == _KERAS2_TRAIN_FUNCTION:
-                hint = Hint.BUILD_OPTIMIZER_FIRST
-            elif layer_created and not any(created is not False for created in layer_created):
-                # The layer was built: the variables were someone else's.
-                hint = Hint.STEP_CREATED_OTHER_VARIABLES if keras_step \
-                    else Hint.FUNCTION_CREATED_OTHER_VARIABLES
-            else:
-                hint = Hint.CREATE_VARIABLES_FIRST
+            hint = _variable_retrace_hint(
+                [trace.created_variables for trace in same if trace.in_creation_phase],
+                function, keras_step)
             return Verdict(TraceKind.VARIABLE_RETRACE, (), Reason.VARIABLE_RETRACE, hint,
                            function, backend)
         return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED,
@@ -203,6 +201,20 @@ def classify_run(
     hint, argument = retrace_hint(changes[0], closest.signature, signature, keras_step, backend, keras_call)
     return Verdict(TraceKind.RETRACE, changes, Reason.SIGNATURE_CHANGED, hint, function, backend, argument,
                    keras_call)
+
+
+def _variable_retrace_hint(layer_created: list[bool | None], function: str | None,
+                           keras_step: bool) -> Hint:
+    """The fix of a variable retrace, by whether the layer's own creating run created variables."""
+    if function == _KERAS2_TRAIN_FUNCTION:
+        return Hint.BUILD_OPTIMIZER_FIRST
+    created = True if any(layer_created) else (False if layer_created and all(
+        created is False for created in layer_created) else None)
+    if keras_step:  # The user wrapped nothing: never "before wrapping it in tf.function".
+        by_created: dict[bool | None, Hint] = {
+            False: Hint.STEP_CREATED_OTHER_VARIABLES, True: Hint.BUILD_MODEL_FIRST}
+        return by_created.get(created, Hint.STEP_CREATED_VARIABLES)
+    return Hint.FUNCTION_CREATED_OTHER_VARIABLES if created is False else Hint.CREATE_VARIABLES_FIRST
 
 
 def closest_trace(

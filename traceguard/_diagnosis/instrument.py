@@ -140,8 +140,10 @@ def _state_of(layer: Any) -> LayerTraceState | None:
         with _lock:
             state = _states.get(layer)
             if state is None:
+                # Only `call` is patched: what the layer's `build` creates is not seen.
                 state = LayerTraceState(_plain_settings[_eager_sessions > 0],
-                                        owner=getattr(layer, "name", type(layer).__name__))
+                                        owner=getattr(layer, "name", type(layer).__name__),
+                                        sees_build=False)
                 _states[layer] = state
     return state
 

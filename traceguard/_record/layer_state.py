@@ -20,8 +20,10 @@ REMEMBERED_TRACES = 64
 class LayerTraceState:
     """Everything traceguard keeps on one layer; never Keras-tracked, never saved."""
 
-    def __init__(self, settings: TraceSettings, owner: str) -> None:
+    def __init__(self, settings: TraceSettings, owner: str, sees_build: bool = True) -> None:
         self.settings = settings
+        # Whether the variables the layer's `build` creates are seen (a recorded `build`).
+        self.sees_build = sees_build
         self.log = TraceLog(settings.trace_log_size, owner=owner)
         self.lock = threading.Lock()
         self.graph_traces = 0
@@ -36,10 +38,10 @@ class LayerTraceState:
 
     # Copies (deepcopy, pickle, clone) start with an empty log of their own.
     def __deepcopy__(self, memo: dict) -> LayerTraceState:
-        return LayerTraceState(self.settings, self.log.owner)
+        return LayerTraceState(self.settings, self.log.owner, self.sees_build)
 
     def __reduce__(self) -> tuple:
-        return (LayerTraceState, (self.settings, self.log.owner))
+        return (LayerTraceState, (self.settings, self.log.owner, self.sees_build))
 
     def earlier_traces(self, key: Any) -> list[EarlierTrace]:
         with self.lock:

@@ -214,6 +214,9 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
     try:
         run.duration = time.time() - run.started
         run.created_variables = _created_variables(run)
+        # Whether the layer's weights came from this trace, when its `build` is not seen.
+        made_in_trace = (bool(run.created_variables) or _compat.any_created_in_a_trace(run.variables_before)
+                         if not state.sees_build and run.in_creation_phase else None)
         run.thread = threading.current_thread().name
         run.error = None if error is None else repr(error)
         layer = run.layer
@@ -231,7 +234,8 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         # Several runs in one trace (replicas, a layer called twice) count as one trace.
         if not state.remember(run.function_key,
                               EarlierTrace(run.signature, bool(run.in_creation_phase), run.trace,
-                                           bool(run.created_variables)),
+                                           bool(run.created_variables) if state.sees_build
+                                           else made_in_trace),
                               run.origin):
             return
         with state.lock:

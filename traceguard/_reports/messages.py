@@ -31,6 +31,18 @@ _HINTS: dict[Hint, str] = {
         "before `fit`: `model.optimizer.build(model.trainable_variables)`. The metrics' are a "
         "one-time cost (evaluating one batch before `fit` moves it to the test step)."
     ),
+    Hint.STEP_CREATED_VARIABLES: (
+        "The step's first trace created variables (an unbuilt layer's weights, the optimizer's "
+        "slots such as Adam's moments, or the compiled metrics' state), so TensorFlow traced it once "
+        "more, once per model. Build the model before `fit` (an `Input`, or `model.build(input_shape)`) "
+        "and the optimizer (`model.optimizer.build(model.trainable_variables)`); the metrics' are a "
+        "one-time cost."
+    ),
+    Hint.BUILD_MODEL_FIRST: (
+        "The step's first trace built this layer (it had no weights yet), so TensorFlow traced it once "
+        "more. Build the model before `fit`: give it an `Input`, call `model.build(input_shape)`, or "
+        "call it once on a batch."
+    ),
     Hint.FUNCTION_CREATED_OTHER_VARIABLES: (
         "This layer was built already: something else created variables in the function's "
         "first trace (another layer, an optimizer's slots, a `tf.Variable`), so TensorFlow "
