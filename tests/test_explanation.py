@@ -80,12 +80,13 @@ def test_text_shows_each_hint_once_per_layer():
     for index in (1, 2):
         explanation.record_event(layer, event(index, TraceKind.SYMBOLIC, float(index), hint="Do X."))
     text = str(explanation)
-    assert text.count("fix: Do X.") == 1 and text.count("fix: as above.") == 1
+    # The second run's why and fix are the first's: printed once (#20).
+    assert text.count("fix: Do X.") == 1 and text.count("why: as for 'layer' #1.") == 1
 
 
 def test_empty_report_says_so():
     text = str(tg.Explanation("watch()"))
-    assert text.splitlines()[0] == ("traceguard report for watch(): 0 layers; "
-                                    "no traced or symbolic runs; 0 eager runs")
+    assert text.splitlines()[0] == ("traceguard report for watch(): 0 functions traced, 0 layers; "
+                                    "no traced or symbolic layer runs; 0 eager runs")
     assert "(no Keras layer ran its `call` body)" in text
     assert repr(tg.Explanation("x")) == "<Explanation 'x': 0 events in 0 layers>"

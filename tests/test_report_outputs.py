@@ -55,7 +55,7 @@ def test_run_html_is_written_however_the_script_ends(tmp_path, ending, code):
     err = io.StringIO()
     result = run_script(script(tmp_path, f"{RETRACING}\n{ending}"), [], None, err, html=str(html))
     assert result == code
-    assert err.getvalue().endswith("traceguard: watched 1 layer; report above, "
+    assert err.getvalue().endswith("traceguard: watched 1 function and 1 layer; report above, "
                                    f"HTML report written to {html}\n")
     rows = rows_of(html.read_text(encoding="utf-8"))
     assert [kinds_of(mark) for mark in marks_of(rows["scripted"])] == [

@@ -7,9 +7,11 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 from conftest import DEFAULT, keras
 
+import traceguard as tg
 from traceguard._diagnosis import instrument as _instrument
 from traceguard._diagnosis.run import run_script
 
@@ -75,10 +77,11 @@ def test_run_writes_the_report_to_output_file(tmp_path):
     result = traceguard_run("--output", str(output), script(tmp_path, RETRACING))
     assert result.returncode == 0, result.stderr
     assert result.stderr.endswith(
-        f"traceguard: watched 1 layer; report written to {output}\n")
+        f"traceguard: watched 1 function and 1 layer; report written to {output}\n")
     assert "traceguard report for" not in result.stderr
     text = output.read_text()
-    assert text.startswith("traceguard report for run script.py: 1 layer; 1 trace, 1 variable_retrace, "
+    assert text.startswith("traceguard report for run script.py: 1 function traced, 1 layer; 1 trace, "
+                           "1 variable_retrace, "
                            "1 retrace; 0 eager runs\n")
     assert "  scripted #3 in function: inputs: dim 0 3 -> 5" in text
 
@@ -112,7 +115,7 @@ def test_exit_code_is_the_scripts(tmp_path, exit_call, code, printed):
     path = script(tmp_path, f"import sys\n{RETRACING}\n{exit_call}\n")
     result, err = run_in_process(path)
     assert result == code
-    assert "traceguard report for run script.py: 1 layer;" in err
+    assert "traceguard report for run script.py: 1 function traced, 1 layer;" in err
     if printed:
         assert err.startswith(f"{printed}\n")
 
@@ -144,9 +147,29 @@ def test_missing_script_is_a_usage_error(tmp_path):
     assert code == 2 and err == f"traceguard run: no such file: {str(tmp_path / 'missing.py')!r}\n"
 
 
-def test_run_ends_with_the_number_of_layers_watched(tmp_path):
+def test_run_ends_with_the_number_of_functions_and_layers_watched(tmp_path):
     body = RETRACING + 'keras.layers.Dense(2, name="eager_only")(tf.ones((3, 2)))\n'
     code, err = run_in_process(script(tmp_path, body))
     assert code == 0, err
     # A layer that ran only eagerly was watched too.
-    assert err.endswith("\ntraceguard: watched 2 layers; report above\n")
+    assert err.endswith("\ntraceguard: watched 1 function and 2 layers; report above\n")
+
+
+def test_run_summary_leaves_out_the_run_by_run_detail(tmp_path):
+    path = script(tmp_path, RETRACING)
+    full, summary = io.StringIO(), io.StringIO()
+    assert run_script(path, [], None, full) == 0
+    assert run_script(path, [], None, summary, summary=True) == 0
+    assert "why:" in full.getvalue() and "why:" not in summary.getvalue()
+    assert "scripted #3 in function: inputs: dim 0 3 -> 5" in summary.getvalue()
+    assert summary.getvalue().splitlines()[1] == full.getvalue().splitlines()[1]  # The same totals.
+
+
+def test_summary_of_a_50_layer_model_without_retraces_fits_on_one_screen():
+    model = keras.Sequential([keras.Input((4,))] + [keras.layers.Dense(4) for _ in range(50)])
+    model.compile("sgd", "mse")
+    with tg.watch() as report:
+        model.fit(np.ones((32, 4)), np.ones((32, 4)), batch_size=32, verbose=0)
+    lines = report.summary(brief=True).splitlines()
+    assert len(lines) <= 24, "\n".join(lines)
+    assert any("(50 layers)" in line for line in lines)

@@ -95,10 +95,17 @@ def test_explain_model_mixing_plain_and_trace_aware_layers():
 def test_report_text_has_totals_table_and_each_layer_explained():
     text = str(tg.explain(tf.function(mixed_model()), tf.ones((4, 8))))
     lines = text.splitlines()
-    assert lines[0] == "traceguard report for explain(tf.function function): 4 layers; 4 trace; 0 eager runs"
-    assert lines[2].split() == ["layer", "class", "symbolic", "trace", "variable_retrace", "retrace",
-                                "save", "eager"]
-    assert lines[3].split() == ["mixed", "Functional", "-", "1", "-", "-", "-", "-"]
+    assert lines[0] == ("traceguard report for explain(tf.function function): 1 function traced, 4 layers; "
+                        "4 trace; 0 eager runs")
+    # The function traced (a tf.function wrapping a model is named `function`), then the layers.
+    assert lines[2].startswith("Functions (1; tracing took ")
+    assert lines[3].split() == ["function", "defined", "at", "traces", "retraces", "objects", "tracing"]
+    assert lines[4].split()[0] == "function" and lines[4].split()[2:5] == ["1", "-", "1"]
+    assert lines[4].split()[1].startswith("functional.py:")  # Functional.call's `def`.
+    table = next(number for number, line in enumerate(lines) if line.startswith("layer "))
+    assert lines[table].split() == ["layer", "class", "symbolic", "trace", "variable_retrace", "retrace",
+                                    "save", "eager"]
+    assert lines[table + 1].split() == ["mixed", "Functional", "-", "1", "-", "-", "-", "-"]
     assert "Layer 'doubler' (Doubler, TraceAwareLayer): 1 trace" in lines
     assert "Layer 'hidden' (Dense, plain Keras layer): 1 trace" in lines
     mask = DEFAULT.pick(", mask=None", "")  # Keras 2's Functional.call has no `mask` argument.

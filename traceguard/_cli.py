@@ -42,12 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
                       "Keras 3; default: the Keras that tf.keras is")
     run = commands.add_parser(
         "run", parents=[common], help="run a Python script under traceguard.watch() and report "
-        "every Keras layer's body runs when it ends",
-        description="Run SCRIPT as `python SCRIPT ARGS...` would, recording every run of every "
-        "Keras layer's `call` body, and print the report to stderr when the script ends (also "
-        "when it raises), then one line saying how many layers were watched and "
-        "where the report is. The exit code is the script's.")
+        "every traced function and every Keras layer's body runs when it ends",
+        description="Run SCRIPT as `python SCRIPT ARGS...` would, recording every trace of every "
+        "tf.function (and Keras step, or jax.jit) and every run of every Keras layer's `call` body, "
+        "and print the report to stderr when the script ends (also when it raises), then one line "
+        "saying how many functions and layers were watched and where the report is. The exit code "
+        "is the script's.")
     run.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stderr")
+    run.add_argument("--summary", action="store_true", help="report the totals, the tables and the "
+                     "retraces only, without the run-by-run detail")
     run.add_argument("--html", metavar="FILE", help="also write the report as a self-contained HTML "
                      "file: a timeline of every layer's body runs, then tables")
     run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
@@ -74,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from traceguard._diagnosis.run import run_script
 
         return run_script(arguments.script, arguments.arguments, arguments.output, sys.stderr,
-                          html=arguments.html)
+                          html=arguments.html, summary=arguments.summary)
     return 0
 
 

@@ -15,6 +15,8 @@ The modules, in the order they are imported:
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
 - `_keras_names`: names Keras gives things (its step functions, tensor classes).
 - `_keras_calls`: which Keras method (`fit`, `predict`, ...) a trace runs under.
+- `_function_tracing`: every trace of a whole function (`tf.function`, `jax.jit`), told to
+  listeners while any listens (`_tf_traces`, `_jax_traces` hook the backend).
 - `_interface`: the backend interface, `Backend`, written once.
 - One backend module, whose `__all__` is that interface:
   `_tensorflow` (with `_tf_context`, `_tf_function` and `_autograph`), or `_jax`,
@@ -50,6 +52,13 @@ from traceguard._compat._frames import (
     calling_frame,
     user_stacklevel,
 )
+from traceguard._compat._function_tracing import (
+    FunctionTracing,
+    innermost_tracing,
+    tracing_of_graph,
+)
+from traceguard._compat._function_tracing import add_listener as add_trace_listener
+from traceguard._compat._function_tracing import remove_listener as remove_trace_listener
 from traceguard._compat._interface import BACKEND_NAMES
 from traceguard._compat._keras_calls import KERAS_METHODS, KerasCall
 from traceguard._compat._keras_names import (
@@ -84,6 +93,7 @@ if TYPE_CHECKING:
         keras3_flavor,
         keras_call,
         print_at_each_execution,
+        retracing_warning_notes,
         run_unconverted,
         variable_creation_watch,
         wrap_call,
@@ -102,16 +112,17 @@ LayerBase = DEFAULT_FLAVOR.layer_base  # noqa: F405
 # A literal list, which documentation tools read without running the code; it holds
 # `_interface.BACKEND_NAMES` (tests/test_compat.py checks it).
 __all__ = [
-    "BACKEND", "BACKENDS", "BACKEND_NAMES", "DEFAULT_FLAVOR", "DENSE_TENSOR_TYPES", "IS_JAX",
-    "IS_KERAS_3", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KerasCall", "KerasFlavor",
-    "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "any_created_in_a_trace",
-    "backing_variable", "built_by_keras_call", "calling_frame", "control_flow_of",
-    "current_graph_name", "current_replica", "default_graph", "deferred_variable_paths",
-    "describe_versions", "enclosing_tf_function", "executing_eagerly", "flavor_of_class", "graph_body",
-    "holds_tensor", "in_save_context", "in_symbolic_build", "in_xla_context", "is_base_layer_method",
-    "is_keras_default_method", "is_keras_step_function", "keep_autograph_out", "keras",
-    "keras2_flavor", "keras3_flavor", "keras_call", "layer_base_of", "layer_variables", "load_flavor",
-    "loaded_layer_bases", "mark_keras_default_method", "parse_version", "print_at_each_execution",
-    "run_unconverted", "user_stacklevel", "variable_creation_watch", "variable_path", "wrap_build",
-    "wrap_call",
+    "BACKEND", "BACKENDS", "BACKEND_NAMES", "DEFAULT_FLAVOR", "DENSE_TENSOR_TYPES", "FunctionTracing",
+    "IS_JAX", "IS_KERAS_3", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KerasCall",
+    "KerasFlavor", "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "add_trace_listener",
+    "any_created_in_a_trace", "backing_variable", "built_by_keras_call", "calling_frame",
+    "control_flow_of", "current_graph_name", "current_replica", "default_graph",
+    "deferred_variable_paths", "describe_versions", "enclosing_tf_function", "executing_eagerly",
+    "flavor_of_class", "graph_body", "holds_tensor", "in_save_context", "in_symbolic_build",
+    "in_xla_context", "innermost_tracing", "is_base_layer_method", "is_keras_default_method",
+    "is_keras_step_function", "keep_autograph_out", "keras", "keras2_flavor", "keras3_flavor",
+    "keras_call", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
+    "mark_keras_default_method", "parse_version", "print_at_each_execution", "remove_trace_listener",
+    "retracing_warning_notes", "run_unconverted", "tracing_of_graph", "user_stacklevel",
+    "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
 ]

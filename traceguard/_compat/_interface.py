@@ -83,6 +83,9 @@ class Backend(Protocol):
     def holds_tensor(self, value: Any) -> bool:
         """Whether `value` is or contains a backend tensor."""
 
+    def retracing_warning_notes(self, note_for: Callable[[str], str | None]) -> Any:
+        """A context manager appending `note_for(function_text)` to TensorFlow's retracing warning."""
+
     def print_at_each_execution(self, inputs: list[Any], stream: Any, sep: str, end: str) -> None:
         """Prints `inputs` each time the graph being built runs."""
 

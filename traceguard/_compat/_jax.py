@@ -27,7 +27,7 @@ from typing import Any
 import jax
 from jax._src import core as _jax_core
 
-from traceguard._compat import _flavors, _frames, _keras_calls
+from traceguard._compat import _flavors, _frames, _function_tracing, _jax_traces, _keras_calls
 from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flavor
 from traceguard._compat._frames import TfFunctionFrame
 from traceguard._compat._interface import BACKEND_NAMES
@@ -106,6 +106,13 @@ def in_save_context(graph: Any = None) -> bool:
 
 def any_created_in_a_trace(variables: list[Any]) -> bool:
     return False  # `jax.jit` creates no variables: Keras passes them in.
+
+
+_function_tracing.set_hook(_jax_traces)
+
+
+def retracing_warning_notes(note_for: Callable[[str], str | None]) -> Any:
+    return contextlib.nullcontext()  # JAX has no retracing warning of its own.
 
 
 def keras_call(graph: Any = None) -> KerasCall | None:

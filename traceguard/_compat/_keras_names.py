@@ -5,6 +5,8 @@ Plain constants: importing this module imports no Keras or backend.
 
 from __future__ import annotations
 
+import re
+
 # Function names Keras gives the steps of fit/evaluate/predict (Keras 3, then tf_keras).
 KERAS_STEP_FUNCTIONS = frozenset({
     "one_step_on_data", "one_step_on_iterator", "multi_step_on_iterator",
@@ -18,6 +20,27 @@ DENSE_TENSOR_TYPES = frozenset({
     "Tensor", "EagerTensor", "SymbolicTensor", "KerasTensor", "ndarray",
     "Variable", "ResourceVariable", "ArrayImpl", "DynamicJaxprTracer",
 })
+
+
+# Whose a variable is, by the names Keras gives: optimizer variables (Keras 3:
+# `adam/iteration`, `adam/dense_kernel_momentum`; Keras 2: `Adam/dense/kernel/m`,
+# `Adam/iter`) and metric state (`mean_absolute_error/total`, `count`).
+_OPTIMIZER_VARIABLE = re.compile(
+    r"(?i)(^|/)(adam|adamw|adamax|nadam|sgd|rmsprop|adagrad|adadelta|adafactor|ftrl|lion|lamb|"
+    r"loss_scale_optimizer|optimizer)(_\d+)?/|(^|/)(iteration|iter|learning_rate)(:\d+)?$|"
+    r"_(momentum|velocity|momentums|velocities)(:\d+)?$")
+_METRIC_VARIABLE = re.compile(r"(^|/)(total|count|true_positives|false_positives|false_negatives|"
+                              r"true_negatives|accumulator)(:\d+)?$")
+VARIABLE_OWNERS = ("optimizer", "metric", "other")
+
+
+def variable_owner(name: str) -> str:
+    """One of `VARIABLE_OWNERS`, read from a variable's name or path."""
+    if _OPTIMIZER_VARIABLE.search(name):
+        return "optimizer"
+    if _METRIC_VARIABLE.search(name):
+        return "metric"
+    return "other"
 
 
 def is_keras_step_function(name: str | None) -> bool:

@@ -59,6 +59,7 @@ def _flavor_following_tf_keras() -> KerasFlavor:
 DEFAULT_FLAVOR: KerasFlavor = _flavors.set_default_flavor(_flavor_following_tf_keras())
 
 # The backend's answers that live in its own modules (re-exported: `__all__`).
+from traceguard._compat import _function_tracing, _tf_traces  # noqa: E402
 from traceguard._compat._autograph import (  # noqa: E402, F401
     graph_body,
     keep_autograph_out,
@@ -79,6 +80,9 @@ from traceguard._compat._tf_function import (  # noqa: E402, F401
     in_save_context,
     keras_call,
 )
+from traceguard._compat._tf_retracing import retracing_warning_notes  # noqa: E402, F401
+
+_function_tracing.set_hook(_tf_traces)
 
 
 def keras2_flavor() -> KerasFlavor:

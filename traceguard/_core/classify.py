@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceguard._compat._keras_calls import KerasCall
+from traceguard._compat._keras_names import variable_owner
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.events import TraceKind
+from traceguard._core.functions import FunctionTrace
 from traceguard._core.signature import Signature, diff_signatures
 
 
@@ -45,6 +47,19 @@ def same_trace(a: Any, b: Any) -> bool:
     return a is not None and b is not None and a == b
 
 
+@dataclasses.dataclass(frozen=True)
+class EnclosingTrace:
+    """What the whole-function trace a layer run is part of differs in (`FunctionRecords.preview`).
+
+    `kind` is one of `FUNCTION_TRACE_KINDS`; `objects`, how many function objects
+    its code has had.
+    """
+
+    kind: str
+    changes: tuple[Change, ...]
+    objects: int = 1
+
+
 class Reason(enum.Enum):
     """Why a body run happened; `_reports.messages` words each."""
 
@@ -57,6 +72,8 @@ class Reason(enum.Enum):
     VARIABLE_RETRACE = "variable_retrace"
     SAME_ARGUMENTS = "same_arguments"  # The function retraced; this layer's arguments did not change.
     SIGNATURE_CHANGED = "signature_changed"
+    # The layer's arguments did not change; the enclosing function's did.
+    ENCLOSING_CHANGED = "enclosing_changed"
 
 
 class Hint(enum.Enum):
@@ -74,6 +91,13 @@ class Hint(enum.Enum):
     FUNCTION_CREATED_OTHER_VARIABLES = "function_created_other_variables"
     BUILD_OPTIMIZER_FIRST = "build_optimizer_first"
     CREATE_FUNCTION_ONCE = "create_function_once"
+    # A Keras step traced anew for a new model object: build the model once.
+    REUSE_MODEL = "reuse_model"
+    # A user function's first trace created an optimizer's variables, or metrics' state.
+    OPTIMIZER_SLOTS = "optimizer_slots"
+    METRIC_STATE = "metric_state"
+    # A list of a varying number of tensors.
+    VARYING_COUNT = "varying_count"
     KEEP_OUTSIDE_VALUES_FIXED = "keep_outside_values_fixed"
     TRAINING_VALUE = "training_value"
     PARTIAL_BATCH = "partial_batch"  # In fit/evaluate, the data's kind unknown.
@@ -109,6 +133,8 @@ class Verdict:
     argument: str | None = None
     keras_call: KerasCall | None = None  # The Keras method of the step, for a hint's numbers.
     control_flow: str | None = None  # "tf.while_loop" or "tf.cond" whose body or branch ran it.
+    objects: int | None = None  # For a new function object: how many objects its code has had.
+    created: tuple[str, ...] = ()  # For a function's variable retrace: the variables lifted.
 
 
 # Keras 2's `fit` creates the optimizer's variables (slots, iteration count) in the
@@ -139,6 +165,8 @@ def classify_run(
     keras_step: bool = False,
     keras_call: KerasCall | None = None,
     control_flow: str | None = None,
+    enclosing: EnclosingTrace | None = None,
+    traced_before: bool = False,
 ) -> Verdict:
     """Classifies one body run.
 
@@ -165,15 +193,43 @@ def classify_run(
             traced and the data it got, when known.
         control_flow: `"tf.while_loop"` or `"tf.cond"` when the run is in a
             body or branch of one, traced within the enclosing function's trace.
+        enclosing: What the enclosing function's trace differs in, when
+            function traces are recorded: it names the cause a layer cannot see
+            (a Python argument of the function, a new function object).
+        traced_before: Whether the layer made a graph trace before, in any
+            function.
     """
+    verdict = _classify_layer_run(context, signature, function, in_creation_phase, earlier, same_origin,
+                                  trace, backend, keras_step, keras_call, control_flow)
+    if enclosing is None or verdict.reason not in (Reason.SAME_ARGUMENTS, Reason.FIRST_TRACE,
+                                                   Reason.VARIABLE_RETRACE):
+        return verdict
+    if verdict.reason is Reason.VARIABLE_RETRACE and (enclosing.kind != "retrace" or not enclosing.changes):
+        return verdict  # The function's own trace says it is the variable retrace.
+    if enclosing.kind == "new_function":
+        kind = TraceKind.RETRACE if traced_before else verdict.kind
+        return Verdict(kind, enclosing.changes, Reason.NEW_FUNCTION_OBJECT,
+                       Hint.REUSE_MODEL if keras_step else Hint.CREATE_FUNCTION_ONCE, function, backend,
+                       objects=enclosing.objects)
+    if verdict.reason is not Reason.FIRST_TRACE and enclosing.changes:
+        hint, argument = retrace_hint(enclosing.changes[0], {}, {}, keras_step, backend, keras_call)
+        return Verdict(TraceKind.RETRACE, enclosing.changes, Reason.ENCLOSING_CHANGED, hint, function,
+                       backend, argument, keras_call)
+    return verdict
+
+
+def _classify_layer_run(context: RunContext, signature: Signature, function: str | None,
+                        in_creation_phase: bool | None, earlier: Sequence[EarlierTrace],
+                        same_origin: Sequence[EarlierTrace], trace: Any, backend: str, keras_step: bool,
+                        keras_call: KerasCall | None, control_flow: str | None) -> Verdict:
     if context is not RunContext.GRAPH:
         return _verdict_of_place(context, function, backend)
     if trace is not None:  # Runs of the trace in progress are not earlier traces.
         if control_flow and any(same_trace(past.trace, trace) and past.signature == signature
                                 for past in earlier):
             # An RNN cell in a while-loop body: the step's trace ran it once already.
-            kind = classify_run(context, signature, function, in_creation_phase, earlier, same_origin,
-                                trace, backend, keras_step, keras_call).kind
+            kind = _classify_layer_run(context, signature, function, in_creation_phase, earlier,
+                                       same_origin, trace, backend, keras_step, keras_call, None).kind
             return Verdict(kind, (), Reason.SAME_TRACE, None, function, backend, control_flow=control_flow)
         earlier = [past for past in earlier if past.trace is None or past.trace != trace]
         same_origin = [past for past in same_origin if past.trace is None or past.trace != trace]
@@ -188,7 +244,9 @@ def classify_run(
 
     same = [trace for trace in earlier if trace.signature == signature]
     if same:
-        if in_creation_phase is False and any(trace.in_creation_phase for trace in same):
+        # Once per signature: after the variable retrace, a trace of it again is a plain retrace.
+        if in_creation_phase is False and any(trace.in_creation_phase for trace in same) \
+                and all(trace.in_creation_phase for trace in same):
             hint = _variable_retrace_hint(
                 [trace.created_variables for trace in same if trace.in_creation_phase],
                 function, keras_step)
@@ -287,10 +345,64 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
     hint = _HINT_BY_ASPECT.get((change.aspect, jax))
     if hint is not None:
         return hint, name
+    if change.aspect is Aspect.VALUE:
+        return Hint.PYTHON_VALUE_AS_TENSOR, name
+    if change.aspect is Aspect.FUNCTION_OBJECT:
+        return (Hint.REUSE_MODEL if keras_step else Hint.CREATE_FUNCTION_ONCE), None
     old_spec, new_spec = old.get(name), new.get(name)
     if (old_spec or new_spec or ("",))[0] == "value" and (new_spec or old_spec or ("",))[0] == "value":
         return Hint.PYTHON_VALUE_AS_TENSOR, name
+    if old_spec and new_spec and old_spec[0] == new_spec[0] == "seq" and old_spec[3] != new_spec[3] \
+            and not jax:
+        return Hint.VARYING_COUNT, name
     return Hint.FIXED_STRUCTURE, name
 
 
-__all__ = ["EarlierTrace", "Hint", "Reason", "RunContext", "Verdict", "classify_run", "closest_trace"]
+
+
+# --- whole-function traces ------------------------------------------------------------------
+_FUNCTION_KINDS = {"first": TraceKind.TRACE, "retrace": TraceKind.RETRACE,
+                   "new_function": TraceKind.RETRACE, "variable_retrace": TraceKind.VARIABLE_RETRACE}
+
+
+def classify_function_trace(record: FunctionTrace, old: Signature | None, backend: str = "tensorflow",
+                            keras_step: bool = False, keras_call: KerasCall | None = None) -> Verdict:
+    """The verdict of one whole-function trace, from its record and the closest earlier signature.
+
+    `old` is the signature its `changes` were computed from, or None for a first trace.
+    """
+    name = record.name
+    if record.saving:
+        return _verdict_of_place(RunContext.SAVE, name, backend)
+    kind = _FUNCTION_KINDS.get(record.kind, TraceKind.RETRACE)
+    if record.kind == "first":
+        return Verdict(kind, (), Reason.FIRST_TRACE, None, name, backend)
+    if record.kind == "variable_retrace":
+        owners = {variable_owner(variable) for variable in record.lifted_variables}
+        if name == _KERAS2_TRAIN_FUNCTION:
+            hint = Hint.BUILD_OPTIMIZER_FIRST
+        elif keras_step:
+            hint = Hint.BUILD_MODEL_FIRST if owners == {"other"} else (
+                Hint.STEP_CREATED_OTHER_VARIABLES if owners and "other" not in owners
+                else Hint.STEP_CREATED_VARIABLES)
+        elif owners == {"optimizer"}:
+            hint = Hint.OPTIMIZER_SLOTS
+        elif owners == {"metric"}:
+            hint = Hint.METRIC_STATE
+        else:
+            hint = Hint.CREATE_VARIABLES_FIRST
+        return Verdict(kind, record.changes, Reason.VARIABLE_RETRACE, hint, name, backend,
+                       created=record.lifted_variables)
+    if record.kind == "new_function":
+        hint = Hint.REUSE_MODEL if keras_step else Hint.CREATE_FUNCTION_ONCE
+        return Verdict(kind, record.changes, Reason.NEW_FUNCTION_OBJECT, hint, name, backend,
+                       objects=record.objects)
+    if not record.changes:
+        return Verdict(kind, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED, name, backend)
+    hint, argument = retrace_hint(record.changes[0], old or {}, record.signature, keras_step, backend,
+                                  keras_call)
+    return Verdict(kind, record.changes, Reason.SIGNATURE_CHANGED, hint, name, backend, argument, keras_call)
+
+
+__all__ = ["EarlierTrace", "Hint", "Reason", "RunContext", "Verdict", "classify_function_trace",
+           "classify_run", "closest_trace"]

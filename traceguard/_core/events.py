@@ -71,6 +71,10 @@ class TraceEvent:
         replica: Replica id under `tf.distribute`, else None.
         messages: Text that `side_effects(print="log")` routed to this event.
         error: `repr()` of the exception the body raised, else None.
+        function_trace: The number of the whole-function trace the run was part
+            of (`FunctionEvent.serial` in `Explanation.functions`), when
+            `watch()`, `explain()`, `run` or `TraceMonitor` recorded function
+            traces; else None.
     """
 
     index: int
@@ -88,6 +92,7 @@ class TraceEvent:
     replica: int | None = None
     messages: tuple[str, ...] = ()
     error: str | None = None
+    function_trace: int | None = None
 
     def __repr__(self) -> str:
         where = f" in {self.function}" if self.function else ""

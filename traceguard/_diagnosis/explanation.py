@@ -20,10 +20,13 @@ import weakref
 from typing import Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._core.functions import FunctionTrace
+from traceguard._diagnosis.function_runs import FunctionRuns, add_record, is_reported
 from traceguard._record.layer import TraceAwareMixin
 from traceguard._record.log import normalize_kinds
 
 _EVENTS_PER_LAYER = 1000
+_SIGNATURES_KEPT = 10_000
 
 
 @dataclasses.dataclass
@@ -92,6 +95,9 @@ class Explanation:
         self._order: dict[int, int] = {}  # id(event) -> arrival number, to break timestamp ties.
         self._arrivals = itertools.count()
         self._first_run: dict[str, float] = {}  # Layer name -> when its first run started.
+        self._functions: dict[str, FunctionRuns] = {}
+        # Function record index -> its signature, to word a later trace's hint.
+        self._signatures: collections.OrderedDict[int, Any] = collections.OrderedDict()
 
     # --- written by the recorder, from any thread ---
     def _runs_of(self, layer: Any) -> LayerRuns:
@@ -125,7 +131,29 @@ class Explanation:
         with self._lock:
             self._runs_of(layer).eager_calls += 1
 
+    def record_function(self, record: FunctionTrace) -> None:
+        """Adds a whole-function trace (the user's functions and Keras's steps) to `functions`."""
+        with self._lock:
+            self._signatures[record.index] = record.signature
+            if len(self._signatures) > _SIGNATURES_KEPT:
+                self._signatures.popitem(last=False)
+            if is_reported(record):
+                old = None if record.closest is None else self._signatures.get(record.closest)
+                add_record(self._functions, record, old)
+
     # --- public ---
+    @property
+    def functions(self) -> dict[str, FunctionRuns]:
+        """Every traced function (`tf.function`, Keras step, `jax.jit`), by name and `def` site.
+
+        The user's functions and Keras's `fit`/`evaluate`/`predict` steps, each with
+        its traces classified; TensorFlow's and Keras's own helper functions are
+        left out.
+        """
+        with self._lock:
+            return {key: dataclasses.replace(runs, events=list(runs.events))
+                    for key, runs in self._functions.items()}
+
     @property
     def layers(self) -> dict[str, LayerRuns]:
         """Layer name to its `LayerRuns`, in the order the layers' first runs started."""
@@ -179,11 +207,20 @@ class Explanation:
 
         return format_layer_table(list(self.layers.values()))
 
-    def summary(self) -> str:
-        """The readable report: totals, the table, then each layer's runs explained."""
+    def summary(self, brief: bool = False) -> str:
+        """The readable report: totals, the functions and their traces, the layers and their runs.
+
+        Args:
+            brief: Boolean, whether to leave out the run-by-run detail: only the
+                totals, the tables and the retraces (what `traceguard run
+                --summary` prints). Defaults to `False`.
+        """
         from traceguard._reports.text import format_explanation
 
-        return format_explanation(self.title, list(self.layers.values()))
+        if not isinstance(brief, bool):
+            raise ValueError(f"`brief` expects a bool. Received: brief={brief!r}")
+        return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
+                                  summary=brief)
 
     def to_html(self, path: str | os.PathLike[str]) -> pathlib.Path:
         """Writes the report as one self-contained HTML file: a timeline per layer, then tables.
@@ -192,7 +229,8 @@ class Explanation:
         the reason, changes and fix as tooltip; then the counts by kind per
         layer and the retraces with their fixes. No scripts and nothing
         fetched: the file opens offline. Same as
-        `traceguard.write_html(path, explanation.layers, title=explanation.title)`.
+        `traceguard.write_html(path, explanation.layers, title=explanation.title,
+        functions=explanation.functions.values())`.
 
         Args:
             path: File to write (str or path-like); its directory must exist.
@@ -205,13 +243,13 @@ class Explanation:
         """
         from traceguard._reports.html import write_html
 
-        return write_html(path, self.layers, title=self.title)
+        return write_html(path, self.layers, title=self.title, functions=list(self.functions.values()))
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""
         from traceguard._reports.html_tables import layers_html
 
-        return layers_html(self.layers, self.title)
+        return layers_html(self.layers, self.title, list(self.functions.values()))
 
     def __str__(self) -> str:
         return self.summary()

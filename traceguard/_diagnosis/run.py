@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
-               html: str | None = None) -> int:
+               html: str | None = None, summary: bool = False) -> int:
     """Runs `script` with `arguments` under `watch()`, then writes the report.
 
     Args:
@@ -29,6 +29,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         output: Path of the file to write the report to; None for `err`.
         err: Where the report (without `output`) and the script's traceback go.
         html: Path of the HTML report to write as well; None for none.
+        summary: Whether the text report leaves out the run-by-run detail.
 
     Returns:
         The exit code `python SCRIPT` would have had; 2 for a usage error.
@@ -65,7 +66,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         if saved_path0 is not None:
             sys.path[0] = saved_path0
         if report is not None:
-            _write_report(str(report), output, err)
+            _write_report(report.summary(brief=summary), output, err)
             if html is not None:
                 report.to_html(html)
             print(_closing_line(report, output, html), file=err)
@@ -102,15 +103,12 @@ def _write_report(text: str, output: str | None, err: TextIO) -> None:
 
 
 def _closing_line(report: Explanation, output: str | None, html: str | None) -> str:
-    """How many layers were watched and where the report is.
-
-    Layers only: an event names its function, and two `tf.function`s of one name
-    (`function`, for any layer wrapped directly) cannot be told apart by it.
-    """
+    """How many functions and layers were watched and where the report is."""
     where = [f"report written to {output}" if output is not None else "report above"]
     if html is not None:
         where.append(f"HTML report written to {html}")
-    return f"traceguard: watched {_plural(len(report.layers), 'layer')}; {', '.join(where)}"
+    return (f"traceguard: watched {_plural(len(report.functions), 'function')} and "
+            f"{_plural(len(report.layers), 'layer')}; {', '.join(where)}")
 
 
 def _plural(count: int, noun: str) -> str:

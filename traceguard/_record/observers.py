@@ -1,8 +1,11 @@
 """Who is told of every run: `watch()`, `explain()`, `TraceMonitor` and the test helpers.
 
 Observers register for a block (`observing`) and are told of each logged event
-and each eager run, from any thread. A failing observer is logged once and never
-breaks the user's call.
+and each eager run, from any thread. An observer with a `record_function` method
+is also told of every trace of a whole function (`tf.function`, `jax.jit`): while
+any such observer is registered, `_compat`'s function-trace hook is installed and
+one `FunctionRecords` diagnoses each trace; the last to leave removes the hook. A
+failing observer is logged once and never breaks the user's call.
 """
 
 from __future__ import annotations
@@ -12,12 +15,19 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from traceguard import _compat
 from traceguard._core.events import TraceEvent
+from traceguard._record.functions import FunctionRecords
 from traceguard._record.internal_errors import log_internal_error
+from traceguard._reports.text import format_retracing_note
 
 
 class Observer(Protocol):
-    """What the recorder calls on an observer; both may be called from any thread."""
+    """What the recorder calls on an observer; both may be called from any thread.
+
+    An observer may also define `record_function(record)`, which receives each
+    `FunctionTrace` while it is registered.
+    """
 
     def record_event(self, layer: Any, event: TraceEvent) -> object:
         """Receives each logged `TraceEvent` of `layer`."""
@@ -31,18 +41,64 @@ observers: tuple[Observer, ...] = ()
 _lock = threading.Lock()
 
 
+# Observers of function traces, and the records that diagnose them while any is registered.
+function_observers: tuple[Any, ...] = ()
+function_records: FunctionRecords | None = None
+_retracing_notes: Any = None
+
+
 def add_observer(observer: Observer) -> None:
     """Tells `observer` of every run from now on."""
-    global observers
+    global observers, function_observers, function_records, _retracing_notes
     with _lock:
-        if all(o is not observer for o in observers):
-            observers = (*observers, observer)
+        if any(o is observer for o in observers):
+            return
+        observers = (*observers, observer)
+        if not hasattr(observer, "record_function"):
+            return
+        if not function_observers:
+            function_records = FunctionRecords()
+            _compat.add_trace_listener(_on_function_trace)
+            _retracing_notes = _compat.retracing_warning_notes(_retracing_note)
+            _retracing_notes.__enter__()
+        function_observers = (*function_observers, observer)
 
 
 def remove_observer(observer: Observer) -> None:
-    global observers
+    global observers, function_observers, function_records, _retracing_notes
     with _lock:
         observers = tuple(o for o in observers if o is not observer)
+        if all(o is not observer for o in function_observers):
+            return
+        function_observers = tuple(o for o in function_observers if o is not observer)
+        if not function_observers:
+            _compat.remove_trace_listener(_on_function_trace)
+            _retracing_notes.__exit__(None, None, None)
+            function_records = _retracing_notes = None
+
+
+def _on_function_trace(tracing: Any) -> None:
+    records = function_records
+    if records is None:
+        return
+    try:
+        record = records.on_trace(tracing)
+    except Exception:
+        log_internal_error("recording a function trace", "the trace goes on unrecorded")
+        return
+    for observer in function_observers:
+        try:
+            observer.record_function(record)
+        except Exception:
+            log_internal_error("reporting a function trace")
+
+
+def _retracing_note(function_text: str) -> str | None:
+    """traceguard's measured cause, for TensorFlow's warning about `function_text`."""
+    records = function_records
+    if records is None:
+        return None
+    return format_retracing_note(records.records_for_function_text(function_text))
 
 
 @contextlib.contextmanager

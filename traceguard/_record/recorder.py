@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from traceguard import _compat
-from traceguard._core.classify import EarlierTrace, RunContext, classify_run, same_trace
+from traceguard._core.classify import EarlierTrace, EnclosingTrace, RunContext, classify_run, same_trace
 from traceguard._core.errors import RetraceError
 from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent
 from traceguard._core.signature import signature_of
@@ -140,7 +140,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             _count_eager_run(layer, state)
             run.context = RunContext.EAGER
             run.function = run.function_key = run.in_creation_phase = run.origin = frame = None
-            run.trace = None
+            run.trace = run.function_trace = None
         else:
             # First: it keeps what every run of the trace shares, `in_save_context()` too.
             frame = _compat.enclosing_tf_function(graph)
@@ -167,10 +167,12 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
                 same_origin = state.earlier_traces_of_origin(run.origin)
             else:  # A retrace: its hint depends on the Keras method, if any.
                 keras_call = _compat.keras_call(graph)
+        enclosing = _enclosing_trace(run, graph)
         run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
                                    run.in_creation_phase, earlier, same_origin, run.trace,
                                    _compat.BACKEND, _compat.is_keras_step_function(run.function),
-                                   keras_call, _compat.control_flow_of(graph))
+                                   keras_call, _compat.control_flow_of(graph), enclosing,
+                                   state.graph_traces > 0)
         run.kind = run.verdict.kind
         run.replica = _compat.current_replica(graph)
         run.variables_before = _compat.layer_variables(layer)
@@ -188,6 +190,21 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
     except Exception:
         log_internal_error("watching variable creation")
     return run
+
+
+def _enclosing_trace(run: BodyRun, graph: Any) -> EnclosingTrace | None:
+    """What the whole-function trace the run is part of differs in, while function traces are
+    recorded (an observer such as `watch()` listens); links the run to that trace."""
+    run.function_trace = None
+    records = _observers.function_records
+    if records is None or run.context is not RunContext.GRAPH:
+        return None
+    tracing = _compat.tracing_of_graph(graph) if graph is not None else _compat.innermost_tracing()
+    if tracing is None:
+        return None
+    run.function_trace = tracing.serial
+    kind, changes, objects = records.preview(tracing)
+    return EnclosingTrace(kind, changes, objects)
 
 
 def _stop_watching(watch: Any) -> None:

@@ -66,7 +66,8 @@ class BodyRun(EagerRun):
                  "in_creation_phase", "trace", "messages", "started",
                  "variables_before", "created", "creation_watch", "verdict",
                  # Filled in as the run finishes; `event()` makes its TraceEvent from them.
-                 "duration", "created_variables", "thread", "replica", "error", "_event")
+                 "duration", "created_variables", "thread", "replica", "error", "function_trace",
+                 "_event")
 
     def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
                  args: tuple, kwargs: dict) -> None:
@@ -89,6 +90,6 @@ class BodyRun(EagerRun):
                 changes=verdict.changes, created_variables=self.created_variables,
                 reason=reason_text(verdict), hint=hint_text(verdict), timestamp=self.started,
                 duration_s=self.duration, thread=self.thread, replica=self.replica,
-                messages=tuple(self.messages), error=self.error,
+                messages=tuple(self.messages), error=self.error, function_trace=self.function_trace,
             )
             return self._event

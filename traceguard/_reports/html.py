@@ -15,7 +15,7 @@ import os
 import pathlib
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent
 from traceguard._reports.html_tables import (
@@ -23,10 +23,12 @@ from traceguard._reports.html_tables import (
     KIND_DESCRIPTIONS,
     TABLE_CSS,
     counts_table,
+    functions_table,
     plural,
     retraces_table,
     snapshot,
 )
+from traceguard._reports.text import format_counts
 from traceguard._reports.timeline import AXES
 from traceguard._reports.timeline_svg import render_timeline, timeline_css
 from traceguard._version import __version__
@@ -86,7 +88,7 @@ def _legend(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
 
 
 def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = None,
-                axis: str = "time") -> str:
+                axis: str = "time", functions: Sequence[Any] = ()) -> str:
     """The report as one HTML document (a string).
 
     Args:
@@ -99,6 +101,8 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
         axis: Where a run sits on the timeline. One of `{"time", "order"}`:
             seconds since the first run, or the runs' order. Defaults to
             `"time"`.
+        functions: The traced functions (`explanation.functions.values()`),
+            shown in a table above the layers. Defaults to none.
 
     Raises:
         TypeError: If `events_by_layer` is not such a mapping.
@@ -111,10 +115,13 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
     events_by_layer = snapshot(events_by_layer)
     title = "traceguard report" if title is None else str(title)
     runs = sum(len(events) for events in events_by_layer.values())
-    retraces = sum(event.kind in RETRACE_KINDS for events in events_by_layer.values() for event in events)
+    everything = [event for events in events_by_layer.values() for event in events]
     generated = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
-    meta = (f"{plural(len(events_by_layer), 'layer')} \u00b7 {plural(runs, 'body run')} \u00b7 "
-            f"{plural(retraces, 'retrace')} \u00b7 written {generated} by traceguard {__version__}")
+    # The same terms and counts as the text report's first line: runs by kind.
+    meta = (f"{plural(len(functions), 'function')} traced \u00b7 {plural(len(events_by_layer), 'layer')} "
+            f"\u00b7 {plural(runs, 'body run')}: {format_counts(everything)} \u00b7 written {generated} "
+            f"by traceguard {__version__}")
+    function_section = ["<h2>Functions</h2>", functions_table(functions)] if functions else []
     retrace_section = retraces_table(events_by_layer) or \
         '<p class="ok">No layer retraced: every graph was traced once per signature.</p>'
     return "".join([
@@ -124,6 +131,7 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
         "style-src 'unsafe-inline'; img-src data:\">",
         f"<title>{escape(title)}</title><style>{_PAGE_CSS}{TABLE_CSS}{timeline_css()}</style></head><body>",
         f"<h1>{escape(title)}</h1><p class=\"meta\">{escape(meta)}</p>",
+        *function_section,
         "<h2>Timeline</h2>",
         '<p class="note">One row per layer, one mark per run of its <code>call</code> body. Hover a mark '
         "for the kind, function, reason, changes and fix; runs a few pixels apart share a mark "
@@ -137,7 +145,8 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
 
 
 def write_html(path: str | os.PathLike[str], events_by_layer: Mapping[str, LayerEvents],
-               title: str | None = None, axis: str = "time") -> pathlib.Path:
+               title: str | None = None, axis: str = "time",
+               functions: Sequence[Any] = ()) -> pathlib.Path:
     """Writes the self-contained HTML report of trace events to `path`.
 
     A timeline with one row per layer and one mark per body run, coloured by
@@ -153,6 +162,8 @@ def write_html(path: str | os.PathLike[str], events_by_layer: Mapping[str, Layer
         title: The page's heading. Defaults to `"traceguard report"`.
         axis: One of `{"time", "order"}`: place runs by seconds since the
             first run, or by their order. Defaults to `"time"`.
+        functions: The traced functions, `explanation.functions.values()`,
+            shown in a table above the timeline. Defaults to none.
 
     Returns:
         The path written, as a `pathlib.Path`.
@@ -171,7 +182,7 @@ def write_html(path: str | os.PathLike[str], events_by_layer: Mapping[str, Layer
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` expects a file path (str or path-like). Received: path={path!r}")
-    document = render_html(events_by_layer, title=title, axis=axis)
+    document = render_html(events_by_layer, title=title, axis=axis, functions=list(functions))
     target = pathlib.Path(path)
     # Lone surrogates in user text cannot be encoded; a report with a replacement character beats none.
     target.write_text(document, encoding="utf-8", errors="replace")

@@ -231,7 +231,32 @@ def log_html(log: EventLog, max_rows: int = 60) -> str:
             f"</div>{table}</div>")
 
 
-def layers_html(events_by_layer: Mapping[str, object], heading: str) -> str:
+def functions_table(functions: Sequence[Any]) -> str:
+    """The traced functions (`FunctionRuns`), the most expensive first, and each one's retraces.
+
+    Returns "" when no function was recorded.
+    """
+    if not functions:
+        return ""
+    rows = []
+    for runs in sorted(functions, key=lambda runs: runs.seconds, reverse=True):
+        retraces = runs.events[1:]
+        detail = "".join(
+            f"<div>#{number} {kind_badge(event.kind.value)} "
+            f"{'<br>'.join(_code(change) for change in event.changes) or escape(event.reason)}"
+            f"{_why_and_fix('', event.hint) if event.hint else ''}</div>"
+            for number, event in enumerate(runs.events, 1) if number > 1)
+        rows.append(f"<tr><td>{_code(runs.function)}<br><small>{escape(runs.definition or '')}</small></td>"
+                    f'<td class="num">{len(runs.events)}</td>'
+                    f'<td class="num">{len(retraces) or "&ndash;"}</td>'
+                    f'<td class="num">{runs.objects}</td><td class="num">{runs.seconds:.2f} s</td>'
+                    f"<td>{detail or '&ndash;'}</td></tr>")
+    return ('<table class="tg-table tg-functions"><thead><tr><th>function</th><th class="num">traces</th>'
+            '<th class="num">retraces</th><th class="num">objects</th><th class="num">tracing</th>'
+            f"<th>what changed, and the fix</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def layers_html(events_by_layer: Mapping[str, object], heading: str, functions: Sequence[Any] = ()) -> str:
     """The notebook display of several layers' runs: the counts per layer, then the retraces.
 
     `events_by_layer` maps a layer name to its `TraceLog`, `LayerRuns` or list
@@ -241,4 +266,5 @@ def layers_html(events_by_layer: Mapping[str, object], heading: str) -> str:
     everything = [event for events in events_by_layer.values() for event in events]
     return (f'<div class="traceguard"><style>{TABLE_CSS}</style>'
             f"<div><b>{escape(heading)}</b>: {counts_badges(everything)}</div>"
+            f"{functions_table(functions)}"
             f"{counts_table(events_by_layer)}{retraces_table(events_by_layer)}</div>")

@@ -59,6 +59,17 @@ _HINTS: dict[Hint, str] = {
         "Create the tf.function once, outside the loop or the function called per step, and "
         "reuse it."
     ),
+    Hint.REUSE_MODEL: (
+        "Build the model once and reuse it: each new Keras model (one built per iteration, or a "
+        "`keras.Model(...)` made per inference) gets new step functions, which trace again. "
+        "For a sub-model, make it once outside the loop; to run it per batch, call `model(x)` "
+        "or `model.predict_on_batch(x)` on the same model object."
+    ),
+    Hint.METRIC_STATE: (
+        "The first trace created the metrics' state variables, so TensorFlow traced once more: a "
+        "one-time cost per function. To avoid it, create the metrics outside the function and "
+        "build them before the first call (e.g. update them once eagerly)."
+    ),
     Hint.KEEP_OUTSIDE_VALUES_FIXED: (
         "Create the tf.function once and reuse it; pass values that vary as "
         "tensors, not Python objects."
@@ -171,7 +182,26 @@ def _partial_batch_evaluate(verdict: Verdict) -> str:
             "or accept the one-time cost.")
 
 
+def _optimizer_slots(verdict: Verdict) -> str:
+    shown = ", ".join(f"`{name}`" for name in verdict.created[:3])
+    more = ", ..." if len(verdict.created) > 3 else ""
+    return (f"The first trace created the optimizer's variables ({shown}{more}), so TensorFlow traced "
+            "once more: a one-time cost. Create the optimizer outside the function, once, and build "
+            "it before the first call: `optimizer.build(model.trainable_variables)`. An optimizer "
+            "made inside the function fails on its second trace (\"tf.function only supports "
+            "singleton tf.Variables created on the first call\").")
+
+
+def _varying_count(verdict: Verdict) -> str:
+    return (f"`{verdict.argument}` is a list whose length varies: each length is a new structure and "
+            "costs a trace, and no `input_signature` can hold a list of varying length. Pass one "
+            "tensor instead: a `tf.RaggedTensor` (`tf.ragged.stack(...)`), or the tensors stacked "
+            "or padded into one with a None dimension for the count.")
+
+
 _HINTS_WITH_FACTS = {
+    Hint.OPTIMIZER_SLOTS: _optimizer_slots,
+    Hint.VARYING_COUNT: _varying_count,
     Hint.RELAXED_DIMENSION: _relaxed_dimension,
     Hint.VARYING_LENGTH: _varying_length,
     Hint.PARTIAL_BATCH_ARRAYS: _partial_batch_arrays,
@@ -199,10 +229,13 @@ def reason_text(verdict: Verdict) -> str:
     if verdict.reason is Reason.FIRST_TRACE and verdict.control_flow:
         return (f"First trace of {_names(verdict.function, verdict.backend)[3]} for this signature, "
                 f"in the body of a `{verdict.control_flow}` traced within it.")
+    if verdict.reason is Reason.ENCLOSING_CHANGED:
+        return (f"{_subject(verdict.function, verdict.backend)} traced again because its own arguments "
+                f"changed: {'; '.join(verdict.changes)}. This layer's arguments did not change.")
     if verdict.reason is Reason.SIGNATURE_CHANGED:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because the signature "
                 f"changed: {'; '.join(verdict.changes)}.")
-    return _reason_of_place(verdict.reason, verdict.function, verdict.backend)
+    return _reason_of_place(verdict.reason, verdict.function, verdict.backend, verdict.objects)
 
 
 def _subject(function: str | None, backend: str) -> str:
@@ -213,7 +246,7 @@ def _subject(function: str | None, backend: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _reason_of_place(reason: Reason, function: str | None, backend: str) -> str:
+def _reason_of_place(reason: Reason, function: str | None, backend: str, objects: int | None = None) -> str:
     jax, _, engine, where = _names(function, backend)
     subject = _subject(function, backend)
     if reason is Reason.EAGER:
@@ -224,6 +257,10 @@ def _reason_of_place(reason: Reason, function: str | None, backend: str) -> str:
                 f"shapes{place}; no graph is kept.")
     if reason is Reason.SAVE:
         return f"Traced by SavedModel saving or `export` to write {where} into the saved model."
+    if reason is Reason.NEW_FUNCTION_OBJECT and objects:
+        return (f"{subject} is a new function object (#{objects} so far) from the same code as earlier "
+                "ones: each object keeps its own traces, so one made per call, per loop iteration or per "
+                "model traces again.")
     if reason is Reason.NEW_FUNCTION_OBJECT:
         return (f"{subject} is a new tf.function object wrapping the same Python function as "
                 "an earlier one that traced this signature already; each tf.function object "

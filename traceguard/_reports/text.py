@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import textwrap
 from collections.abc import Sequence
 from typing import Any
@@ -22,8 +23,13 @@ def format_counts(events: Sequence[TraceEvent]) -> str:
     return ", ".join(f"{counts[kind]} {kind}" for kind in TRACE_KINDS if counts[kind]) or "no events"
 
 
-def format_event(event: TraceEvent, indent: str = "", show_hint: bool = True) -> str:
-    """One event as a header line and its why / changed / fix lines."""
+def format_event(event: TraceEvent, indent: str = "", show_hint: bool = True,
+                 same_as: str | None = None) -> str:
+    """One event as a header line and its why / changed / fix lines.
+
+    `same_as` names an event printed earlier with the same why and fix: they are
+    not repeated (a report of a large model would print them once per layer).
+    """
     where = f" in {event.function}" if event.function else ""
     lines = [f"{indent}#{event.index} {event.kind.value}{where}  ({_signature_text(event)})"]
 
@@ -35,9 +41,12 @@ def format_event(event: TraceEvent, indent: str = "", show_hint: bool = True) ->
         add("changed", "; ".join(event.changes))
     if event.created_variables:
         add("created", ", ".join(event.created_variables))
-    add("why", event.reason)
-    if event.hint:
-        add("fix", event.hint if show_hint else "as above.")
+    if same_as is not None:
+        add("why", f"as for {same_as}.")
+    else:
+        add("why", event.reason)
+        if event.hint:
+            add("fix", event.hint if show_hint else "as above.")
     if event.error:
         add("error", event.error)
     return "\n".join(lines)
@@ -68,14 +77,27 @@ def format_budget_excess(layer: str, budget: int | None, traces: int, event: Tra
     )
 
 
-def format_layer_table(layers: Sequence[Any]) -> str:
-    """One row of counts by kind per `LayerRuns`; `-` for none."""
+def format_layer_table(layers: Sequence[Any], merge: bool = False) -> str:
+    """One row of counts by kind per `LayerRuns`; `-` for none.
+
+    With `merge`, layers of one class with the same counts share a row (`dense ... dense_49
+    (50 layers)`), so a large model's table stays short.
+    """
     if not layers:
         return "(no Keras layer ran its `call` body)"
     kinds = [kind for kind in TRACE_KINDS if kind != "eager"] + ["eager"]
     header = ["layer", "class", *kinds]
-    rows = [[runs.name, runs.class_name, *(str(runs.counts()[kind] or "-") for kind in kinds)]
-            for runs in layers]
+    groups: dict[tuple, list[str]] = {}
+    for runs in layers:
+        counts = tuple(str(runs.counts()[kind] or "-") for kind in kinds)
+        groups.setdefault((runs.class_name, counts) if merge else (id(runs),), []).append(runs.name)
+    rows = []
+    for key, names in groups.items():
+        runs = next(runs for runs in layers if runs.name == names[0])
+        name = names[0] if len(names) == 1 else (
+            f"{names[0]}, {names[1]} (2 layers)" if len(names) == 2
+            else f"{names[0]} ... {names[-1]} ({len(names)} layers)")
+        rows.append([name, runs.class_name, *(str(runs.counts()[kind] or "-") for kind in kinds)])
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
@@ -90,20 +112,32 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
-def format_explanation(title: str, layers: Sequence[Any]) -> str:
-    """The text of `Explanation.summary()`: totals, table, retraces, then each layer's runs."""
+def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[Any] = (),
+                       summary: bool = False) -> str:
+    """The text of `Explanation.summary()`: totals, the functions, the layers, then each one's runs.
+
+    `functions` are `FunctionRuns`, `layers` `LayerRuns`. With `summary`, only the
+    totals, the tables and the retraces: no run-by-run detail.
+    """
     events = [event for runs in layers for event in runs.events]
     traced = [event for event in events if event.kind.value != "eager"]
     eager = sum(runs.counts()["eager"] for runs in layers)
-    lines = [f"traceguard report for {title}: {_plural(len(layers), 'layer')}; "
-             f"{format_counts(traced) if traced else 'no traced or symbolic runs'}; "
-             f"{_plural(eager, 'eager run')}", "", format_layer_table(layers)]
+    lines = [f"traceguard report for {title}: {_plural(len(functions), 'function')} traced, "
+             f"{_plural(len(layers), 'layer')}; "
+             f"{format_counts(traced) if traced else 'no traced or symbolic layer runs'}; "
+             f"{_plural(eager, 'eager run')}"]
+    if functions:
+        lines += ["", *_format_functions(functions, summary)]
+    lines += ["", format_layer_table(layers, merge=summary)]
     retraces = [(runs, event) for runs in layers for event in runs.events if event.kind.value == "retrace"]
     if retraces:
-        lines += ["", f"Retraces ({len(retraces)}):"]
+        lines += ["", f"Layer retraces ({len(retraces)}):"]
         lines += [f"  {runs.name} #{event.index} in {event.function}: "
                   f"{'; '.join(event.changes) or 'no argument of the layer changed'}"
                   for runs, event in retraces]
+    if summary:
+        return "\n".join(lines)
+    shown: dict[tuple[str, str | None], str] = {}  # (why, fix) -> where it was printed first.
     for runs in layers:
         if not runs.events:
             continue
@@ -111,11 +145,90 @@ def format_explanation(title: str, layers: Sequence[Any]) -> str:
         extras = f"; {runs.dropped} older events dropped" if runs.dropped else ""
         lines += ["", f"Layer '{runs.name}' ({runs.class_name}, {kind}): "
                   f"{format_counts(runs.events)}{extras}"]
-        hints_shown: set[str] = set()
         for event in runs.events:
-            lines.append(format_event(event, "  ", show_hint=event.hint not in hints_shown))
-            hints_shown.add(event.hint)
+            first = shown.setdefault((event.reason, event.hint), f"'{runs.name}' #{event.index}")
+            same = first != f"'{runs.name}' #{event.index}"
+            lines.append(format_event(event, "  ", show_hint=not same, same_as=first if same else None))
     return "\n".join(lines)
+
+
+def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
+    """The functions' table, ranked by tracing time, then (unless `summary`) each one's traces."""
+    ranked = sorted(functions, key=lambda runs: runs.seconds, reverse=True)
+    total = sum(runs.seconds for runs in ranked)
+    retracing = [runs for runs in ranked if len(runs.events) > 1]
+    header = f"Functions ({len(ranked)}; tracing took {total:.2f} s"
+    if retracing:
+        worst = retracing[0]
+        header += (f"; retracing cost {sum(e.duration_s for e in worst.events[1:]):.2f} s "
+                   f"in `{worst.function}`")
+    rows = [["function", "defined at", "traces", "retraces", "objects", "tracing"]]
+    rows += [[runs.function, _short_site(runs.definition), str(len(runs.events)),
+              str(len(runs.events) - 1) if len(runs.events) > 1 else "-", str(runs.objects),
+              f"{runs.seconds:.2f} s"] for runs in ranked]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [header + "):"]
+    lines += ["  " + "  ".join(cell.ljust(width) if column < 2 else cell.rjust(width)
+                               for column, (cell, width) in enumerate(zip(row, widths))).rstrip()
+              for row in rows]
+    if summary:
+        retraces = [(runs, event) for runs in ranked for event in runs.events[1:]]
+        if retraces:
+            lines += ["", f"Function retraces ({len(retraces)}):"]
+            lines += [f"  {runs.function} #{number}: {'; '.join(event.changes) or event.reason}"
+                      for runs in ranked for number, event in enumerate(runs.events, 1) if number > 1]
+        return lines
+    for runs in ranked:
+        lines += ["", f"Function `{runs.function}` ({runs.name}, defined at {_short_site(runs.definition)}): "
+                  f"{format_counts(runs.events)}; tracing took {runs.seconds:.2f} s"]
+        hints_shown: set[str | None] = set()
+        for number, event in enumerate(runs.events, 1):
+            lines.append(format_function_event(event, number, "  ", show_hint=event.hint not in hints_shown))
+            hints_shown.add(event.hint)
+    return lines
+
+
+def format_function_event(event: Any, number: int, indent: str = "", show_hint: bool = True) -> str:
+    """One function trace (a `FunctionEvent`) as a header line and its why / changed / fix lines."""
+    signature = ", ".join(f"{name}={spec}" for name, spec in event.signature.items()) or "-"
+    where = f", called at {_short_site(event.call_site)}" if event.call_site else ""
+    lines = [f"{indent}#{number} {event.kind.value}  ({signature}){where}  {event.duration_s * 1000:.0f} ms"]
+
+    def add(label: str, text: str) -> None:
+        lines.extend(textwrap.wrap(text, _WIDTH, initial_indent=f"{indent}   {label}: ",
+                                   subsequent_indent=f"{indent}   {' ' * len(label)}  "))
+
+    if event.changes:
+        add("changed", "; ".join(event.changes))
+    if event.created_variables:
+        shown = ", ".join(event.created_variables[:6])
+        more = f", ... {len(event.created_variables)} in all" if len(event.created_variables) > 6 else ""
+        add("created", shown + more)
+    add("why", event.reason)
+    if event.hint:
+        add("fix", event.hint if show_hint else "as above.")
+    return "\n".join(lines)
+
+
+def _short_site(site: str | None) -> str:
+    """`file:line` with the file's directory dropped; `?` when unknown."""
+    if not site:
+        return "?"
+    path, _, line = site.rpartition(":")
+    return f"{os.path.basename(path)}:{line}"
+
+
+def format_retracing_note(records: Sequence[Any]) -> str | None:
+    """traceguard's measured cause, appended to TensorFlow's retracing warning of one function."""
+    retraces = [record for record in records if record.kind != "first" and record.changes]
+    if not retraces:
+        return None
+    record = retraces[-1]
+    what = ("new function objects from the same code" if record.kind == "new_function"
+            else "; ".join(record.changes))
+    site = f" at {_short_site(record.call_site)}" if record.call_site else ""
+    return (f"traceguard: `{record.name}` traced {len(records)} times; the last retrace{site} changed: "
+            f"{what}. `traceguard.watch()`'s report has the fix.")
 
 
 def format_budget_failure(subject: str, n: int, count: int, events: list[TraceEvent],

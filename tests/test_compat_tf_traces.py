@@ -1,0 +1,306 @@
+"""The tf.function trace hook (`_compat._tf_traces`) on real traces, with `FunctionRecords`.
+
+When one of these fails after a TensorFlow upgrade, the function that builds a
+graph on a cache miss moved: `traceguard/_compat/_tf_traces.py` needs a new branch.
+"""
+
+import inspect
+import logging
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from traceguard import _compat
+from traceguard._compat import _function_tracing, _tf_function, _tf_retracing, _tf_traces
+from traceguard._record.functions import FunctionRecords
+
+keras = _compat.keras
+HERE = __file__
+
+
+@pytest.fixture
+def records():
+    records = FunctionRecords()
+    with _function_tracing.listening(records.on_trace):
+        yield records
+    assert not _function_tracing.is_installed()
+
+
+def changes(record):
+    return [str(change) for change in record.changes]
+
+
+def test_the_hooked_internal_is_where_this_tensorflow_builds_graphs():
+    parameters = tuple(inspect.signature(_tf_traces._ORIGINAL).parameters)
+    if _tf_traces._compilation is not None:  # TF 2.14+.
+        assert parameters == ("function_type", "type_context", "func_graph", "tracing_options")
+        assert _tf_traces._OWNER is _tf_traces._compilation
+    else:  # TF 2.12-2.13.
+        assert parameters == ("self", "args", "kwargs", "func_graph")
+    assert _tf_traces._STRUCTURED_INIT_CODE.co_name == "__init__"
+
+
+def test_listening_installs_the_hook_and_leaving_restores_the_original_exactly():
+    original = _tf_traces._OWNER.__dict__[_tf_traces._HOOKED]
+    assert not _function_tracing.is_installed()
+    first, second = FunctionRecords(), FunctionRecords()
+    with _function_tracing.listening(first.on_trace):
+        with _function_tracing.listening(second.on_trace):
+            assert _function_tracing.is_installed()
+            tf.function(lambda x: x + 1)(tf.ones([2]))
+        assert _function_tracing.is_installed()  # The first listener still listens.
+    assert _tf_traces._OWNER.__dict__[_tf_traces._HOOKED] is original
+    assert not _function_tracing.is_installed()
+    assert (len(first), len(second)) == (1, 1)
+    with pytest.raises(ValueError, match="not a function-trace listener"):
+        _function_tracing.remove_listener(first.on_trace)
+
+
+def test_a_python_int_argument_retrace_names_the_argument(records):
+    @tf.function
+    def train_step(x, step):
+        return x * step
+
+    train_step(tf.ones([2]), 0)
+    train_step(tf.ones([2]), 0)  # A cache hit: no record.
+    train_step(tf.ones([2]), 1)
+    first, second = records.records()
+    assert [first.kind, second.kind] == ["first", "retrace"]
+    assert changes(second) == ["step: 0 -> 1"]
+    assert second.format_signature() == {"x": "float32[2]", "step": "1"}
+    assert second.call_site == f"{HERE}:{inspect.currentframe().f_lineno - 5}"
+    assert second.caller == "test_a_python_int_argument_retrace_names_the_argument"
+    assert second.definition == f"{HERE}:{train_step.python_function.__code__.co_firstlineno}"
+    assert second.qualname.endswith("<locals>.train_step")
+    assert (second.origin, second.name, second.entry) == ("tf.function", "train_step", "Function.__call__")
+    assert not second.library_function
+    assert second.duration > 0
+
+
+def test_a_shape_change_retrace_names_the_dimension(records):
+    @tf.function
+    def f(x):
+        return x * 2
+
+    f(tf.ones([60, 3]))
+    f(tf.ones([32, 3]))
+    assert changes(records.records()[1]) == ["x: dim 0 60 -> 32"]
+
+
+def test_a_tf_function_made_in_a_loop_is_a_new_object_of_the_same_code(records):
+    def step(x):
+        return x + 1
+
+    for _ in range(3):
+        tf.function(step)(tf.ones([2]))
+    kinds = [r.kind for r in records.records()]
+    assert kinds == ["first", "new_function", "new_function"]
+    last = records.records()[-1]
+    assert (last.object_number, last.objects) == (3, 3)
+    assert [c.aspect for c in last.changes] == ["function_object"]
+
+
+def test_a_variable_creating_first_trace_is_followed_by_a_variable_retrace(records):
+    class Scale(tf.Module):
+        def __init__(self):
+            self.weight = None
+
+        @tf.function
+        def __call__(self, x):
+            if self.weight is None:
+                self.weight = tf.Variable(2.0, name="weight")
+            return x * self.weight
+
+    Scale()(tf.ones([2]))
+    first, second = records.records()
+    assert (first.phase, first.created_variables) == ("variable_creation", ("weight",))
+    assert (second.kind, second.phase, second.changes) == ("variable_retrace", "no_variable_creation", ())
+    assert list(first.signature) == ["x"]  # The method's `self` is not an argument.
+
+
+def test_a_nested_tf_function_names_the_trace_it_ran_in(records):
+    @tf.function
+    def inner(x):
+        return x * 2
+
+    @tf.function
+    def outer(x):
+        return inner(x) + 1
+
+    outer(tf.ones([2]))
+    by_name = {r.name: r for r in records.records()}
+    assert by_name["inner"].parent == by_name["outer"].serial
+    assert by_name["outer"].parent is None
+
+
+def test_the_record_s_graph_is_the_graph_layer_runs_see(records):
+    seen = {}
+
+    class Probe(tf.Module):
+        @tf.function
+        def __call__(self, x):
+            graph = _compat.default_graph()
+            seen["frame"] = _tf_function.enclosing_tf_function(graph)
+            seen["tracing"] = _function_tracing.tracing_of_graph(graph)
+            seen["graph"] = graph
+            return x + 1
+
+    Probe()(tf.ones([2]))
+    tracing, graph = seen["tracing"], seen["graph"]
+    assert seen["frame"].trace() is graph
+    assert tracing.graph() is graph
+    assert tracing.serial == records.records()[0].serial
+    assert _function_tracing.tracing_of_graph(graph) is None  # The trace has ended.
+
+
+def test_a_while_loop_body_belongs_to_the_function_trace_it_is_built_in(records):
+    roles = []
+
+    @tf.function
+    def count(n):
+        def body(i, total):
+            graph = _compat.default_graph()
+            tracing = _function_tracing.tracing_of_graph(graph)
+            roles.append((_tf_traces.graph_role(graph), _tf_traces.control_flow_path(graph),
+                          tracing.name, _tf_traces.function_graph_of(graph) is tracing.graph()))
+            return i + 1, total + tf.cast(i, tf.float32)
+
+        return tf.while_loop(lambda i, total: i < n, body, (tf.constant(0), tf.constant(0.0)))
+
+    count(tf.constant(3))
+    assert roles == [("while_body", ("while_body",), "count", True)]
+    assert [r.name for r in records.records()] == ["count"]  # The body is no trace of its own.
+
+
+def test_a_cond_branch_inside_a_while_body_is_on_the_control_flow_path(records):
+    paths = []
+
+    @tf.function
+    def f(n):
+        def body(i):
+            def branch():
+                paths.append(_tf_traces.control_flow_path(_compat.default_graph()))
+                return i + 1
+
+            return tf.cond(i > 0, branch, lambda: i + 2)
+
+        return tf.while_loop(lambda i: i < n, body, (tf.constant(0),))
+
+    f(tf.constant(3))
+    assert paths == [("while_body", "cond_branch")]
+    assert _tf_traces.graph_role(tf.compat.v1.get_default_graph()) == "eager"
+
+
+def test_a_tf_data_map_function_is_recorded_with_the_user_s_function(records):
+    def scale(features, label):
+        return features * 2, label
+
+    tf.data.Dataset.from_tensor_slices((np.ones((4, 3), "float32"), np.ones(4, "int32"))).map(scale)
+    (record,) = records.records()
+    assert (record.origin, record.qualname) == ("tf.data", scale.__qualname__)
+    assert record.format_signature() == {"features": "float32[3]", "label": "int32[]"}
+    assert record.call_site == f"{HERE}:{inspect.currentframe().f_lineno - 4}"
+    assert record.definition == f"{HERE}:{scale.__code__.co_firstlineno}"
+
+
+def test_keras_fit_records_its_train_step_called_from_the_test(records):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(np.ones((8, 4), "float32"), np.ones((8, 2), "float32"), batch_size=4, verbose=0)
+    fit_line = inspect.currentframe().f_lineno - 1
+    steps = [r for r in records.records() if r.entry and r.entry.endswith(".fit")]
+    assert steps, [(r.name, r.entry) for r in records.records()]
+    assert {r.call_site for r in steps} == {f"{HERE}:{fit_line}"}
+    assert all(r.caller == "test_keras_fit_records_its_train_step_called_from_the_test" for r in steps)
+    assert all(r.kind in ("first", "variable_retrace") for r in steps)
+    assert all(r.library_function for r in steps)  # Keras's own step functions.
+
+
+def test_a_model_rebuilt_per_iteration_gets_a_new_predict_function_of_the_same_code(records):
+    for _ in range(3):
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        model.predict(np.ones((4, 4), "float32"), verbose=0)
+    last_by_code = {}
+    for record in records.records():
+        last_by_code[(record.qualname, record.definition)] = record
+    assert max(r.objects for r in last_by_code.values()) == 3
+    assert any(r.kind == "new_function" for r in records.records())
+
+
+def test_saving_traces_are_marked(records, tmp_path):
+    class Module(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+        def serve(self, x):
+            return x * 2
+
+    module = Module()
+    tf.saved_model.save(module, str(tmp_path / "saved"))
+    assert any(r.saving for r in records.records())
+    assert all(r.format_signature() == {"x": "float32[None,2]"}
+               for r in records.records() if r.name == "serve")
+
+
+def _op_types(concrete):
+    return sorted(op.type for op in concrete.graph.get_operations())
+
+
+def test_the_hook_adds_no_op_to_traced_graphs():
+    def body(x, step):
+        return tf.reduce_sum(x * step)
+
+    plain = _op_types(tf.function(body).get_concrete_function(tf.ones([3]), 2))
+    records = FunctionRecords()
+    with _function_tracing.listening(records.on_trace):
+        watched = _op_types(tf.function(body).get_concrete_function(tf.ones([3]), 2))
+    assert watched == plain
+    assert len(records) == 1
+
+
+def test_a_listener_failure_is_logged_and_the_trace_goes_on(caplog):
+    def broken(tracing):
+        raise RuntimeError("listener bug")
+
+    with _function_tracing.listening(broken), caplog.at_level(logging.ERROR, "traceguard"):
+        assert float(tf.function(lambda x: x * 3)(tf.constant(2.0))) == 6.0
+    assert "A function-trace listener failed" in caplog.text
+
+
+def test_tensorflow_s_retracing_warning_carries_the_note():
+    @tf.function
+    def f(step):
+        return step
+
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logger = logging.getLogger("tensorflow")
+    logger.addHandler(handler)
+    records = FunctionRecords()
+    notes = []
+
+    def note_for(text):
+        notes.append(text)
+        found = records.records_for_function_text(text)
+        return f"traceguard: {changes(found[-1])[0]}" if found else None
+
+    try:
+        with _function_tracing.listening(records.on_trace), _tf_retracing.retracing_warning_notes(note_for):
+            for step in range(6):
+                f(step)
+    finally:
+        logger.removeHandler(handler)
+    warnings = [m for m in messages if "triggered tf.function retracing" in m]
+    assert warnings, messages
+    assert warnings[0].endswith("traceguard: step: 3 -> 4")
+    assert notes[0] == repr(f.python_function)
+    assert all(not isinstance(f, _tf_retracing._RetracingNote) for f in logger.filters)
+
+
+def test_a_moved_internal_fails_loudly_with_the_versions():
+    with pytest.raises(RuntimeError, match=r"tracing_compilation._create_concrete_function.*"
+                                           r"found \('x',\).*TensorFlow"):
+        _tf_traces._check_parameters(lambda x: x, ("function_type",),
+                                     "tracing_compilation._create_concrete_function")
+    with pytest.raises(RuntimeError, match="with the locals"):
+        _tf_traces._check_locals(lambda: None, ("args",), "Something._maybe_define_function")

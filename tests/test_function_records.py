@@ -1,0 +1,168 @@
+"""`FunctionRecords`: kinds, the closest earlier signature, function identity.
+
+Fed with `FunctionTracing` values as the hook makes them, without tracing anything;
+tests/test_compat_tf_traces.py feeds it from real traces.
+"""
+
+import itertools
+import weakref
+
+import pytest
+
+from traceguard._compat._function_tracing import FunctionTracing
+from traceguard._record.functions import FunctionRecords, code_key
+
+_serials = itertools.count(1)
+
+
+class Tensor:
+    """Anything with `shape` and `dtype` is a tensor to the signature."""
+
+    def __init__(self, shape, dtype="float32"):
+        self.shape, self.dtype = shape, dtype
+
+
+class TensorSpec(Tensor):
+    pass
+
+
+class Function:
+    """A stand-in for a tf.function object: weakly referenceable, like one."""
+
+
+def tracing(function, arguments, owner=None, phase=None, created=(), duration=0.002):
+    serial = next(_serials)
+    reference = weakref.ref(owner if owner is not None else function)
+    hash(reference)  # As the hook does, while the function is alive.
+    result = FunctionTracing(serial, None, "tf.function", function.__name__,
+                             reference,
+                             id(owner if owner is not None else function), function,
+                             dict(arguments), 1.0, end=1.0 + duration, phase=phase,
+                             created_variables=tuple(created), call_site=("train.py", 7),
+                             caller="<module>", entry="Function.__call__",
+                             function_text=repr(function))
+    return result
+
+
+def train_step(inputs, step):
+    return inputs
+
+
+# --- kinds and the closest earlier signature ------------------------------------------------
+def test_a_python_int_argument_retraces_with_step_named():
+    records = FunctionRecords()
+    first = records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    second = records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 1}))
+    assert (first.kind, first.changes, first.closest) == ("first", (), None)
+    assert second.kind == "retrace"
+    assert [str(c) for c in second.changes] == ["step: 0 -> 1"]
+    assert second.closest == first.index
+    assert second.definition.endswith(f"test_function_records.py:{train_step.__code__.co_firstlineno}")
+    assert (second.call_site, second.qualname, second.objects) == ("train.py:7", "train_step", 1)
+    assert second.format_signature() == {"inputs": "float32[8,4]", "step": "1"}
+
+
+def test_the_closest_earlier_signature_is_not_always_the_last():
+    records = FunctionRecords()
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    records.on_trace(tracing(train_step, {"inputs": Tensor((6, 4)), "step": 5}))
+    third = records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 2}))
+    assert third.closest == 0
+    assert [str(c) for c in third.changes] == ["step: 0 -> 2"]
+
+
+def test_ties_go_to_the_most_recent_signature():
+    records = FunctionRecords()
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 1}))
+    third = records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 2}))
+    assert third.closest == 1
+
+
+def make_function():
+    scale = 3
+
+    def step(inputs):
+        return inputs * scale
+
+    return step
+
+
+def test_a_function_object_made_anew_from_the_same_code_is_recognised():
+    records = FunctionRecords()
+    results = [records.on_trace(tracing(make_function(), {"inputs": Tensor((8, 4))}, owner=Function()))
+               for _ in range(3)]
+    assert [r.kind for r in results] == ["first", "new_function", "new_function"]
+    assert [r.object_number for r in results] == [1, 2, 3]
+    assert results[-1].objects == 3
+    assert [str(c) for c in results[2].changes] == [
+        "step: function object #2 -> #3 (a new function object from the same code)"]
+
+
+def test_closure_functions_and_constants_tell_codes_apart():
+    def make(step_function, factor):
+        def one_step_on_data(data):
+            return step_function(data) * factor
+
+        return one_step_on_data
+
+    def train(data):
+        return data
+
+    def test(data):
+        return data
+
+    assert code_key(make(train, 1)) == code_key(make(train, 1))
+    assert code_key(make(train, 1)) != code_key(make(test, 1))  # Keras's train and test steps.
+    assert code_key(make(train, 1)) != code_key(make(train, 2))
+
+
+def test_variable_creation_retrace_is_told_from_a_retrace():
+    records = FunctionRecords()
+    owner = Function()
+    first = records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}, owner,
+                                     phase="variable_creation", created=["dense/kernel"]))
+    again = records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}, owner,
+                                     phase="no_variable_creation"))
+    later = records.on_trace(tracing(train_step, {"inputs": Tensor((4, 4)), "step": 0}, owner,
+                                     phase="no_variable_creation"))
+    assert first.created_variables == ("dense/kernel",)
+    assert [first.kind, again.kind, later.kind] == ["first", "variable_retrace", "retrace"]
+    assert again.changes == ()
+
+
+def test_tensor_specs_compare_as_the_tensors_they_describe():
+    records = FunctionRecords()
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    second = records.on_trace(tracing(train_step, {"inputs": TensorSpec((None, 4)), "step": 0}))
+    assert [str(c) for c in second.changes] == ["inputs: dim 0 8 -> None"]
+
+
+def test_records_are_bounded_and_found_by_tensorflow_s_function_text():
+    records = FunctionRecords(limit=2)
+    for step in range(3):
+        records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": step}))
+    assert (len(records), records.dropped) == (2, 1)
+    assert [r.index for r in records.records_for_function_text(repr(train_step))] == [1, 2]
+    assert records.records_for_function_text("<function other>") == []
+    with pytest.raises(ValueError, match="Received: limit=0"):
+        FunctionRecords(limit=0)
+
+
+def test_records_keep_no_reference_to_arguments():
+    records = FunctionRecords()
+    tensor = Tensor((1,))
+    record = records.on_trace(tracing(train_step, {"inputs": tensor, "step": 0}))
+    assert all(isinstance(spec, tuple) for spec in record.signature.values())
+    assert not any(value is tensor for value in vars(record).values())
+
+
+def test_costs_total_the_tracing_time_per_function_most_expensive_first():
+    records = FunctionRecords()
+    for step in range(3):
+        records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": step}, duration=0.5))
+    records.on_trace(tracing(make_function(), {"inputs": Tensor((8, 4))}, duration=0.25))
+    first, second = records.costs()
+    assert (first.qualname, first.traces, first.retraces, first.objects) == ("train_step", 3, 2, 1)
+    assert first.seconds == pytest.approx(1.5)
+    assert (second.qualname, second.traces, second.seconds) == ("make_function.<locals>.step", 1, 0.25)

@@ -1,0 +1,92 @@
+"""The `jax.jit` trace hook (`_compat._jax_traces`) on real traces, with `FunctionRecords`.
+
+When one of these fails after a JAX upgrade, `pjit._trace_for_jit` moved:
+`traceguard/_compat/_jax_traces.py` needs a new branch.
+"""
+
+import functools
+import inspect
+
+import jax
+import jax.numpy as jnp
+import keras
+import numpy as np
+import pytest
+
+from traceguard._compat import _function_tracing, _jax_traces
+from traceguard._record.functions import FunctionRecords
+
+HERE = __file__
+
+
+@pytest.fixture
+def records():
+    records = FunctionRecords()
+    with _function_tracing.listening(records.on_trace):
+        yield records
+    assert not _function_tracing.is_installed()
+
+
+def changes(record):
+    return [str(change) for change in record.changes]
+
+
+def test_the_hook_is_patched_in_while_listening_and_restored_exactly():
+    from jax._src import pjit
+
+    original = pjit._trace_for_jit
+    with _function_tracing.listening(FunctionRecords().on_trace):
+        assert pjit._trace_for_jit is not original
+    assert pjit._trace_for_jit is original is _jax_traces._ORIGINAL
+
+
+def test_a_shape_change_retraces_with_the_dimension_named(records):
+    @jax.jit
+    def f(x):
+        return x * 2
+
+    two, three = jnp.ones(2), jnp.ones(3)  # jnp's own jitted functions trace too.
+    f(two)
+    f(two)  # A cache hit: no record.
+    f(three)
+    first, second = [r for r in records.records() if r.name == "f"]
+    assert [first.kind, second.kind] == ["first", "retrace"]
+    assert changes(second) == ["x: dim 0 2 -> 3"]
+    assert second.call_site == f"{HERE}:{inspect.currentframe().f_lineno - 4}"
+    assert (second.origin, second.name, second.phase) == ("jax.jit", "f", None)
+    assert second.definition == f"{HERE}:{f.__wrapped__.__code__.co_firstlineno}"
+
+
+def test_a_static_python_argument_retrace_names_it(records):
+    @functools.partial(jax.jit, static_argnums=1)
+    def f(x, step):
+        return x * step
+
+    f(jnp.ones(2), 0)
+    f(jnp.ones(2), 1)
+    assert changes([r for r in records.records() if r.name == "f"][1]) == ["step: 0 -> 1"]
+
+
+def test_a_nested_jit_names_the_trace_it_ran_in(records):
+    @jax.jit
+    def inner(x):
+        return x + 1
+
+    @jax.jit
+    def outer(x):
+        return inner(x) * 2
+
+    outer(jnp.ones(2))
+    by_name = {r.name: r for r in records.records()}
+    assert by_name["inner"].parent == by_name["outer"].serial
+
+
+def test_keras_fit_on_jax_records_its_train_step_called_from_the_test(records):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(np.ones((6, 4), "float32"), np.ones((6, 2), "float32"), batch_size=4, verbose=0)
+    fit_line = inspect.currentframe().f_lineno - 1
+    steps = [r for r in records.records() if r.name == "train_step"]
+    assert [r.kind for r in steps] == ["first", "retrace"]  # Batch 4, then the last batch of 2.
+    assert {r.call_site for r in steps} == {f"{HERE}:{fit_line}"}
+    assert any(c.aspect == "dim" and (c.old, c.new) == (4, 2) for c in steps[1].changes)

@@ -1,0 +1,325 @@
+"""Every trace of a whole function (`tf.function`, `jax.jit`), reported while someone listens.
+
+The backend's hook (`_tf_traces` on TensorFlow, `_jax_traces` on JAX) is patched
+in when the first listener is added and removed, restoring the originals exactly,
+when the last one leaves: with no listener, no hook exists, nothing costs
+anything, and traced graphs are what TensorFlow alone makes. While installed, the
+hook runs only when the backend traces (a cache miss), never on a call that hits.
+
+Each trace is a `FunctionTracing`, made when the trace starts and handed to every
+listener when it ends, on the tracing thread: `listener(tracing)`. Its
+`arguments` hold the call's values (tensors too) for the listeners' calls only;
+they are dropped afterwards, and a listener keeps specs, never the values.
+`tracing_of_graph(graph)` answers, while a trace runs, which one a graph
+belongs to: a layer run made during it links to it by `serial`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import logging
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from traceguard._compat._backend import IS_JAX
+from traceguard._compat._frames import _LIBRARY_DIRS
+from traceguard._compat._keras_calls import KerasCall, keras_call
+
+Listener = Callable[["FunctionTracing"], None]
+# Where a trace's function came from: `tf.function` (a user's, or Keras's own
+# steps), a `tf.data` transformation's function, or `jax.jit`.
+ORIGINS = ("tf.function", "tf.data", "jax.jit")
+# The trace phases of a `tf.function` (see `_tf_function`): the first trace may
+# create variables; once it did, later traces may not.
+PHASES = ("variable_creation", "no_variable_creation")
+
+_log = logging.getLogger("traceguard")
+
+
+@dataclasses.dataclass(eq=False)
+class FunctionTracing:
+    """One trace of a whole function: made when it starts, complete when it ends."""
+
+    serial: int  # 1, 2, ... in this process: the trace's identity.
+    parent: int | None  # The serial of the trace it runs inside (a nested function), if any.
+    origin: str  # One of ORIGINS.
+    name: str  # The backend's name for the function (`tf.function`'s `name`).
+    function: Any  # A weak reference (hashed) to the tf.function / jitted function, or None.
+    function_id: int  # id() of that object (of the Python function on JAX).
+    python_function: Any  # The user's function: what the tf.function wraps, a map function.
+    arguments: dict[str, Any] | None  # Name -> value, `self` dropped; None after the listeners.
+    start: float  # time.perf_counter() when the trace started ...
+    end: float | None = None  # ... and when it ended.
+    saving: bool = False  # Traced to save (SavedModel, Keras `export`).
+    phase: str | None = None  # One of PHASES, or None (JAX; a function without them).
+    created_variables: tuple[str, ...] = ()  # The names of variables this trace created.
+    graph: Any = None  # A weak reference to the FuncGraph built (None on JAX).
+    call_site: tuple[str, int] | None = None  # The first user frame: (file, line).
+    caller: str | None = None  # That frame's function name.
+    entry: str | None = None  # The library function the user called (`Model.fit`), if any.
+    relaxed: bool | None = None  # TF traced a generalised signature (`reduce_retracing`).
+    raised: bool = False  # The trace raised an exception.
+    function_text: str | None = None  # repr() of the function, as TF's retracing warning shows it.
+    # The Python function is TensorFlow's, Keras's or JAX's own (Keras's steps and
+    # its data adapters' `tf.data` functions), not the user's.
+    library_function: bool = False
+    # The Keras `fit`/`evaluate`/`predict`/`*_on_batch` it traced under, and its data.
+    keras_call: KerasCall | None = None
+
+    @property
+    def duration(self) -> float:
+        return 0.0 if self.end is None else self.end - self.start
+
+
+# --- which frame is the user's ------------------------------------------------------
+# Each file's answer, found once: a dict lookup on the (cached) hash of a file name
+# costs a fraction of `startswith` over every library directory, on each frame walked.
+_library_files: dict[str, bool] = {}
+
+
+def _is_library(filename: str) -> bool:
+    known = _library_files.get(filename)
+    if known is None:
+        # AutoGraph's converted copies (temporary files) belong to no file a user can open.
+        known = filename.startswith(_LIBRARY_DIRS) or "__autograph_generated_file" in filename
+        if len(_library_files) < 65536:
+            _library_files[filename] = known
+    return known
+
+
+def user_frame(frame: Any) -> tuple[Any, str | None]:
+    """The first user frame from `frame` outward, and the library function it called.
+
+    The second is the qualified name of the outermost library function before the
+    user's frame that is no decorator's wrapper (`"TensorFlowTrainer.fit"`), or None.
+    """
+    entry = None
+    while frame is not None and _is_library(frame.f_code.co_filename):
+        code = frame.f_code
+        qualname = getattr(code, "co_qualname", code.co_name)  # Python 3.11+ has the qualified name.
+        if "<locals>" not in qualname:  # Not a decorator's wrapper (Keras's `error_handler`).
+            entry = qualname
+        frame = frame.f_back
+    return frame, entry
+
+
+# Each function's parameters, found once: `inspect.signature` of a TF-decorated
+# function takes over 100 us; the traces of one function reuse it.
+_parameters: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_NAMED = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _signature(function: Any) -> tuple[inspect.Signature, tuple[str, ...] | None] | None:
+    """`function`'s signature, and its names when every parameter is positional."""
+    try:
+        found = _parameters.get(function)
+    except TypeError:  # Unhashable.
+        found = None
+    if found is None:
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            return None
+        parameters = signature.parameters.values()
+        names = tuple(p.name for p in parameters) if all(p.kind in _NAMED for p in parameters) else None
+        found = (signature, names)
+        try:
+            _parameters[function] = found
+        except TypeError:  # Not weakly referenceable: found again next time.
+            pass
+    return found
+
+
+def bind_arguments(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
+    """A call's arguments by `function`'s parameter names (a bound method's `self` excluded).
+
+    Variadic positionals become `name[i]`, variadic keywords their own names;
+    `arg0`, `arg1`, ... when the call does not bind.
+    """
+    args, kwargs = tuple(args or ()), dict(kwargs or {})
+    found = _signature(function)
+    if found is not None and found[1] is not None and not kwargs and len(args) == len(found[1]):
+        return dict(zip(found[1], args))  # Every argument given by position: the usual case.
+    bound = None
+    if found is not None:
+        try:
+            bound = found[0].bind(*args, **kwargs)
+        except TypeError:
+            bound = None
+    if bound is None:
+        named = {f"arg{i}": value for i, value in enumerate(args)}
+        named.update(kwargs)
+        return named
+    result: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            result.update((f"{name}[{i}]", item) for i, item in enumerate(value))
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            result.update(value)
+        else:
+            result[name] = value
+    return result
+
+
+def function_text(function: Any) -> str | None:
+    try:
+        return repr(function)
+    except Exception:  # A user's broken `__repr__` must not break tracing.
+        return None
+
+
+# --- the listeners --------------------------------------------------------------------
+_lock = threading.RLock()
+_listeners: tuple[Listener, ...] = ()
+_local = threading.local()  # .stack: the traces running on this thread, innermost last.
+_serial = 0
+# The traces running now, by id() of their graph: `tracing_in_progress` finds a graph's.
+_running_by_graph: dict[int, FunctionTracing] = {}
+
+
+# The backend's hook module (`_tf_traces` or `_jax_traces`: `install`, `uninstall`,
+# `is_installed`), set by the backend module when it is imported.
+_hook: Any = None
+
+
+def set_hook(hook: Any) -> None:
+    """Makes `hook` the backend's hook, installed while any listener listens."""
+    global _hook
+    _hook = hook
+
+
+def _backend() -> Any:
+    if _hook is None:
+        raise RuntimeError(f"No function-trace hook for the {'JAX' if IS_JAX else 'TensorFlow'} backend.")
+    return _hook
+
+
+def add_listener(listener: Listener) -> None:
+    """Calls `listener(tracing)` at the end of every function trace from now on.
+
+    The first listener installs the backend's hook.
+    """
+    global _listeners
+    if not callable(listener):
+        raise TypeError(f"A function-trace listener must be callable. Received: {listener!r}")
+    with _lock:
+        if not _listeners:
+            _backend().install()
+        _listeners += (listener,)
+
+
+def remove_listener(listener: Listener) -> None:
+    """Stops calling `listener`; the last one to leave removes the backend's hook."""
+    global _listeners
+    with _lock:
+        remaining = list(_listeners)
+        if listener not in remaining:
+            raise ValueError(f"{listener!r} is not a function-trace listener.")
+        remaining.remove(listener)
+        _listeners = tuple(remaining)
+        if not _listeners:
+            _backend().uninstall()
+
+
+@contextlib.contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """`add_listener(listener)` for the duration of the block."""
+    add_listener(listener)
+    try:
+        yield
+    finally:
+        remove_listener(listener)
+
+
+def is_installed() -> bool:
+    """Whether the backend's hook is patched in now."""
+    return _backend().is_installed()
+
+
+def begin(origin: str, name: str, function: Any, python_function: Any,
+          arguments: dict[str, Any], graph: Any = None) -> FunctionTracing:
+    """A trace starts on this thread: its record, now in progress. Called by the hooks."""
+    global _serial
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    parent = stack[-1].serial if stack else None
+    if parent is None and graph is not None:
+        # A trace started by another thread for this one's (`MirroredStrategy` replicas).
+        outer = tracing_of_graph(getattr(graph, "outer_graph", None))
+        parent = None if outer is None else outer.serial
+    try:
+        reference = None if function is None else weakref.ref(function)
+        hash(reference)  # Kept by the reference: it keys dicts after the function dies.
+    except TypeError:  # Not weakly referenceable, or not hashable.
+        reference = None
+    with _lock:
+        _serial += 1
+        serial = _serial
+    tracing = FunctionTracing(
+        serial, parent, origin, name, reference,
+        id(python_function if function is None else function), python_function, arguments,
+        time.perf_counter(), graph=None if graph is None else weakref.ref(graph))
+    code = getattr(getattr(python_function, "__func__", python_function), "__code__", None)
+    tracing.library_function = code is not None and _is_library(code.co_filename)
+    if tracing.library_function:  # A Keras step: under which method, with which data.
+        tracing.keras_call = keras_call(sys._getframe(1))
+    stack.append(tracing)
+    if graph is not None:
+        _running_by_graph[id(graph)] = tracing
+    return tracing
+
+
+def end(tracing: FunctionTracing, graph: Any = None) -> None:
+    """The trace ends: hands it to every listener, then drops its argument values."""
+    tracing.end = time.perf_counter()
+    stack = _local.stack
+    if stack and stack[-1] is tracing:
+        stack.pop()
+    elif tracing in stack:
+        stack.remove(tracing)
+    if graph is not None:
+        _running_by_graph.pop(id(graph), None)
+    try:
+        for listener in _listeners:
+            try:
+                listener(tracing)
+            except Exception:  # A listener's failure must not fail the user's trace.
+                _log.exception("A function-trace listener failed on the trace of %s", tracing.name)
+    finally:
+        tracing.arguments = None
+        tracing.python_function = None
+
+
+def tracing_of_graph(graph: Any) -> FunctionTracing | None:
+    """The function trace that `graph` belongs to, while that trace runs.
+
+    A graph built inside a trace (a `tf.while_loop` body, a `tf.cond` branch,
+    Keras's scratch graph, a nested function's graph) belongs to the trace of the
+    nearest graph outward (`outer_graph`) that a function trace builds. None
+    outside any trace, and while no listener is installed.
+    """
+    while graph is not None:
+        tracing = _running_by_graph.get(id(graph))
+        if tracing is not None:
+            return tracing
+        graph = getattr(graph, "outer_graph", None)
+    return None
+
+
+def innermost_tracing() -> FunctionTracing | None:
+    """The innermost function trace running on this thread (on JAX, the one to ask)."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+def running_traces() -> tuple[FunctionTracing, ...]:
+    """This thread's function traces in progress, outermost first."""
+    return tuple(getattr(_local, "stack", ()))

@@ -1,0 +1,306 @@
+"""The hook that sees every `tf.function` trace (TensorFlow's retracing warning: `_tf_retracing`).
+
+`tf.function` looks its cache up on every call and builds a graph only on a miss,
+in one place per TensorFlow release:
+
+- TF 2.14+: `tracing_compilation._create_concrete_function(function_type,
+  type_context, func_graph, tracing_options)`, called by `_maybe_define_function`
+  (whose `args`/`kwargs` locals are the call's arguments, bound and with defaults)
+  after its cache lookup missed (tensorflow/python/eager/polymorphic_function/
+  tracing_compilation.py; measured on TF 2.15 and 2.21).
+- TF 2.12-2.13: `TracingCompiler._create_concrete_function(self, args, kwargs,
+  func_graph)`, called by `TracingCompiler._maybe_define_function`, whose caller
+  (`__call__` or `_maybe_define_concrete_function`) holds the call's `args` and
+  `kwargs` (tracing_compiler.py; measured on TF 2.12).
+
+The hook replaces that function while `_function_tracing` has listeners, and puts
+the original back exactly afterwards. It traces nothing itself, so traced graphs
+keep their ops. The FuncGraph it is handed is the one `wrapped_fn` holds as
+`default_graph` (see `_tf_function`): the same identity `TfFunctionFrame.trace`
+refers to. Part of the TensorFlow backend; imported when the first listener comes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from tensorflow.python.data.ops import structured_function as _structured_function
+from tensorflow.python.eager.polymorphic_function import polymorphic_function as _polymorphic_function
+from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
+from tensorflow.python.saved_model import save_context as _save_context
+
+from traceguard._compat import _flavors, _function_tracing, _tf_function
+from traceguard._compat._flavors import internal_missing
+
+try:  # TF 2.14+.
+    from tensorflow.python.eager.polymorphic_function import tracing_compilation as _compilation
+except ImportError:  # TF 2.12-2.13.
+    _compilation = None
+    from tensorflow.python.eager.polymorphic_function import tracing_compiler as _tracing_compiler
+
+
+def _check_parameters(function: Any, names: tuple[str, ...], what: str) -> None:
+    try:
+        found = tuple(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        found = ()
+    if found != names:
+        raise internal_missing(f"{what}{names} (found {found})")
+
+
+def _check_locals(function: Any, names: tuple[str, ...], what: str) -> None:
+    code = getattr(function, "__code__", None)
+    if code is None or not set(names) <= set(code.co_varnames):
+        raise internal_missing(f"{what} with the locals {names}")
+
+
+# --- the function that builds a graph, per release ----------------------------------------
+if _compilation is not None:
+    _OWNER, _HOOKED = _compilation, "_create_concrete_function"
+    _check_parameters(_compilation._create_concrete_function,
+                      ("function_type", "type_context", "func_graph", "tracing_options"),
+                      "tracing_compilation._create_concrete_function")
+    _check_locals(_compilation._maybe_define_function, ("args", "kwargs", "lookup_func_type"),
+                  "tracing_compilation._maybe_define_function")
+    _CALLER = _compilation._maybe_define_function
+    _SCOPE_PHASES = {_compilation.ScopeType.VARIABLE_CREATION: "variable_creation",
+                     _compilation.ScopeType.NO_VARIABLE_CREATION: "no_variable_creation"}
+else:
+    _OWNER, _HOOKED = _tracing_compiler.TracingCompiler, "_create_concrete_function"
+    _check_parameters(_tracing_compiler.TracingCompiler._create_concrete_function,
+                      ("self", "args", "kwargs", "func_graph"),
+                      "TracingCompiler._create_concrete_function")
+    for _caller in ("__call__", "_maybe_define_concrete_function"):
+        _check_locals(getattr(_tracing_compiler.TracingCompiler, _caller), ("args", "kwargs"),
+                      f"TracingCompiler.{_caller}")
+    _CALLER = _tracing_compiler.TracingCompiler._maybe_define_function
+# The hook reads its caller's frame: it must be the only caller, and call it by name.
+if _HOOKED not in _CALLER.__code__.co_names:
+    raise internal_missing(f"{_CALLER.__qualname__} calling {_HOOKED}")
+_ORIGINAL = _OWNER.__dict__[_HOOKED]
+
+# The `Function` methods whose `self` is the tf.function being traced (see `_tf_function`).
+_FUNCTION_CODES = (_tf_function._CALL_CODE, _tf_function._CONCRETE_FUNCTION_CODE)
+if "_created_variables" not in _polymorphic_function.Function.__init__.__code__.co_names:
+    raise internal_missing("polymorphic_function.Function._created_variables")
+
+# `tf.data` traces a transformation's function (`map`, `filter`, ...) in
+# `StructuredFunctionWrapper.__init__`, whose `func` is the user's function and
+# `fn_factory` the bound `get_concrete_function` of what it traces: a `Function`
+# (TF 2.14+) or a `TracingCompiler` (TF 2.12-2.13) (structured_function.py).
+_STRUCTURED_INIT = _structured_function.StructuredFunctionWrapper.__init__
+_check_locals(_STRUCTURED_INIT, ("func", "fn_factory", "self"), "StructuredFunctionWrapper.__init__")
+_STRUCTURED_INIT_CODE = _STRUCTURED_INIT.__code__
+
+# --- control flow inside a trace ------------------------------------------------------
+# `tf.while_loop` and `tf.cond` (v2, every graph inside a tf.function) trace their
+# bodies into FuncGraphs of these types, whose `outer_graph` is the graph around them
+# (tensorflow/python/ops/control_flow_v2_func_graphs.py, TF 2.12 to 2.21).
+_CONTROL_FLOW_GRAPHS = (
+    (_control_flow_graphs.WhileBodyFuncGraph, "while_body"),
+    (_control_flow_graphs.WhileCondFuncGraph, "while_cond"),
+    (_control_flow_graphs.CondBranchFuncGraph, "cond_branch"),
+)
+# See `_tf_function._KERAS_SCRATCH_GRAPH_PREFIX`, and `_tf_context.KERAS2_SCRATCH_GRAPH_SUFFIX`.
+_KERAS_SCRATCH_PREFIX, _KERAS2_SCRATCH_SUFFIX = "scratch_graph", "_scratch_graph"
+GRAPH_ROLES = ("eager", "function", "while_body", "while_cond", "cond_branch", "keras_scratch",
+               "other")
+
+
+def graph_role(graph: Any) -> str:
+    """What `graph` is: one of `GRAPH_ROLES`.
+
+    `"function"` is a graph a function trace builds while a listener sees it (see
+    `_function_tracing.tracing_of_graph`); `"other"` any other FuncGraph.
+    """
+    if graph is None or not getattr(graph, "building_function", False):
+        return "eager"
+    for graph_type, role in _CONTROL_FLOW_GRAPHS:
+        if isinstance(graph, graph_type):
+            return role
+    if id(graph) in _function_tracing._running_by_graph:
+        return "function"
+    name = getattr(graph, "name", "")
+    if name.startswith(_KERAS_SCRATCH_PREFIX) or name.endswith(_KERAS2_SCRATCH_SUFFIX):
+        return "keras_scratch"
+    return "other"
+
+
+def function_graph_of(graph: Any) -> Any:
+    """The graph of the function trace that `graph` is built in, hooked or not.
+
+    Goes outward (`outer_graph`) past control-flow bodies and Keras's scratch
+    graphs: the FuncGraph `_tf_function` keys a trace's facts by. `graph` itself
+    when it is such a graph; None for an eager (global) graph.
+    """
+    while graph is not None and graph_role(graph) in ("while_body", "while_cond", "cond_branch",
+                                                      "keras_scratch"):
+        graph = getattr(graph, "outer_graph", None)
+    return None if graph is None or not getattr(graph, "building_function", False) else graph
+
+
+def control_flow_path(graph: Any) -> tuple[str, ...]:
+    """The control-flow bodies from the enclosing function trace's graph in to `graph`.
+
+    `("while_body",)` for an RNN cell's run inside a Keras step; `()` when `graph`
+    is a function trace's own graph, or outside any trace.
+    """
+    roles: list[str] = []
+    while graph is not None and id(graph) not in _function_tracing._running_by_graph:
+        role = graph_role(graph)
+        if role in ("while_body", "while_cond", "cond_branch"):
+            roles.append(role)
+        graph = getattr(graph, "outer_graph", None)
+    return tuple(reversed(roles)) if graph is not None else ()
+
+
+# --- the hook ---------------------------------------------------------------------------
+def install() -> None:
+    """Patches the hook in (idempotent)."""
+    setattr(_OWNER, _HOOKED, _hooked if _compilation is not None else _hooked_method)
+
+
+def uninstall() -> None:
+    """Puts TensorFlow's own function back, the very object that was there."""
+    setattr(_OWNER, _HOOKED, _ORIGINAL)
+
+
+def is_installed() -> bool:
+    return _OWNER.__dict__[_HOOKED] is not _ORIGINAL
+
+
+def _hooked(function_type: Any, type_context: Any, func_graph: Any, tracing_options: Any) -> Any:
+    # TF 2.14+. The caller, `_maybe_define_function`, holds the bound arguments.
+    caller = sys._getframe(1)
+    # Another wrapper between would hold other locals: then the arguments stay unknown.
+    given = caller.f_locals if caller.f_code is _CALLER.__code__ else {}
+    tracing = _begin(caller, given, func_graph,
+                     lambda function: function._function_cache is tracing_options.function_cache,
+                     _SCOPE_PHASES.get(tracing_options.scope_type))
+    if tracing is None:
+        return _ORIGINAL(function_type, type_context, func_graph, tracing_options)
+    tracing.relaxed = given.get("lookup_func_type", function_type) is not function_type
+    return _run(tracing, func_graph, _ORIGINAL, function_type, type_context, func_graph,
+                tracing_options)
+
+
+def _hooked_method(self: Any, args: Any, kwargs: Any, func_graph: Any) -> Any:
+    # TF 2.12-2.13: `self` is a TracingCompiler; `_maybe_define_function`'s caller
+    # holds the arguments as given (its own `args` are placeholders by now).
+    caller = sys._getframe(1)
+    given = caller.f_back.f_locals \
+        if caller.f_code is _CALLER.__code__ and caller.f_back is not None else {}
+
+    def owns(function: Any) -> bool:
+        return self is getattr(function, "_variable_creation_fn", None) \
+            or self is getattr(function, "_no_variable_creation_fn", None)
+
+    tracing = _begin(caller, given, func_graph, owns, None, compiler=self)
+    if tracing is None:
+        return _ORIGINAL(self, args, kwargs, func_graph)
+    if tracing.origin == "tf.function" and tracing.function is not None:
+        function = tracing.function()
+        if function is not None:
+            tracing.phase = "variable_creation" \
+                if self is getattr(function, "_variable_creation_fn", None) else "no_variable_creation"
+    caller_locals = caller.f_locals
+    tracing.relaxed = caller_locals.get("lookup_func_type") is not caller_locals.get(
+        "target_func_type", caller_locals.get("lookup_func_type"))
+    return _run(tracing, func_graph, _ORIGINAL, self, args, kwargs, func_graph)
+
+
+def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: Callable[..., Any],
+         *args: Any) -> Any:
+    try:
+        result = original(*args)
+    except BaseException:
+        tracing.raised = True
+        _function_tracing.end(tracing, func_graph)
+        raise
+    if tracing.phase == "variable_creation" and tracing.function is not None:
+        tracing.created_variables = _created_variable_names(tracing.function())
+    _function_tracing.end(tracing, func_graph)
+    return result
+
+
+def _created_variable_names(function: Any) -> tuple[str, ...]:
+    # `Function._initialize` collects weak references to the variables its first
+    # trace creates in `_created_variables` (polymorphic_function.py, TF 2.12-2.21).
+    references = getattr(function, "_created_variables", None) or ()
+    names = []
+    for reference in references:
+        variable = reference()
+        if variable is not None:
+            name = getattr(variable, "name", "?")
+            names.append(name[:-2] if name.endswith(":0") else name)
+    return tuple(names)
+
+
+def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[Any], bool],
+           phase: str | None, compiler: Any = None) -> _function_tracing.FunctionTracing | None:
+    """Walks up from the hook once: the tf.function, tf.data's wrapper, the user's frame."""
+    function = data_frame = entry = None
+    exporting = False
+    export_dirs = _flavors._KERAS_EXPORT_DIRS
+    frame = caller
+    while frame is not None:
+        code = frame.f_code
+        if export_dirs and code.co_filename.startswith(export_dirs):
+            exporting = True
+        qualname = getattr(code, "co_qualname", code.co_name)  # Python 3.11+ has the qualified name.
+        if code is _FUNCTION_CODES[0] or code is _FUNCTION_CODES[1]:
+            candidate = frame.f_locals.get("self")
+            if function is None and candidate is not None and owns(candidate):
+                function = candidate
+        elif code is _STRUCTURED_INIT_CODE:
+            factory = frame.f_locals.get("fn_factory")
+            if getattr(factory, "__self__", None) is (compiler if function is None else function):
+                data_frame = frame
+        elif (function is not None or data_frame is not None) \
+                and not _function_tracing._is_library(code.co_filename):
+            break  # The first user frame.
+        if "<locals>" not in qualname:  # Not a decorator's wrapper (Keras's `error_handler`).
+            entry = qualname
+        frame = frame.f_back
+    if function is None and data_frame is None:
+        return None  # TF's own helper traces (`initialize_variables`, `fn_with_cond`).
+    if data_frame is not None:
+        python_function = data_frame.f_locals["func"]
+        element_spec = getattr(data_frame.f_locals["self"], "_input_structure", None)
+        owner = function if function is not None else compiler
+        tracing = _function_tracing.begin(
+            "tf.data", getattr(owner, "_name", "tf.data"), owner, python_function,
+            _data_arguments(python_function, element_spec), func_graph)
+    else:
+        wrapped = function.python_function
+        tracing = _function_tracing.begin(
+            "tf.function", function.name, function, _unwrap(wrapped),
+            _function_tracing.bind_arguments(wrapped, given.get("args"), given.get("kwargs")), func_graph)
+        tracing.function_text = _function_tracing.function_text(wrapped)
+    tracing.phase = phase
+    # TF's save context, or Keras's `export` tracing before it enters it (see
+    # `_tf_function.in_save_context`), seen between here and the user's frame.
+    tracing.saving = exporting or _save_context.in_save_context()
+    if frame is not None:
+        tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
+        tracing.caller = frame.f_code.co_name
+        tracing.entry = entry  # The library function the user's frame called.
+    return tracing
+
+
+def _unwrap(function: Any) -> Any:
+    """The user's function behind TF's and functools' decorators, and a bound method."""
+    seen = 0
+    while hasattr(function, "__wrapped__") and seen < 16:
+        function, seen = function.__wrapped__, seen + 1
+    return getattr(function, "__func__", function)
+
+
+def _data_arguments(function: Any, element_spec: Any) -> dict[str, Any]:
+    # `wrapper_helper` passes a tuple element as separate arguments, anything else
+    # as one (`_should_unpack`: a tuple, structured_function.py).
+    values = element_spec if type(element_spec) is tuple else (element_spec,)
+    return _function_tracing.bind_arguments(function, values, {})

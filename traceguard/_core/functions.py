@@ -1,0 +1,70 @@
+"""One trace of a whole function (`tf.function`, `tf.data`, `jax.jit`), as a plain value.
+
+Made by `_record.functions.FunctionRecords` from each trace the `_compat` hook
+reports; holds specs and strings only, never a tensor, graph or function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from traceguard._compat._keras_calls import KerasCall
+from traceguard._core.changes import Change
+from traceguard._core.signature import Spec, format_spec
+
+# A trace's kind: the function's first trace; a trace by an object that traced
+# before, for a new signature; the first trace of a new object whose code traced
+# before; the trace `tf.function` repeats, without variable creation, after its
+# first trace created variables.
+FUNCTION_TRACE_KINDS = ("first", "retrace", "new_function", "variable_retrace")
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionTrace:
+    """One trace of a whole function, with what differs from its closest earlier one."""
+
+    index: int  # 0, 1, ... in the order the traces ended, in its `FunctionRecords`.
+    serial: int  # The hook's serial of the trace: layer runs made during it name it.
+    parent: int | None  # The serial of the trace this one ran inside, if any.
+    origin: str  # "tf.function", "tf.data" or "jax.jit".
+    name: str  # The backend's name for the function (`one_step_on_data`).
+    qualname: str  # The Python function's qualified name.
+    definition: str | None  # "file:line" of its `def`.
+    call_site: str | None  # "file:line" of the first user frame that made the trace.
+    caller: str | None  # The function of that frame.
+    entry: str | None  # The library function the user called (`TensorFlowTrainer.fit`).
+    signature: Mapping[str, Spec]  # Every argument's spec, in parameter order.
+    kind: str  # One of FUNCTION_TRACE_KINDS.
+    changes: tuple[Change, ...]  # From the closest earlier signature; () if none.
+    closest: int | None  # The index of the trace compared with, if any.
+    duration: float  # Seconds spent tracing.
+    object_number: int  # 1 for the first function object of this code, 2 for the next ...
+    objects: int  # How many function objects of this code have traced so far.
+    saving: bool  # Traced to save (SavedModel, Keras `export`).
+    phase: str | None  # "variable_creation", "no_variable_creation" or None.
+    created_variables: tuple[str, ...]  # Names of the variables this trace created.
+    relaxed: bool | None  # The backend traced a generalised signature.
+    raised: bool  # The trace raised an exception.
+    # The function is TensorFlow's, Keras's or JAX's own (a Keras step, a Keras data
+    # adapter's `tf.data` function), not defined in the user's code.
+    library_function: bool = False
+    keras_call: KerasCall | None = None  # The Keras method it traced under, and its data.
+    # For a variable retrace: the variables the earlier, creating trace made.
+    lifted_variables: tuple[str, ...] = ()
+
+    def format_signature(self) -> dict[str, str]:
+        return {name: format_spec(spec) for name, spec in self.signature.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionCost:
+    """What tracing one function (all objects of one code) cost, over the records kept."""
+
+    name: str
+    qualname: str
+    definition: str | None
+    traces: int
+    retraces: int  # Every trace but the first: retraces, new objects, variable retraces.
+    objects: int
+    seconds: float

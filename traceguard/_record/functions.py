@@ -1,0 +1,326 @@
+"""Records of whole-function traces, and what differs from the closest earlier signature.
+
+One `FunctionTrace` per trace of a `tf.function`, a `tf.data` function or a
+`jax.jit` cache miss, made by `FunctionRecords.on_trace` from the hook's
+`_compat._function_tracing.FunctionTracing`. A function is known two ways: by its
+object (this `tf.function`), and by its code (the same `def`, with the same
+functions and constants in its closure), so that a `tf.function` made anew in a
+loop, or a Keras step of a model rebuilt per iteration, is recognised as the same
+function in a new object. A trace's `changes` are what differs from the closest
+earlier signature: the one with the fewest differing arguments, the most recent
+on a tie, among the object's own earlier traces, or for a new object among every
+earlier trace of its code (as JAX's cache-miss explanations pick the closest
+previous key, jax/_src/pjit.py). Pure Python: no TensorFlow, no JAX, and no
+reference to a tensor, graph or function is kept.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import types
+from collections import OrderedDict, deque
+from typing import Any
+
+from traceguard._core.changes import Aspect, Change
+from traceguard._core.functions import FunctionCost, FunctionTrace
+from traceguard._core.signature import Spec, diff_signatures, spec_of
+
+# How many distinct earlier signatures of one code (and of one object) are kept to compare with.
+_MAX_COMPARED = 256
+
+
+class _Compared:
+    """A signature as compared: its (name, spec) pairs and names, as sets."""
+
+    __slots__ = ("index", "signature", "pairs", "names")
+
+    def __init__(self, index: int, signature: dict[str, Spec]) -> None:
+        self.index, self.signature = index, signature
+        self.pairs = frozenset(signature.items())
+        self.names = frozenset(signature)
+
+    def differing_arguments(self, new: _Compared) -> int:
+        # Set differences run in C on hashes computed once per signature.
+        return len(new.pairs - self.pairs) + len(self.names - new.names)
+
+
+# --- a function's identity ------------------------------------------------------------
+def code_key(function: Any) -> tuple:
+    """A key equal for functions from the same code: the same `def` and closure functions.
+
+    The closure's functions count by their own code, its numbers and strings by
+    value, other objects not at all: Keras makes each model's train and test
+    steps from one `def` whose closure holds the model and its `train_step` or
+    `test_step`, so the steps differ by the step's code, and a rebuilt model's
+    steps equal the old model's.
+    """
+    function = _plain_function(function)
+    code = getattr(function, "__code__", None)
+    if code is None:  # A callable object, such as a layer: its class.
+        cls = type(function)
+        return ("object", cls.__module__, cls.__qualname__)
+    closure = []
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # An empty cell.
+            continue
+        value = _plain_function(value)
+        if isinstance(value, types.FunctionType):
+            closure.append(value.__code__)
+        elif value is None or isinstance(value, (bool, int, float, str, bytes)):
+            closure.append(value)
+    return (code, tuple(closure))
+
+
+def _plain_function(function: Any) -> Any:
+    function = getattr(function, "__func__", function)  # A bound method: its function.
+    return getattr(function, "func", function) if hasattr(function, "keywords") else function  # partial
+
+
+def definition_site(function: Any) -> tuple[str, str, int] | None:
+    """(qualified name, file, first line) of the function's `def`, or of an object's class."""
+    function = _plain_function(function)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        cls = type(function)
+        call = getattr(cls, "call", None) or cls.__call__  # A layer: its `call`.
+        # The layer's own `call`, not traceguard's recording wrapper around it.
+        code = getattr(inspect.unwrap(call), "__code__", None)
+        name = type(function).__qualname__
+    else:
+        name = getattr(function, "__qualname__", code.co_name)
+    if code is None:
+        return None
+    return name, code.co_filename, code.co_firstlineno
+
+
+# --- the records ------------------------------------------------------------------------
+class _Code:
+    """What the records know about one code: its objects and its distinct signatures."""
+
+    __slots__ = ("objects", "signatures")
+
+    def __init__(self) -> None:
+        self.objects: dict[Any, int] = {}  # Function object key -> its number (1, 2, ...).
+        # Distinct signatures, latest last (an OrderedDict drops its oldest in O(1)).
+        self.signatures: OrderedDict[frozenset, _Compared] = OrderedDict()
+
+
+class FunctionRecords:
+    """Receives the hook's traces (`on_trace`) and keeps a `FunctionTrace` for each.
+
+    Thread-safe. Bounded: past `limit` records the oldest are dropped (`dropped`
+    counts them); what is known of each function's earlier traces is kept.
+    """
+
+    def __init__(self, limit: int = 10_000) -> None:
+        if not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"`limit` must be a positive integer. Received: limit={limit!r}")
+        self.limit = limit
+        self.dropped = 0
+        self._records: deque[FunctionTrace] = deque()
+        self._lock = threading.Lock()
+        self._codes: dict[tuple, _Code] = {}
+        # Per function object: its last trace's (compared signature, phase, created variables),
+        # and its distinct signatures, latest last.
+        self._object_traces: dict[Any, list[tuple[_Compared, str | None, bool]]] = {}
+        self._object_signatures: dict[Any, OrderedDict[frozenset, _Compared]] = {}
+        self._next_index = 0
+        self._code_of: dict[int, tuple] = {}  # Record index -> its code key.
+        self._owner_of: dict[int, Any] = {}  # Record index -> its function object key.
+        self._function_texts: dict[str, tuple] = {}  # TF's repr of a function -> its code key.
+        # Trace serial -> `preview()`'s answer, while the trace runs.
+        self._previews: dict[int, tuple[str, tuple[Change, ...], int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Any:
+        with self._lock:
+            return iter(list(self._records))
+
+    def records(self, code: tuple | None = None) -> list[FunctionTrace]:
+        """Every record kept, oldest first; only those of `code` (a `code_key`) if given."""
+        with self._lock:
+            if code is None:
+                return list(self._records)
+            return [r for r in self._records if self._code_of.get(r.index) == code]
+
+    def preview(self, tracing: Any) -> tuple[str, tuple[Change, ...], int]:
+        """While `tracing` runs: its kind, its changes and how many objects its code has.
+
+        What `on_trace` will record when the trace ends, without recording it; the
+        layer runs made during the trace ask, so the answer is kept per trace.
+        """
+        cached = self._previews.get(tracing.serial)
+        if cached is None:
+            key, site, signature, object_key = self._facts(tracing)
+            with self._lock:
+                kind, changes, _, _, objects, _ = self._diagnose(key, site, signature, object_key, tracing,
+                                                              register=False)
+            cached = self._previews[tracing.serial] = (kind, tuple(changes), objects)
+        return cached
+
+    def on_trace(self, tracing: Any) -> FunctionTrace:
+        """The listener: makes the record of one ended trace (a `FunctionTracing`)."""
+        self._previews.pop(tracing.serial, None)
+        key, site, signature, object_key = self._facts(tracing)
+        with self._lock:
+            index = self._next_index
+            kind, changes, closest, number, objects, lifted = self._diagnose(
+                key, site, signature, object_key, tracing, register=True)
+            record = FunctionTrace(
+                index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
+                name=tracing.name, qualname=site[0] if site else tracing.name,
+                definition=f"{site[1]}:{site[2]}" if site else None,
+                call_site=None if tracing.call_site is None else "{}:{}".format(*tracing.call_site),
+                caller=tracing.caller, entry=tracing.entry,
+                signature=types.MappingProxyType(signature), kind=kind, changes=tuple(changes),
+                closest=None if closest is None else closest.index, duration=tracing.duration,
+                object_number=number, objects=objects, saving=tracing.saving,
+                phase=tracing.phase, created_variables=tuple(tracing.created_variables),
+                relaxed=tracing.relaxed, raised=tracing.raised,
+                library_function=tracing.library_function, keras_call=tracing.keras_call,
+                lifted_variables=lifted)
+            self._records.append(record)
+            self._code_of[index] = key
+            self._owner_of[index] = object_key
+            if tracing.function_text:
+                self._function_texts[tracing.function_text] = key
+            if len(self._records) > self.limit:
+                old = self._records.popleft()
+                self._code_of.pop(old.index, None)
+                self._owner_of.pop(old.index, None)
+                self.dropped += 1
+        return record
+
+    @staticmethod
+    def _facts(tracing: Any) -> tuple[tuple, tuple[str, str, int] | None, dict[str, Spec], Any]:
+        python_function = tracing.python_function
+        signature = {name: _spec(value) for name, value in (tracing.arguments or {}).items()}
+        # A weak reference: equal to another only while both point at the same live
+        # object, so a function object made where a dead one was is a new object.
+        object_key = tracing.function if tracing.function is not None else tracing.function_id
+        return code_key(python_function), definition_site(python_function), signature, object_key
+
+    def _diagnose(self, key: tuple, site: tuple[str, str, int] | None, signature: dict[str, Spec],
+                  object_key: Any, tracing: Any, register: bool) -> tuple:
+        """(kind, changes, closest, object number, objects of the code, lifted variables);
+        `register` keeps the trace.
+
+        Called with the lock held.
+        """
+        index = self._next_index
+        compared = _Compared(index, signature)
+        code = self._codes.get(key) or _Code()
+        own = self._object_traces.get(object_key) if object_key in code.objects else None
+        number = code.objects.get(object_key, len(code.objects) + 1)
+        objects = max(len(code.objects), number)
+        own_signatures = self._object_signatures.get(object_key, OrderedDict()) if own else OrderedDict()
+        closest = _closest(own_signatures if own else code.signatures, compared)
+        changes: list[Change] = []
+        if closest is not None:
+            changes = diff_signatures(closest.signature, signature)
+        kind = self._kind(own or [], objects, compared, tracing.phase)
+        # A variable retrace: the variables the object's earlier, creating trace made.
+        lifted = own[-1][2] if kind == "variable_retrace" and own else ()
+        if kind == "new_function":
+            earlier = max((n for k, n in code.objects.items() if k != object_key), default=1)
+            if closest is not None:
+                earlier = self._number_of_index(code, closest.index, earlier)
+            name = tracing.name
+            changes.insert(0, Change(name, Aspect.FUNCTION_OBJECT, earlier, number, text=(
+                f"{name}: function object #{earlier} -> #{number} (a new function object from the "
+                "same code)")))
+        if register:
+            self._next_index += 1
+            self._codes[key] = code
+            code.objects[object_key] = number
+            own = self._object_traces.setdefault(object_key, [])
+            own[:] = [(compared, tracing.phase, tuple(tracing.created_variables))]
+            own_signatures = self._object_signatures.setdefault(object_key, OrderedDict())
+            for signatures in (own_signatures, code.signatures):
+                signatures[compared.pairs] = compared
+                signatures.move_to_end(compared.pairs)  # Latest last.
+                if len(signatures) > _MAX_COMPARED:
+                    signatures.popitem(last=False)
+        return kind, changes, closest, number, objects, lifted
+
+    def _number_of_index(self, code: _Code, index: int, default: int) -> int:
+        owner = self._owner_of.get(index)
+        return code.objects.get(owner, default) if owner is not None else default
+
+    @staticmethod
+    def _kind(own: list, objects: int, compared: _Compared, phase: str | None) -> str:
+        if own:
+            last, last_phase, created = own[-1]
+            if phase == "no_variable_creation" and last_phase == "variable_creation" and created \
+                    and last.pairs == compared.pairs:
+                return "variable_retrace"
+            return "retrace"
+        return "new_function" if objects > 1 else "first"
+
+    def costs(self) -> list[FunctionCost]:
+        """Tracing time per function (per code), the most expensive first."""
+        groups: dict[tuple, list[FunctionTrace]] = {}
+        with self._lock:
+            for record in self._records:
+                groups.setdefault(self._code_of[record.index], []).append(record)
+        costs = [FunctionCost(
+            name=records[-1].name, qualname=records[-1].qualname, definition=records[-1].definition,
+            traces=len(records), retraces=sum(r.kind != "first" for r in records),
+            objects=records[-1].objects, seconds=sum(r.duration for r in records))
+            for records in groups.values()]
+        return sorted(costs, key=lambda cost: cost.seconds, reverse=True)
+
+    def code_of(self, record: FunctionTrace) -> tuple | None:
+        """The `code_key` of the function `record` traced (None once dropped)."""
+        return self._code_of.get(record.index)
+
+    def records_for_function_text(self, text: str) -> list[FunctionTrace]:
+        """The records of the function TensorFlow's retracing warning names as `text`."""
+        key = self._function_texts.get(text)
+        return [] if key is None else self.records(key)
+
+
+def _closest(candidates: dict[frozenset, _Compared], new: _Compared) -> _Compared | None:
+    """The candidate with the fewest differing arguments; the most recent on a tie.
+
+    `candidates` are distinct signatures, latest last. The same signature is the
+    closest if present; else at least one argument differs, and the newest
+    candidate with one differing argument ends the search.
+    """
+    exact = candidates.get(new.pairs)
+    if exact is not None:
+        return exact
+    best: _Compared | None = None
+    best_count = -1
+    for candidate in reversed(candidates.values()):
+        count = candidate.differing_arguments(new)
+        if best is None or count < best_count:
+            best, best_count = candidate, count
+            if count <= 1:
+                break
+    return best
+
+
+def _spec(value: Any) -> Spec:
+    # A `tf.data` iterator or dataset traces by its elements' specs (its public
+    # `element_spec`), not by its identity.
+    element_spec = getattr(value, "element_spec", None) if not hasattr(value, "shape") else None
+    return _as_dense(spec_of(value if element_spec is None else element_spec))
+
+
+def _as_dense(spec: Spec) -> Spec:
+    # A `tf.TensorSpec` (an `input_signature`, a `tf.data` element) stands for the
+    # tensor it describes: `float32[None,3]`, as a tensor's spec reads.
+    tag = spec[0]
+    if tag == "tensor" and spec[1] == "TensorSpec":
+        return ("tensor", "", spec[2], spec[3])
+    if tag == "seq":
+        return ("seq", spec[1], tuple(_as_dense(child) for child in spec[2]), spec[3], spec[4])
+    if tag == "map":
+        return ("map", tuple((key, _as_dense(child)) for key, child in spec[1]), spec[2], spec[3])
+    return spec
