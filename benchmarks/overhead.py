@@ -45,7 +45,7 @@ from traceguard import _compat  # noqa: E402
 keras = _compat.keras
 SEED_SHAPE = (60, 28, 28)
 TINY_SHAPE = (1, 4)
-SECTIONS = ("graph", "steady", "eager", "trace", "memory")
+SECTIONS = ("graph", "steady", "eager", "trace", "watched", "memory")
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 TRACE_AWARE, PLAIN = tg.TraceAwareLayer, keras.layers.Layer
 
@@ -493,7 +493,33 @@ def check_first_result_time(table, timer):
                   f"runs, {own / runs * 1e6:.0f} us each (`_begin` + `_finish` in place, median of 9)")
 
 
-# --- 5. memory ----------------------------------------------------------------------------
+# --- 5. under watch(): the layer and function records together ----------------------------
+def first_fit(watched):
+    """A fresh 20-layer plain Keras model's first `fit` on one batch, under `watch()` or not."""
+    model = keras.Sequential([keras.Input((16,))] + [keras.layers.Dense(16) for _ in range(20)])
+    model.compile(optimizer="sgd", loss="mse")
+    with tg.watch() if watched else contextlib.nullcontext():
+        model.fit(np.ones((32, 16)), np.ones((32, 16)), batch_size=32, verbose=0)
+
+
+def hundred_retraces(watched):
+    """A fresh `tf.function` called with 100 Python ints: 100 traces, under `watch()` or not."""
+    step = tf.function(lambda x, k: x * k)
+    with tg.watch() if watched else contextlib.nullcontext():
+        for k in range(100):
+            step(tf.ones((2,)), k)
+
+
+def check_watched_time(table, timer):
+    # Seconds-long runs, like a first result: the fastest runs' ratio (see section 4).
+    for name, run, repetitions in [("watched first fit: 20-layer model", first_fit, 11),
+                                   ("watched tf.function retraced 100 times", hundred_retraces, 11)]:
+        timer.compare(table, name, functools.partial(run, True), functools.partial(run, False),
+                      functools.partial(run, False), 1.05, repetitions, unit="ms", settle=gc.collect,
+                      statistic="fastest")
+
+
+# --- 6. memory ----------------------------------------------------------------------------
 def memory_growth(layer, x, events):
     """Bytes Python holds more after `events` more recorded runs of `layer`, past its bound."""
     # Runs go straight to the recorded `call` (each one an event with log_eager=True):
@@ -580,6 +606,8 @@ def main(argv=None):
         check_eager_call_time(table, timer)
     if "trace" in sections:
         check_first_result_time(table, timer)
+    if "watched" in sections:
+        check_watched_time(table, timer)
     if "memory" in sections:
         check_memory(table, arguments.events)
     print()

@@ -106,7 +106,7 @@ def test_fit_with_partial_last_batch_traces_train_step_twice():
         "float32[32,28,28]", "float32[6,28,28]"]
     assert [e.function for e in events[3:]] == ["train_step", "train_step"]
     assert events[4].changes == ("inputs: dim 0 32 -> 6",)
-    assert events[4].hint.startswith("A partial last batch has a new shape and costs a trace")
+    assert events[4].hint.startswith("`fit` got 70 samples in batches of 32: the last batch of 6 ")  # #18
 
 
 def test_no_variable_retrace_on_jax(seed_input):
@@ -274,3 +274,39 @@ def test_traceguard_print_prints_at_each_jit_execution(capsys):
     step(jnp.arange(2))
     tg.print("eager", 1)
     assert capsys.readouterr().out.splitlines() == ["x = [0 1]", "x = [0 1]", "eager 1"]
+
+
+def test_watch_records_every_jax_jit_miss_with_what_changed():
+    def scale(x, k):
+        return x * k
+
+    jitted = jax.jit(scale, static_argnums=1)
+    with tg.watch() as explanation:
+        jitted(jnp.ones(3), 2)
+        jitted(jnp.ones(3), 3)
+        jitted(jnp.ones(4), 3)
+    (runs,) = [runs for runs in explanation.functions.values() if runs.function == "scale"]
+    assert [event.kind.value for event in runs.events] == ["trace", "retrace", "retrace"]
+    assert [event.changes for event in runs.events] == [(), ("k: 2 -> 3",), ("x: dim 0 3 -> 4",)]
+    assert "`jnp.asarray(...)`" in runs.events[1].hint
+    assert runs.events[2].hint.startswith(
+        "Each new shape costs a trace: `jax.jit` compiles once per input shape")
+    assert runs.events[0].call_site.startswith(__file__ + ":")
+
+
+def test_layer_run_in_a_jit_trace_links_to_it_and_names_its_change(seed_input):
+    layer = SeedLayer()
+    layer(seed_input)  # Built eagerly.
+
+    def forward(variables, x, k):
+        return layer.stateless_call(variables, [], x)[0] * k
+
+    jitted = jax.jit(forward, static_argnums=2)
+    variables = [v.value for v in layer.trainable_variables]
+    with tg.watch() as explanation:
+        jitted(variables, seed_input, 1)
+        jitted(variables, seed_input, 2)
+    retrace = layer.trace_log[-1]
+    assert retrace.kind is tg.TraceKind.RETRACE and retrace.changes == ("k: 1 -> 2",)
+    (runs,) = [runs for runs in explanation.functions.values() if runs.function == "forward"]
+    assert retrace.function_trace == runs.events[-1].serial

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from traceguard._core.errors import RetraceError
     from traceguard._core.events import TraceEvent, TraceKind
     from traceguard._diagnosis.explanation import Explanation, LayerRuns
+    from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
     from traceguard._diagnosis.watch import explain, watch
     from traceguard._record.layer import TraceAwareLayer, TraceAwareMixin
     from traceguard._record.log import TraceLog
@@ -28,6 +29,8 @@ from traceguard._version import __version__
 
 __all__ = [
     "Explanation",
+    "FunctionEvent",
+    "FunctionRuns",
     "LayerRuns",
     "PRINT_MODES",
     "RetraceError",
@@ -51,6 +54,8 @@ __all__ = [
 # submodule maps to itself.
 _MODULES = {
     "Explanation": "traceguard._diagnosis.explanation",
+    "FunctionEvent": "traceguard._diagnosis.function_runs",
+    "FunctionRuns": "traceguard._diagnosis.function_runs",
     "LayerRuns": "traceguard._diagnosis.explanation",
     "PRINT_MODES": "traceguard._side_effects.side_effects",
     "RetraceError": "traceguard._core.errors",

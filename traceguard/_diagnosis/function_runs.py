@@ -40,6 +40,8 @@ class FunctionEvent:
         duration_s: Seconds spent tracing.
         object_number: Which function object of this code traced (1, 2, ...).
         created_variables: Names of the variables the trace created.
+        parent: The `serial` of the trace this one ran inside (a Keras step
+            inside `multi_step_on_iterator`), else None.
     """
 
     serial: int
@@ -54,6 +56,7 @@ class FunctionEvent:
     duration_s: float
     object_number: int
     created_variables: tuple[str, ...]
+    parent: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names."""
@@ -109,7 +112,7 @@ def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> Func
         signature=record.format_signature(), changes=tuple(verdict.changes),
         reason=reason_text(verdict), hint=hint_text(verdict), call_site=record.call_site,
         definition=record.definition, duration_s=record.duration, object_number=record.object_number,
-        created_variables=record.created_variables)
+        created_variables=record.created_variables, parent=record.parent)
 
 
 def add_record(functions: dict[str, FunctionRuns], record: FunctionTrace,

@@ -167,10 +167,13 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
                 same_origin = state.earlier_traces_of_origin(run.origin)
             else:  # A retrace: its hint depends on the Keras method, if any.
                 keras_call = _compat.keras_call(graph)
-        enclosing = _enclosing_trace(run, graph)
+        enclosing, library = _enclosing_trace(run, graph)
+        # Keras's own step: by its name, and, when the function's trace is seen, by its code's
+        # place (a user's `train_step` is not Keras's).
+        keras_step = _compat.is_keras_step_function(run.function) and library is not False
         run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
                                    run.in_creation_phase, earlier, same_origin, run.trace,
-                                   _compat.BACKEND, _compat.is_keras_step_function(run.function),
+                                   _compat.BACKEND, keras_step,
                                    keras_call, _compat.control_flow_of(graph), enclosing,
                                    state.graph_traces > 0)
         run.kind = run.verdict.kind
@@ -192,19 +195,20 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
     return run
 
 
-def _enclosing_trace(run: BodyRun, graph: Any) -> EnclosingTrace | None:
-    """What the whole-function trace the run is part of differs in, while function traces are
-    recorded (an observer such as `watch()` listens); links the run to that trace."""
+def _enclosing_trace(run: BodyRun, graph: Any) -> tuple[EnclosingTrace | None, bool | None]:
+    """What the whole-function trace the run is part of differs in, and whether the function is
+    the library's, while function traces are recorded (an observer such as `watch()` listens);
+    links the run to that trace. `(None, None)` when not known."""
     run.function_trace = None
     records = _observers.function_records
     if records is None or run.context is not RunContext.GRAPH:
-        return None
+        return None, None
     tracing = _compat.tracing_of_graph(graph) if graph is not None else _compat.innermost_tracing()
     if tracing is None:
-        return None
+        return None, None
     run.function_trace = tracing.serial
     kind, changes, objects = records.preview(tracing)
-    return EnclosingTrace(kind, changes, objects)
+    return EnclosingTrace(kind, changes, objects), tracing.library_function
 
 
 def _stop_watching(watch: Any) -> None:

@@ -93,10 +93,6 @@ _HINTS: dict[Hint, str] = {
         "Each new batch size costs a trace of the step: pass batches of one size to "
         "`train_on_batch`/`test_on_batch`, or use `fit`, which traces the partial last batch once."
     ),
-    Hint.NONE_DIMENSION: (
-        "Each new shape costs a trace: give the tf.function an `input_signature` with None "
-        "for the dimension that varies, or use `tf.function(reduce_retracing=True)`."
-    ),
     Hint.FIXED_SHAPES: (
         "Each new shape costs a trace: `jax.jit` compiles once per input shape. Pad or "
         "bucket the inputs to a few fixed shapes."
@@ -132,6 +128,17 @@ def _varying_length(verdict: Verdict) -> str:
                 "(`tf.data.Dataset.bucket_by_sequence_length`).")
     return (f"{what}, and each new length costs a trace. Give the tf.function an `input_signature` "
             "with None for that dimension, or pad/bucket the inputs to a few lengths.")
+
+
+def _none_dimension(verdict: Verdict) -> str:
+    change = verdict.changes[0] if verdict.changes else None
+    text = ("Each new shape costs a trace: give the tf.function an `input_signature` with None "
+            "for the dimension that varies, or use `tf.function(reduce_retracing=True)`.")
+    if change is not None and change.axis == 0 and isinstance(change.old, int) \
+            and isinstance(change.new, int) and change.new < change.old:
+        text += (" If it is the last, partial batch of a dataset, `dataset.batch(batch_size, "
+                 "drop_remainder=True)` removes it.")
+    return text
 
 
 def _relaxed_dimension(verdict: Verdict) -> str:
@@ -200,6 +207,7 @@ def _varying_count(verdict: Verdict) -> str:
 
 
 _HINTS_WITH_FACTS = {
+    Hint.NONE_DIMENSION: _none_dimension,
     Hint.OPTIMIZER_SLOTS: _optimizer_slots,
     Hint.VARYING_COUNT: _varying_count,
     Hint.RELAXED_DIMENSION: _relaxed_dimension,

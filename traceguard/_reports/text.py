@@ -92,7 +92,7 @@ def format_layer_table(layers: Sequence[Any], merge: bool = False) -> str:
         counts = tuple(str(runs.counts()[kind] or "-") for kind in kinds)
         groups.setdefault((runs.class_name, counts) if merge else (id(runs),), []).append(runs.name)
     rows = []
-    for key, names in groups.items():
+    for names in groups.values():
         runs = next(runs for runs in layers if runs.name == names[0])
         name = names[0] if len(names) == 1 else (
             f"{names[0]}, {names[1]} (2 layers)" if len(names) == 2
@@ -155,7 +155,9 @@ def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[An
 def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
     """The functions' table, ranked by tracing time, then (unless `summary`) each one's traces."""
     ranked = sorted(functions, key=lambda runs: runs.seconds, reverse=True)
-    total = sum(runs.seconds for runs in ranked)
+    # A trace nested in another (a step inside `multi_step_on_iterator`) is part of its time.
+    serials = {event.serial for runs in ranked for event in runs.events}
+    total = sum(event.duration_s for runs in ranked for event in runs.events if event.parent not in serials)
     retracing = [runs for runs in ranked if len(runs.events) > 1]
     header = f"Functions ({len(ranked)}; tracing took {total:.2f} s"
     if retracing:
@@ -179,7 +181,8 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
                       for runs in ranked for number, event in enumerate(runs.events, 1) if number > 1]
         return lines
     for runs in ranked:
-        lines += ["", f"Function `{runs.function}` ({runs.name}, defined at {_short_site(runs.definition)}): "
+        name = "" if runs.name == runs.function else f"{runs.name}, "
+        lines += ["", f"Function `{runs.function}` ({name}defined at {_short_site(runs.definition)}): "
                   f"{format_counts(runs.events)}; tracing took {runs.seconds:.2f} s"]
         hints_shown: set[str | None] = set()
         for number, event in enumerate(runs.events, 1):
