@@ -37,7 +37,7 @@ def _budget_of(marker: pytest.Mark) -> int:
     n = marker.args[0] if len(marker.args) == 1 and not marker.kwargs else marker.kwargs.get("n")
     valid = (len(marker.args) + len(marker.kwargs) == 1 and isinstance(n, int)
              and not isinstance(n, bool) and n >= 0)
-    if not valid:
+    if not valid or not isinstance(n, int):  # The second, for type checkers: `valid` says as much.
         arguments = ", ".join([*map(repr, marker.args), *(f"{k}={v!r}" for k, v in marker.kwargs.items())])
         pytest.fail(f"`@pytest.mark.{MARKER}(n)` expects one non-negative integer n. "
                     f"Received: {MARKER}({arguments})", pytrace=False)

@@ -217,6 +217,20 @@ def test_both_backends_implement_the_interface_written_once():
     assert _compat.DEFAULT_FLAVOR is _tensorflow.DEFAULT_FLAVOR is _flavors.DEFAULT_FLAVOR
 
 
+def test_type_checkers_see_the_backend_names():
+    # `_compat` imports the backend's names with `*`, whose computed `__all__` type checkers
+    # cannot read; under TYPE_CHECKING it imports them by name, and its `__all__` is literal.
+    from traceguard._compat import _interface
+
+    with open(_compat.__file__, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    checked = next(node for node in tree.body if isinstance(node, ast.If)
+                   and getattr(node.test, "id", None) == "TYPE_CHECKING")
+    imported = [alias.name for node in checked.body for alias in node.names]
+    assert tuple(imported) == _interface.BACKEND_NAMES
+    assert set(_interface.BACKEND_NAMES) <= set(_compat.__all__)
+
+
 # --- which Keras `traceguard` follows -----------------------------------------------------
 def test_keras2_module_explains_what_to_install_without_keras_2():
     if not _compat.IS_KERAS_3:

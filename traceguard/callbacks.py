@@ -34,7 +34,7 @@ class _Observer:
     """Forwards runs to a monitor without keeping it alive: Keras does not call
     `on_train_end` when `fit` raises, so the registration can outlive the call."""
 
-    def __init__(self, monitor: TraceMonitor) -> None:
+    def __init__(self, monitor: TraceMonitorMixin) -> None:
         self._monitor = weakref.ref(monitor)
 
     def record_event(self, layer: Any, event: TraceEvent) -> None:
@@ -57,8 +57,8 @@ class TraceMonitorMixin:
     arguments.
     """
 
-    def __init__(self, html: str | os.PathLike | None = None,
-                 log_dir: str | os.PathLike | None = None) -> None:
+    def __init__(self, html: str | os.PathLike[str] | None = None,
+                 log_dir: str | os.PathLike[str] | None = None) -> None:
         super().__init__()  # The Keras `Callback`.
         self.html = _checked_html_path(html)
         self._tensorboard = None if log_dir is None else TensorBoardWriter(_checked_log_dir(log_dir))
@@ -144,6 +144,7 @@ class TraceMonitorMixin:
             self._write_html()
 
     def _write_html(self) -> None:
+        assert self.html is not None  # Called only then.
         try:
             self.report.to_html(self.html)
         except OSError as error:  # The training is done; a lost report must not fail it.
@@ -153,7 +154,7 @@ class TraceMonitorMixin:
         with self._lock:
             late, self._late_retraces = self._late_retraces, []
         # One retrace of a step is seen by each layer it runs: one warning names them all.
-        layers_by_retrace: dict[tuple, list[str]] = {}
+        layers_by_retrace: dict[tuple[Any, ...], list[str]] = {}
         for event, where in sorted(late, key=lambda item: item[0].timestamp):  # Outer layers first.
             key = (event.function, where, event.changes, event.hint or event.reason)
             layers_by_retrace.setdefault(key, []).append(f"'{event.layer}'")
@@ -208,7 +209,7 @@ def _checked_log_dir(log_dir: object) -> str:
     return os.fspath(log_dir)
 
 
-class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):
+class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type: ignore[misc,name-defined]  # Keras is untyped.
     """Reports the layer traces made by `fit`, `evaluate` and `predict`, and warns of late retraces.
 
     While a `fit`, `evaluate` or `predict` call it is passed to runs, the

@@ -3,8 +3,9 @@
 `traceguard.TraceAwareLayer` subclasses `tf.keras.layers.Layer`, whichever Keras
 that is. This module's `TraceAwareLayer` subclasses Keras 2's `Layer` in any case:
 `tf_keras.layers.Layer` when the `tf_keras` package is installed
-(`pip install 'keras-traceguard[keras2]'`), else `tf.keras.layers.Layer` on TensorFlow
-2.12-2.15, whose `tf.keras` is Keras 2. Importing it raises `ImportError`, naming
+(`pip install 'keras-traceguard[keras2]' 'tensorflow==2.X.*'`, naming your
+TensorFlow), else `tf.keras.layers.Layer` on TensorFlow 2.12-2.15, whose
+`tf.keras` is Keras 2. Importing it raises `ImportError`, naming
 what is installed and what to install, when neither is there. `TraceMonitor` is
 the callback for `fit`, `evaluate` and `predict` of Keras 2 models.
 """
@@ -20,7 +21,7 @@ _FLAVOR = _compat.keras2_flavor()
 keras = _FLAVOR.keras
 
 
-class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):
+class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):  # type: ignore[misc,name-defined]  # Keras is untyped.
     """A Keras 2 `Layer` that records every run of its `call` body.
 
     Subclass it instead of `tf_keras.layers.Layer` and change nothing else; the
@@ -63,7 +64,7 @@ class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):
 if keras is _compat.keras:
     TraceMonitor = callbacks.TraceMonitor
 else:
-    class TraceMonitor(callbacks.TraceMonitorMixin, keras.callbacks.Callback):  # type: ignore[no-redef]
+    class TraceMonitor(callbacks.TraceMonitorMixin, keras.callbacks.Callback):  # type: ignore[no-redef,misc,name-defined]
         """`traceguard.callbacks.TraceMonitor` for the `fit`, `evaluate` and `predict` of Keras 2 models.
 
         A Keras runs only its own callbacks: pass this one to a tf_keras model's

@@ -28,6 +28,8 @@ state (`_flavors._KERAS_EXPORT_DIRS`, `_tf_function._facts_of_trace`, ...) is re
 from that module: it exists there only.
 """
 
+from typing import TYPE_CHECKING
+
 from traceguard._compat._backend import BACKEND, BACKENDS, IS_JAX, parse_version
 from traceguard._compat._flavors import (
     KerasFlavor,
@@ -66,7 +68,37 @@ from traceguard._compat._keras_names import (
 )
 
 # The backend's answers, the names of `_interface.Backend` (each backend's `__all__`).
-if IS_JAX:
+if TYPE_CHECKING:
+    # Type checkers cannot read a computed `__all__`: the same names, as `_tensorflow` types
+    # them (tests/test_compat.py checks that this list is `BACKEND_NAMES`).
+    from traceguard._compat._tensorflow import (  # noqa: F401 (re-exported: `__all__`)
+        DEFAULT_FLAVOR,
+        TF_VERSION,
+        TRACER,
+        any_created_in_a_trace,
+        control_flow_of,
+        current_graph_name,
+        current_replica,
+        default_graph,
+        deferred_variable_paths,
+        enclosing_tf_function,
+        executing_eagerly,
+        graph_body,
+        holds_tensor,
+        in_save_context,
+        in_symbolic_build,
+        in_xla_context,
+        keep_autograph_out,
+        keras2_flavor,
+        keras3_flavor,
+        keras_call,
+        print_at_each_execution,
+        retracing_warning_notes,
+        run_unconverted,
+        variable_creation_watch,
+        wrap_call,
+    )
+elif IS_JAX:
     from traceguard._compat._jax import *  # noqa: F403
 else:
     from traceguard._compat._tensorflow import *  # noqa: F403
@@ -77,15 +109,20 @@ IS_KERAS_3 = DEFAULT_FLAVOR.is_keras_3  # noqa: F405
 keras = DEFAULT_FLAVOR.keras  # noqa: F405
 LayerBase = DEFAULT_FLAVOR.layer_base  # noqa: F405
 
+# A literal list, which documentation tools read without running the code; it holds
+# `_interface.BACKEND_NAMES` (tests/test_compat.py checks it).
 __all__ = [
-    "BACKEND", "BACKENDS", "BACKEND_NAMES", "DENSE_TENSOR_TYPES", "IS_JAX", "IS_KERAS_3",
-    "FunctionTracing", "add_trace_listener", "innermost_tracing", "remove_trace_listener",
-    "tracing_of_graph",
-    "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KerasCall", "KerasFlavor", "LayerBase",
-    "TfFunctionFrame",
-    "backing_variable", "built_by_keras_call", "calling_frame", "describe_versions", "flavor_of_class",
-    "is_base_layer_method", "is_keras_default_method", "is_keras_step_function", "keras",
-    "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
-    "mark_keras_default_method", "parse_version", "user_stacklevel", "variable_path", "wrap_build",
-    *BACKEND_NAMES,
+    "BACKEND", "BACKENDS", "BACKEND_NAMES", "DEFAULT_FLAVOR", "DENSE_TENSOR_TYPES", "FunctionTracing",
+    "IS_JAX", "IS_KERAS_3", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KerasCall",
+    "KerasFlavor", "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "add_trace_listener",
+    "any_created_in_a_trace", "backing_variable", "built_by_keras_call", "calling_frame",
+    "control_flow_of", "current_graph_name", "current_replica", "default_graph",
+    "deferred_variable_paths", "describe_versions", "enclosing_tf_function", "executing_eagerly",
+    "flavor_of_class", "graph_body", "holds_tensor", "in_save_context", "in_symbolic_build",
+    "in_xla_context", "innermost_tracing", "is_base_layer_method", "is_keras_default_method",
+    "is_keras_step_function", "keep_autograph_out", "keras", "keras2_flavor", "keras3_flavor",
+    "keras_call", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
+    "mark_keras_default_method", "parse_version", "print_at_each_execution", "remove_trace_listener",
+    "retracing_warning_notes", "run_unconverted", "tracing_of_graph", "user_stacklevel",
+    "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
 ]

@@ -56,7 +56,7 @@ def _flavor_following_tf_keras() -> KerasFlavor:
 
 # Decided before the modules imported below check their internals, so that a missing
 # one is reported with the Keras installed (`_flavors.describe_versions()`).
-DEFAULT_FLAVOR = _flavors.set_default_flavor(_flavor_following_tf_keras())
+DEFAULT_FLAVOR: KerasFlavor = _flavors.set_default_flavor(_flavor_following_tf_keras())
 
 # The backend's answers that live in its own modules (re-exported: `__all__`).
 from traceguard._compat import _function_tracing, _tf_traces  # noqa: E402
@@ -135,7 +135,7 @@ def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None)
 # `tf.function`'s first trace creates its variables as `UnliftedInitializerVariable`s
 # (tensorflow/python/eager/polymorphic_function/polymorphic_function.py, TF 2.12 to 2.21);
 # a variable created eagerly is another `ResourceVariable`.
-_UNLIFTED_VARIABLE = getattr(_tf_function_module, "UnliftedInitializerVariable", None)
+_UNLIFTED_VARIABLE: Any = getattr(_tf_function_module, "UnliftedInitializerVariable", None)
 if not isinstance(_UNLIFTED_VARIABLE, type):
     raise internal_missing("polymorphic_function.UnliftedInitializerVariable")
 

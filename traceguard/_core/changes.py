@@ -58,7 +58,7 @@ class Change(str):
         """The top-level argument name, without an index or key (`"inputs"` for `"inputs[0]"`)."""
         return self.argument.split("[", 1)[0]
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Change, (self.argument, self.aspect, self.old, self.new, self.axis, str(self)))
 
     def __repr__(self) -> str:

@@ -270,8 +270,9 @@ def _variable_retrace_hint(layer_created: list[bool | None], function: str | Non
     created = True if any(layer_created) else (False if layer_created and all(
         created is False for created in layer_created) else None)
     if keras_step:  # The user wrapped nothing: never "before wrapping it in tf.function".
-        return {False: Hint.STEP_CREATED_OTHER_VARIABLES, True: Hint.BUILD_MODEL_FIRST}.get(
-            created, Hint.STEP_CREATED_VARIABLES)
+        by_created: dict[bool | None, Hint] = {
+            False: Hint.STEP_CREATED_OTHER_VARIABLES, True: Hint.BUILD_MODEL_FIRST}
+        return by_created.get(created, Hint.STEP_CREATED_VARIABLES)
     return Hint.FUNCTION_CREATED_OTHER_VARIABLES if created is False else Hint.CREATE_VARIABLES_FIRST
 
 

@@ -182,7 +182,7 @@ def _bound_signature(function: Callable[..., Any], args: tuple, kwargs: dict) ->
             bound = parameters.bind_partial(None, *args, **kwargs)
         except TypeError:
             bound = None
-    if bound is None:  # The call itself will raise; name what we can.
+    if bound is None or parameters is None:  # The call itself will raise; name what we can.
         named = {f"arg{i}": value for i, value in enumerate(args)}
         named.update(kwargs)
         return {name: spec_of(value) for name, value in named.items()}

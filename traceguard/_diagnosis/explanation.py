@@ -222,7 +222,7 @@ class Explanation:
         return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
                                   summary=brief)
 
-    def to_html(self, path: str | os.PathLike) -> pathlib.Path:
+    def to_html(self, path: str | os.PathLike[str]) -> pathlib.Path:
         """Writes the report as one self-contained HTML file: a timeline per layer, then tables.
 
         One row per layer and one mark per body run, coloured by kind, with

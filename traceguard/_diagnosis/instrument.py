@@ -114,7 +114,7 @@ def _uninstall() -> None:
 def _instrument_new_subclass(cls: type, **kwargs: Any) -> None:
     # Runs for classes defined while a session is open; chains to the next
     # `__init_subclass__` after their `Layer` in the MRO (object's, on Keras 3.15).
-    base = next(klass for klass in cls.__mro__ if klass in _bases)
+    base: type[Any] = next(klass for klass in cls.__mro__ if klass in _bases)
     super(base, cls).__init_subclass__(**kwargs)
     with _lock:
         if _open_sessions:

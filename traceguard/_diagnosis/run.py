@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from traceguard._explanation import Explanation
+    from traceguard._diagnosis.explanation import Explanation
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
@@ -38,7 +38,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         print(f"traceguard run: no such file: {script!r}", file=err)
         return 2
     # Say so before the script runs, not after an hour of training.
-    html_directory = os.path.dirname(os.path.abspath(html)) if html is not None else None
+    html_directory = os.path.dirname(os.path.abspath(html)) if html is not None else ""
     if html is not None and (os.path.isdir(html) or not os.path.isdir(html_directory)):
         print(f"traceguard run: --html expects a file in an existing directory. Received: --html {html!r}",
               file=err)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceguard import _compat
 from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
@@ -59,6 +59,9 @@ class TraceAwareMixin:
     ```
     """
 
+    if TYPE_CHECKING:
+        name: str  # Keras's `Layer.name`, on every class the mixin is mixed into.
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _check_mixin_order(cls)
@@ -69,7 +72,7 @@ class TraceAwareMixin:
                     and not is_recorded(method):
                 setattr(cls, name, record(method))
         if "get_config" not in cls.__dict__:
-            cls.get_config = _config_method(cls)
+            setattr(cls, "get_config", _config_method(cls))  # noqa: B010 (a class attribute)
 
     def __init__(
         self,
@@ -95,7 +98,8 @@ class TraceAwareMixin:
     @property
     def trace_log(self) -> TraceLog:
         """The `traceguard.TraceLog` of this layer's body runs."""
-        return self.__dict__[STATE_ATTRIBUTE].log
+        state: LayerTraceState = self.__dict__[STATE_ATTRIBUTE]
+        return state.log
 
 
 def _check_mixin_order(cls: type) -> None:
@@ -115,7 +119,7 @@ def _check_mixin_order(cls: type) -> None:
         )
 
 
-def _config_method(cls: type) -> Any:
+def _config_method(cls: type[Any]) -> Any:
     """A `get_config` for `cls` that adds traceguard's arguments to the parent's config.
 
     Keras 3 generates the config of a subclass without `get_config` from its
@@ -124,8 +128,9 @@ def _config_method(cls: type) -> Any:
     """
 
     def get_config(self: Any) -> dict[str, Any]:
-        config = super(cls, self).get_config()
-        if _accepts_settings(type(self)):
+        config: dict[str, Any] = super(cls, self).get_config()
+        owner: type = type(self)
+        if _accepts_settings(owner):
             config.update(self.__dict__[STATE_ATTRIBUTE].settings.as_config())
         return config
 
@@ -139,13 +144,13 @@ def _config_method(cls: type) -> Any:
 @functools.cache
 def _accepts_settings(cls: type) -> bool:
     """Whether `cls(**config)` can take traceguard's arguments back."""
-    parameters = inspect.signature(cls.__init__).parameters.values()
+    parameters = inspect.signature(getattr(cls, "__init__")).parameters.values()  # noqa: B009
     names = {p.name for p in parameters}
     return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters) \
         or set(SETTING_NAMES) <= names
 
 
-class TraceAwareLayer(TraceAwareMixin, _compat.LayerBase):
+class TraceAwareLayer(TraceAwareMixin, _compat.LayerBase):  # type: ignore[misc]  # Keras is untyped.
     """A Keras `Layer` that records every run of its `call` body.
 
     Subclass it instead of `keras.layers.Layer` and change nothing else; see

@@ -200,7 +200,7 @@ class TraceLog:
         """A readable table: counts by kind, then one block per event."""
         return format_log(self.owner, self._snapshot(), self._dropped, self.eager_calls)
 
-    def to_html(self, path: str | os.PathLike) -> pathlib.Path:
+    def to_html(self, path: str | os.PathLike[str]) -> pathlib.Path:
         """Writes the log as a self-contained HTML report: a timeline and tables.
 
         One mark per body run, coloured by kind, with its reason, changes and
@@ -229,7 +229,7 @@ class TraceLog:
         return f"<TraceLog {self.owner!r}: {len(self)} events ({inner or 'none'})>"
 
 
-def _value_of(counter: itertools.count) -> int:
+def _value_of(counter: itertools.count[int]) -> int:
     """The number `next(counter)` would return, read without taking it."""
     return int(repr(counter)[len("count("):-1])
 

@@ -13,9 +13,9 @@ import collections
 import datetime
 import os
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent
 from traceguard._reports.html_tables import (
@@ -32,6 +32,18 @@ from traceguard._reports.text import format_counts
 from traceguard._reports.timeline import AXES
 from traceguard._reports.timeline_svg import render_timeline, timeline_css
 from traceguard._version import __version__
+
+
+class _LayerRunsLike(Protocol):
+    """A layer's runs with their counters, as `explanation.layers` holds them (`LayerRuns`)."""
+
+    @property
+    def events(self) -> Sequence[TraceEvent]: ...
+
+
+# What `events_by_layer` maps a layer's name to: its `TraceLog` (iterable), a `LayerRuns`, or
+# a list of events.
+LayerEvents: TypeAlias = "Iterable[TraceEvent] | _LayerRunsLike"
 
 _PAGE_CSS = (
     "body{margin:24px;color:#1f2328;background:#fff;font:14px/1.5 system-ui,-apple-system,'Segoe UI',"
@@ -75,7 +87,7 @@ def _legend(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
     return f'<div class="legend">{"".join(items)}</div>'
 
 
-def render_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], title: str | None = None,
+def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = None,
                 axis: str = "time", functions: Sequence[Any] = ()) -> str:
     """The report as one HTML document (a string).
 
@@ -132,8 +144,9 @@ def render_html(events_by_layer: Mapping[str, Sequence[TraceEvent]], title: str 
     ])
 
 
-def write_html(path: str | os.PathLike, events_by_layer: Mapping[str, Sequence[TraceEvent]],
-               title: str | None = None, axis: str = "time", functions: Sequence[Any] = ()) -> pathlib.Path:
+def write_html(path: str | os.PathLike[str], events_by_layer: Mapping[str, LayerEvents],
+               title: str | None = None, axis: str = "time",
+               functions: Sequence[Any] = ()) -> pathlib.Path:
     """Writes the self-contained HTML report of trace events to `path`.
 
     A timeline with one row per layer and one mark per body run, coloured by

@@ -62,8 +62,12 @@ class EventLog(Protocol):
     """A layer's log as reports read it (a `TraceLog`): its events and counters."""
 
     owner: str
-    eager_calls: int
-    dropped: int
+
+    @property
+    def eager_calls(self) -> int: ...
+
+    @property
+    def dropped(self) -> int: ...
 
     def __iter__(self) -> Iterator[TraceEvent]: ...
 
@@ -73,7 +77,7 @@ class EventLog(Protocol):
 class LayerSnapshot(list):
     """One layer's events at one moment, with the counters its log or `LayerRuns` kept."""
 
-    def __init__(self, runs: object) -> None:
+    def __init__(self, runs: Any) -> None:
         super().__init__(getattr(runs, "events", runs))
         self.eager_calls = getattr(runs, "eager_calls", 0)
         self.dropped = getattr(runs, "dropped", 0)

@@ -29,6 +29,7 @@ import collections
 import logging
 import os
 import threading
+from typing import Any
 
 from traceguard._core.events import TraceEvent, TraceKind
 
@@ -65,7 +66,7 @@ class TensorBoardWriter:
         self._counts: dict[str, collections.Counter] = {}  # Layer name (as in the report) -> kind counts.
         self._retraces: dict[str, list[str]] = {}  # Layer name -> Markdown of retraces not yet written.
         self._last_step = -1
-        self._file_writer = None
+        self._file_writer: Any = None  # A tf.summary writer, made at the first write.
         self._failed = False
 
     def record(self, layer: str, event: TraceEvent, where: str) -> None:

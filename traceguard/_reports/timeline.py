@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from traceguard._core.events import TraceEvent, TraceKind
 
@@ -103,6 +104,7 @@ def _spans(events: Sequence[TraceEvent], positions: Sequence[float], cells: int)
 def layout_row(events: Sequence[TraceEvent], positions: Sequence[float], cells: int) -> list[Mark]:
     """The marks of one row, left to right, given each event's x in [0, 1] and the number of cells."""
     marks = []
+    explanations: tuple[tuple[Any, ...], ...]
     for first_cell, last_cell, span_events in _spans(events, positions, cells):
         first = span_events[0]
         if all(_same_explanation(first, event) for event in span_events):

@@ -78,8 +78,8 @@ def ticks(span: float, axis: str, count: int) -> list[tuple[float, str]]:
         return []
     if axis == "order":
         total = max(count - 1, 1)
-        step = max(1, round(_nice_step(total)))
-        return [(value / total, f"run {value + 1:,}") for value in range(0, total + 1, step)]
+        run_step = max(1, round(_nice_step(total)))
+        return [(value / total, f"run {value + 1:,}") for value in range(0, total + 1, run_step)]
     step = _nice_step(span)
     # A tick within a thousandth of a step past the span still shows: timestamps near 1.8e9 s
     # carry float rounding of about 0.2 us.

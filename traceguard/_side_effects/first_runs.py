@@ -17,7 +17,7 @@ from typing import Any
 
 from traceguard._core.signature import spec_of
 from traceguard._record.internal_errors import log_internal_error as _log_internal_error
-from traceguard._record.runs import BodyRun
+from traceguard._record.runs import EagerRun
 
 logger = logging.getLogger("traceguard")
 
@@ -53,7 +53,7 @@ _layer_memories: weakref.WeakKeyDictionary[Any, Memory] = weakref.WeakKeyDiction
 _layer_memories_lock = threading.Lock()
 
 
-def memory_of_layer(run: BodyRun) -> Memory:
+def memory_of_layer(run: EagerRun) -> Memory:
     """The memory of the layer whose `call` is running `run`."""
     with _layer_memories_lock:
         memory = _layer_memories.get(run.state)
@@ -62,7 +62,7 @@ def memory_of_layer(run: BodyRun) -> Memory:
         return memory
 
 
-def signature_key(run: BodyRun) -> Hashable:
+def signature_key(run: EagerRun) -> Hashable:
     """The run's input signature as a key (None if it cannot be read)."""
     try:
         return tuple(run.input_signature().items())

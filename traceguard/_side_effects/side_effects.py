@@ -14,12 +14,13 @@ import functools
 import itertools
 import logging
 import threading
+import types
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from traceguard import _compat
-from traceguard._record.runs import active_runs
+from traceguard._record.runs import BodyRun, active_runs
 from traceguard._side_effects.first_runs import (
     Memory,
     arguments_key,
@@ -45,10 +46,10 @@ _local = threading.local()
 
 def _invocations() -> list[_Invocation]:
     try:
-        return _local.invocations
+        invocations: list[_Invocation] = _local.invocations
     except AttributeError:
-        _local.invocations = []
-        return _local.invocations
+        invocations = _local.invocations = []
+    return invocations
 
 
 # --- print, routed --------------------------------------------------------------------
@@ -75,11 +76,11 @@ class _Invocation:
 
     __slots__ = ("route", "run", "action", "prefix")
 
-    def __init__(self, route: _PrintRoute, args: tuple, kwargs: dict) -> None:
+    def __init__(self, route: _PrintRoute, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.route = route
         runs = active_runs()
         self.run = runs[-1] if runs else None
-        self.prefix = None
+        self.prefix: str | None = None
         under_xla = False
         try:
             # Keras's symbolic pass builds a scratch graph nobody runs or compiles, and
@@ -93,7 +94,7 @@ class _Invocation:
         if under_xla:  # Outside the `try`: a warning turned into an error must reach the user.
             route.warn_once("xla", xla_fallback_message(f"`print` in `{route.name}`"))
 
-    def _decide(self, mode: str, args: tuple, kwargs: dict) -> str:
+    def _decide(self, mode: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
         route, run = self.route, self.run
         if _compat.executing_eagerly():
             return "log" if mode == "log" else "python"
@@ -115,14 +116,14 @@ class _Invocation:
     def __exit__(self, *exc_info: Any) -> None:
         _invocations().pop()
 
-    def print(self, args: tuple, kwargs: dict) -> None:
+    def print(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         sep, _, _ = print_options(kwargs)
         if self.action == "tf.print":
             print_each_execution(args, kwargs, lambda: self.route.warn_once(
                 "file", unsupported_file_message(f"`print` in `{self.route.name}`", kwargs)))
         elif self.action == "log":
             text = sep.join(map(str, args))
-            if self.run is not None and self.run.index is not None:
+            if isinstance(self.run, BodyRun) and self.run.index is not None:  # A logged run.
                 self.run.messages.append(text)
             else:
                 logger.debug("%s: %s", self.route.name, text)
@@ -132,9 +133,9 @@ class _Invocation:
             builtins.print(self.prefix, *args, **kwargs)
 
 
-def _router(route: _PrintRoute) -> Callable[..., None]:
+def _router(route: _PrintRoute) -> Callable[..., Any]:
     @_compat.run_unconverted
-    def print(*args: Any, **kwargs: Any) -> None:
+    def print(*args: Any, **kwargs: Any) -> Any:
         shadowing = route.module_globals.get("print")
         if shadowing is not None:  # The module's own `print`: not the builtin, not ours to route.
             return shadowing(*args, **kwargs)
@@ -143,7 +144,8 @@ def _router(route: _PrintRoute) -> Callable[..., None]:
                 return invocation.print(args, kwargs)
         return builtins.print(*args, **kwargs)  # Run later by a function the body created.
 
-    return print
+    router: Callable[..., Any] = print
+    return router
 
 
 # --- public API -----------------------------------------------------------------------
@@ -220,7 +222,8 @@ def side_effects(function: _Function | None = None, /, *, print: str = "tf.print
 def _route_prints(function: _Function, mode: str) -> _Function:
     check_routable(function, "side_effects")
     route = _PrintRoute(function, mode)
-    routed = copy_with_print(function, _router(route))
+    # check_routable() made sure that it is a plain Python function.
+    routed = copy_with_print(cast(types.FunctionType, function), _router(route))
     plain_when_eager, executing_eagerly = mode != "log", _compat.executing_eagerly
 
     # Only a `with`, an `if` on Python values and the call: AutoGraph, when it
@@ -234,4 +237,5 @@ def _route_prints(function: _Function, mode: str) -> _Function:
         with _Invocation(route, args, kwargs):
             return routed(*args, **kwargs)
 
-    return with_signature_of(function, print_routed)
+    wrapper: _Function = with_signature_of(function, print_routed)
+    return wrapper

@@ -23,7 +23,7 @@ _site_memory = Memory()  # `traceguard.print` under XLA, outside any layer.
 _warned: set[tuple[str, Any]] = set()
 
 
-def print_options(kwargs: dict) -> tuple[str, str, Any]:
+def print_options(kwargs: dict[str, Any]) -> tuple[str, str, Any]:
     """(sep, end, file) as the builtin `print` reads them, raising its errors."""
     if not kwargs.keys() <= _PRINT_KEYWORDS:
         builtins.print(**kwargs)  # Raises the builtin's own TypeError, printing nothing.
@@ -41,7 +41,8 @@ def _holds_tensor(value: Any) -> bool:
         return False
 
 
-def print_each_execution(args: tuple, kwargs: dict, on_unsupported_file: Callable[[], None]) -> None:
+def print_each_execution(args: tuple[Any, ...], kwargs: dict[str, Any],
+                         on_unsupported_file: Callable[[], None]) -> None:
     """`print(*args, **kwargs)` as a `tf.print` op in the graph being traced."""
     sep, end, file = print_options(kwargs)
     # tf.print writes from C++ to the process's stdout or stderr, whatever sys.stdout is now.
@@ -70,7 +71,7 @@ def xla_fallback_message(what: str) -> str:
             "jit_compile=False while debugging. (Warned once.)")
 
 
-def unsupported_file_message(what: str, kwargs: dict) -> str:
+def unsupported_file_message(what: str, kwargs: dict[str, Any]) -> str:
     return (f"{what} can become tf.print only for sys.stdout and sys.stderr: tf.print cannot "
             "write to a Python file object, so it printed at trace time instead. "
             f"Received: file={kwargs.get('file')!r}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from traceguard._record.runs import active_runs
@@ -55,7 +55,8 @@ def trace_once(function: _Function) -> _Function:
                 claim.result = function(*args, **kwargs)
         return claim.result
 
-    return with_signature_of(function, run_once)
+    wrapper: _Function = with_signature_of(function, run_once)
+    return wrapper
 
 
 class _OnceClaim:
@@ -64,6 +65,7 @@ class _OnceClaim:
     __slots__ = ("memory", "key", "first", "result")
 
     def __init__(self, function: Callable[..., Any], memory: Memory) -> None:
+        self.key: Hashable
         runs = active_runs()
         if runs:
             self.memory, self.key = memory_of_layer(runs[-1]), (function, signature_key(runs[-1]))
