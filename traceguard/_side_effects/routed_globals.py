@@ -100,7 +100,7 @@ def copy_with_print(function: types.FunctionType, replacement: Callable[..., Any
         "__missing__": staticmethod(module_globals.__getitem__),
         "module_globals": module_globals,
     })
-    namespace = namespace_type(print=replacement, __builtins__=function.__builtins__)  # type: ignore[attr-defined]  # Python >= 3.10 has it; typeshed lacks it.
+    namespace = namespace_type(print=replacement, __builtins__=function.__builtins__)
     copy = types.FunctionType(function.__code__, namespace, function.__name__,
                               function.__defaults__, function.__closure__)
     copy.__kwdefaults__ = function.__kwdefaults__
