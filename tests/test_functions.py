@@ -174,3 +174,13 @@ def test_a_list_of_varying_length_gets_the_ragged_fix():
                                  "[float32[3], float32[3], float32[3], float32[3]]",)
     assert "`segments` is a list whose length varies" in events[1].hint
     assert "tf.RaggedTensor" in events[1].hint
+
+
+def test_trace_monitor_records_the_keras_steps_it_sees():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    monitor = tg.callbacks.TraceMonitor()
+    model.fit(np.ones((8, 3)), np.ones((8, 1)), batch_size=8, verbose=0, callbacks=[monitor])
+    steps = [runs for runs in monitor.report.functions.values() if runs.keras_step]
+    assert {runs.function for runs in steps} & {"one_step_on_data", "train_function"}
+    assert _observers.function_records is None  # The hook left with the fit.

@@ -49,6 +49,11 @@ class _Observer:
         if monitor is not None:
             monitor.report.record_eager(layer)
 
+    def record_function(self, record: Any) -> None:
+        monitor = self._monitor()
+        if monitor is not None:
+            monitor.report.record_function(record)
+
 
 class TraceMonitorMixin:
     """The behaviour of `TraceMonitor`, for the `Callback` class of any Keras.
