@@ -36,6 +36,7 @@ from traceguard._compat._flavors import (
     load_flavor,
     loaded_layer_bases,
     mark_keras_default_method,
+    present_signature,
     variable_path,
     wrap_build,
 )
@@ -88,6 +89,6 @@ __all__ = [
     "holds_tensor", "in_save_context", "in_symbolic_build", "in_xla_context", "is_base_layer_method",
     "is_keras_default_method", "keep_autograph_out", "keras", "keras2_flavor", "keras3_flavor",
     "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases", "mark_keras_default_method",
-    "parse_version", "print_at_each_execution", "run_unconverted", "user_stacklevel",
+    "parse_version", "present_signature", "print_at_each_execution", "run_unconverted", "user_stacklevel",
     "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
 ]
