@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 MODES = ("plain", "mixin", "watch")
+KERASES = ("keras", "tf_keras")
 # The package the mixed classes are registered under: "traceguard_suite>Dense".
 PACKAGE = "traceguard_suite"
 
@@ -39,6 +40,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "mixed with TraceAwareMixin, or inside traceguard.watch().")
     group.addoption("--traceguard-outcomes", metavar="PATH",
                     help="Write each test's outcome to this JSON file.")
+    group.addoption("--traceguard-keras", choices=KERASES, default="keras",
+                    help="Whose tests run: the keras wheel's, or tf_keras's from its repository "
+                         "(mixin mode then mixes the classes given to test_utils.layer_test).")
 
 
 def skip_if_backend(given_backend: str, reason: str) -> pytest.MarkDecorator:
@@ -59,7 +63,10 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.modules.setdefault("conftest", shim)
     mode = config.getoption("--traceguard-mode")
     if mode == "mixin":
-        _mix_run_layer_test()
+        if config.getoption("--traceguard-keras") == "tf_keras":
+            _mix_tf_keras_layer_test()
+        else:
+            _mix_run_layer_test()
     elif mode == "watch":
         config.pluginmanager.register(_Watcher(), "traceguard_watcher")
     config.pluginmanager.register(_Outcomes(config.getoption("--traceguard-outcomes")),
@@ -81,25 +88,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    import keras
-
     import traceguard
+    from traceguard import _compat
 
     return [f"traceguard keras suite: mode {config.getoption('--traceguard-mode')}, "
-            f"traceguard {traceguard.__file__}, keras {keras.__version__} "
-            f"({keras.backend.backend()})"]
+            f"{config.getoption('--traceguard-keras')}'s tests, traceguard {traceguard.__file__}, "
+            f"{_compat.describe_versions()}"]
 
 
 # --- mixin mode -------------------------------------------------------------------------
 _mixed: dict[type, type] = {}
 
 
-def mixed_class(layer_cls: Any) -> Any:
-    """`layer_cls` with `TraceAwareMixin` mixed in and registered, once per class."""
-    import keras
+def mixed_class(layer_cls: Any, keras: Any = None) -> Any:
+    """`layer_cls` with `TraceAwareMixin` mixed in and registered, once per class.
 
+    `keras` is the namespace `layer_cls` belongs to: `keras` (the default) or `tf_keras`.
+    """
     import traceguard
 
+    if keras is None:
+        import keras
     if not (isinstance(layer_cls, type) and issubclass(layer_cls, keras.layers.Layer)) \
             or issubclass(layer_cls, traceguard.TraceAwareMixin):
         return layer_cls
@@ -125,6 +134,20 @@ def _mix_run_layer_test() -> None:
 
     # The process runs one mode: the patch stays for its lifetime.
     TestCase.run_layer_test = run_layer_test
+
+
+def _mix_tf_keras_layer_test() -> None:
+    # tf_keras's tests call `test_utils.layer_test(layer_cls, kwargs=..., ...)`, its
+    # `run_layer_test`: construction, config round trip, functional and Sequential models.
+    import tf_keras
+    from tf_keras.src.testing_infra import test_utils
+
+    original = test_utils.layer_test
+
+    def layer_test(layer_cls: Any, *args: Any, **kwargs: Any) -> Any:
+        return original(mixed_class(layer_cls, tf_keras), *args, **kwargs)
+
+    test_utils.layer_test = layer_test
 
 
 # --- watch mode -------------------------------------------------------------------------
@@ -177,6 +200,10 @@ class _Outcomes:
             entry["outcome"] = "failed" if report.when == "call" else "error"
             crash = getattr(report.longrepr, "reprcrash", None)
             entry["message"] = (crash.message if crash is not None else str(report.longrepr))[:500]
+        if report.when == "teardown" and self.path:
+            # Also one line per test as it ends, so an interrupted run still tells.
+            with open(f"{self.path}.partial", "a") as file:
+                file.write(json.dumps({report.nodeid: entry}) + "\n")
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:

@@ -63,7 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     keras_root = _keras_root()
     out = Path(args.out or tempfile.mkdtemp(prefix="keras-suite-"))
     out.mkdir(parents=True, exist_ok=True)
-    modules = SELECTIONS[args.selection]
+    if args.tf_keras_tests:
+        modules, keras_root = (str(Path(args.tf_keras_tests).resolve()),), Path(args.tf_keras_tests).resolve()
+        args.pytest_args = ["--traceguard-keras=tf_keras", *args.pytest_args]
+        args.selection = "tf_keras"
+    else:
+        modules = SELECTIONS[args.selection]
     print(f"Keras's own tests ({args.selection}: {' '.join(modules)}) in modes {', '.join(args.modes)};"
           f" outcomes and logs in {out}", flush=True)
     results, failed = {}, False
@@ -101,6 +106,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                         help=f"Comma-separated modes, plain first. Defaults to {','.join(MODES)}.")
     parser.add_argument("--out", help="Directory for outcomes (MODE.json) and logs (MODE.log). "
                                       "Defaults to a new temporary directory.")
+    parser.add_argument("--tf-keras-tests", metavar="DIR",
+                        help="Run these tf_keras tests (exported from its repository, see "
+                             "docs/keras-test-suite.md) instead of a selection of Keras 3's.")
     parser.add_argument("--jobs", type=int, default=1,
                         help="How many modes run at once, each in its own process. Defaults to 1.")
     parser.add_argument("pytest_args", nargs="*", help="After `--`: more pytest arguments (-k, -x).")
@@ -135,6 +143,8 @@ def _run_pytest(mode: str, modules: tuple[str, ...], keras_root: Path, out: Path
         "--continue-on-collection-errors", f"--traceguard-mode={mode}",
         f"--traceguard-outcomes={out / f'{mode}.json'}", *extra, "--pyargs", *modules,
     ]
+    for stale in (out / f"{mode}.json", out / f"{mode}.json.partial"):
+        stale.unlink(missing_ok=True)
     started = time.monotonic()
     with open(out / f"{mode}.log", "w") as log:
         code = subprocess.run(command, cwd=out, env=environment, stdout=log,
