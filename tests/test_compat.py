@@ -110,6 +110,24 @@ def test_keras_default_method_mark_drives_auto_config(keras_flavor):
     assert not _compat.is_keras_default_method(keras.layers.Dense.get_config)
 
 
+def test_keras_generates_the_config_from_a_presented_constructor_signature(keras_flavor):
+    class Scale(keras_flavor.keras.layers.Layer):
+        def __init__(self, *args, **kwargs):
+            self.factor = args[0] if args else kwargs.pop("factor")
+            super().__init__(**kwargs)
+
+    # Without it, Keras 3 refuses to generate the config (variadic positional
+    # arguments) and Keras 2 leaves `factor` out.
+    _compat.present_signature(Scale.__init__, inspect.Signature([
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("factor", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD),
+    ]))
+    config = Scale(2.0).get_config()
+    assert config["factor"] == 2.0
+    assert Scale.from_config(config).factor == 2.0
+
+
 def test_backing_variable_is_the_tf_variable_without_initialising(keras_flavor):
     dense = keras_flavor.keras.layers.Dense(2)
     dense.build((None, 3))

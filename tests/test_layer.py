@@ -183,3 +183,115 @@ def test_budget_raise_reaches_the_caller_as_retrace_error_after_logging(keras_fl
         step(seed_input[:5])
     assert type(info.value) is tg.RetraceError
     assert kinds(layer)[-1] == "retrace"
+
+
+# --- a mixed class shows Keras its parent's constructor and config (#21) -------------------
+def _plain_scale(keras):
+    class Scale(keras.layers.Layer):
+        """A user's layer with an argument of its own and no `get_config` (Keras generates it)."""
+
+        def __init__(self, factor, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+        def call(self, inputs):
+            return inputs * self.factor
+
+    return Scale
+
+
+SETTINGS = {"trace_log_size": 1000, "log_eager": False, "max_traces": None, "on_excess": "warn"}
+
+
+def test_mixed_class_signature_is_the_parents_plus_keyword_only_settings(keras_flavor):
+    Scale = _plain_scale(keras_flavor.keras)
+
+    class TracedScale(tg.TraceAwareMixin, Scale):
+        pass
+
+    parameters = inspect.signature(TracedScale.__init__).parameters.values()
+    assert [(p.name, p.kind.name, p.default) for p in parameters] == [
+        ("self", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("factor", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        *((name, "KEYWORD_ONLY", default) for name, default in SETTINGS.items()),
+        ("kwargs", "VAR_KEYWORD", inspect.Parameter.empty),
+    ]
+    # A subclass's own `__init__` is the user's business: Keras reads it as written.
+    class WithInit(TracedScale):
+        def __init__(self, factor=2.0, **kwargs):
+            super().__init__(factor, **kwargs)
+
+    assert list(inspect.signature(WithInit.__init__).parameters) == ["self", "factor", "kwargs"]
+
+
+def test_mixed_class_built_positionally_generates_its_config_as_the_parent(keras_flavor):
+    Scale = _plain_scale(keras_flavor.keras)
+
+    class TracedScale(tg.TraceAwareMixin, Scale):
+        pass
+
+    # Keras 3 raised NotImplementedError ("created by passing positional only or variadic
+    # positional arguments"); Keras 2 dropped `factor` from the config.
+    config = TracedScale(2.0, max_traces=3).get_config()
+    assert config == {**Scale(2.0, name=config["name"]).get_config(), **SETTINGS, "max_traces": 3}
+    restored = TracedScale.from_config(config)
+    assert restored.factor == 2.0 and restored.get_config() == config
+
+
+def test_model_holding_a_positionally_built_mixed_layer_saves_and_loads(keras_flavor, tmp_path):
+    keras = keras_flavor.keras
+
+    class TracedScale(tg.TraceAwareMixin, _plain_scale(keras)):
+        pass
+
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, TracedScale(2.0, trace_log_size=5, name="scale")(inputs))
+    model.save(tmp_path / "model.keras")
+    loaded = keras.models.load_model(tmp_path / "model.keras", custom_objects={"TracedScale": TracedScale})
+    scale = loaded.get_layer("scale")
+    assert scale.factor == 2.0 and scale.trace_log.maxlen == 5
+    np.testing.assert_array_equal(loaded(np.ones((1, 3))), np.full((1, 3), 2.0))
+
+
+def test_mixed_wrapper_rebuilt_from_config_equals_the_original(keras_flavor):
+    keras = keras_flavor.keras
+
+    class TracedTimeDistributed(tg.TraceAwareMixin, keras.layers.TimeDistributed):
+        pass
+
+    # `Wrapper.from_config` passes the wrapped layer positionally; Keras 3 then disabled
+    # the automatic config of the copy only (`_auto_config_error_args`), and Keras's own
+    # `run_layer_test` compares the attributes of both.
+    layer = TracedTimeDistributed(layer=keras.layers.Dense(2), max_traces=1)
+    revived = TracedTimeDistributed.from_config(layer.get_config())
+    assert set(dir(revived)) == set(dir(layer))
+    assert revived.get_config() == layer.get_config()
+    assert revived.get_config()["max_traces"] == 1
+
+
+def test_own_get_config_calling_super_keeps_the_settings_on_a_bare_layer(keras_flavor):
+    keras = keras_flavor.keras
+
+    class Bare(tg.TraceAwareMixin, keras.layers.Layer):
+        def __init__(self, factor=1.0, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+        def get_config(self):
+            return {**super().get_config(), "factor": self.factor}
+
+    class OwnConfigDense(tg.TraceAwareMixin, keras.layers.Dense):
+        def get_config(self):
+            return {**super().get_config(), "note": "mine"}
+
+        @classmethod
+        def from_config(cls, config):
+            return cls(**{key: value for key, value in config.items() if key != "note"})
+
+    expected = {**SETTINGS, "max_traces": 3, "on_excess": "raise"}
+    for layer in (Bare(2.0, max_traces=3, on_excess="raise"),
+                  OwnConfigDense(2, max_traces=3, on_excess="raise")):
+        config = layer.get_config()
+        assert {name: config[name] for name in SETTINGS} == expected
+        restored = type(layer).from_config(config)
+        assert restored.get_config()["max_traces"] == 3 and restored.get_config()["on_excess"] == "raise"

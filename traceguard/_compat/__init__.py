@@ -43,6 +43,7 @@ from traceguard._compat._flavors import (
     load_flavor,
     loaded_layer_bases,
     mark_keras_default_method,
+    present_signature,
     variable_path,
     wrap_build,
 )
@@ -122,7 +123,8 @@ __all__ = [
     "in_xla_context", "innermost_tracing", "is_base_layer_method", "is_keras_default_method",
     "is_keras_step_function", "keep_autograph_out", "keras", "keras2_flavor", "keras3_flavor",
     "keras_call", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
-    "mark_keras_default_method", "parse_version", "print_at_each_execution", "remove_trace_listener",
+    "mark_keras_default_method", "parse_version", "present_signature", "print_at_each_execution",
+    "remove_trace_listener",
     "retracing_warning_notes", "run_unconverted", "tracing_of_graph", "user_stacklevel",
     "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
 ]

@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import types
@@ -206,6 +207,18 @@ def wrap_build(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Cal
     drops `self`.
     """
     return functools.update_wrapper(wrapper, original)
+
+
+def present_signature(function: Callable[..., Any], signature: inspect.Signature) -> None:
+    """Makes every Keras read `signature` as the parameters of `function`, a layer's `__init__`.
+
+    Keras reads a layer class's constructor arguments to generate its config: Keras 3
+    with `inspect.signature(cls.__init__)` and `inspect.getfullargspec` (`Operation.__new__`
+    in keras/src/ops/operation.py), Keras 2 with `tf_inspect.getfullargspec(cls.__init__)`
+    (`Layer.__new__` in tf_keras/src/engine/base_layer.py and keras 2.12-2.15). Both end
+    in Python's `inspect`, which answers with a function's `__signature__`.
+    """
+    function.__signature__ = signature  # type: ignore[attr-defined]
 
 
 def is_keras_default_method(method: Any) -> bool:

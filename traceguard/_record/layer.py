@@ -29,6 +29,11 @@ class TraceAwareMixin:
     reason, what changed since the previous trace, and how to avoid it. The
     layer's results are never changed.
 
+    A mixed class without an `__init__` of its own takes the arguments of the
+    Keras class, positional ones included, plus the keyword-only ones below,
+    and Keras generates, saves and restores its config as the parent's. A
+    `get_config` that calls `super().get_config()` gets the arguments below.
+
     Thread-safe: the layer may be called from several threads at once,
     including `tf.distribute` replica threads. Each run is recorded exactly
     once, its event names its thread (and replica), and event indices stay
@@ -73,6 +78,8 @@ class TraceAwareMixin:
                 setattr(cls, name, record(method))
         if "get_config" not in cls.__dict__:
             setattr(cls, "get_config", _config_method(cls))  # noqa: B010 (a class attribute)
+        if cls.__init__ is TraceAwareMixin.__init__ and _compat.layer_base_of(cls) is not None:
+            setattr(cls, "__init__", _init_method(cls))  # noqa: B010 (a class attribute)
 
     def __init__(
         self,
@@ -95,11 +102,20 @@ class TraceAwareMixin:
         # Set around Keras's `__setattr__` so the state is never tracked or saved.
         object.__setattr__(self, STATE_ATTRIBUTE, LayerTraceState(settings, owner=self.name))
 
+    def get_config(self) -> dict[str, Any]:
+        # Reached from a subclass's own `get_config` through `super().get_config()`.
+        return _with_settings(self, super().get_config())  # type: ignore[misc]
+
     @property
     def trace_log(self) -> TraceLog:
         """The `traceguard.TraceLog` of this layer's body runs."""
         state: LayerTraceState = self.__dict__[STATE_ATTRIBUTE]
         return state.log
+
+
+# traceguard's keyword-only arguments, as the mixin's `__init__` declares them.
+_SETTING_PARAMETERS = {name: inspect.signature(TraceAwareMixin.__init__).parameters[name]
+                       for name in SETTING_NAMES}
 
 
 def _check_mixin_order(cls: type) -> None:
@@ -119,26 +135,60 @@ def _check_mixin_order(cls: type) -> None:
         )
 
 
+def _parent_method(cls: type, name: str) -> Any:
+    """The method `name` that `cls` would have without the mixin, or None."""
+    return next((klass.__dict__[name] for klass in cls.__mro__[1:]
+                 if klass is not TraceAwareMixin and name in klass.__dict__), None)
+
+
 def _config_method(cls: type[Any]) -> Any:
     """A `get_config` for `cls` that adds traceguard's arguments to the parent's config.
 
-    Keras 3 generates the config of a subclass without `get_config` from its
+    Keras generates the config of a subclass without `get_config` from its
     `__init__` arguments, but only while the `get_config` it finds is marked as
     Keras's default: the method is marked likewise when the parent's is.
     """
 
     def get_config(self: Any) -> dict[str, Any]:
         config: dict[str, Any] = super(cls, self).get_config()
-        owner: type = type(self)
-        if _accepts_settings(owner):
-            config.update(self.__dict__[STATE_ATTRIBUTE].settings.as_config())
-        return config
+        return _with_settings(self, config)
 
-    parent = getattr(super(cls, cls), "get_config", None)
-    if _compat.is_keras_default_method(parent):
+    if _compat.is_keras_default_method(_parent_method(cls, "get_config")):
         _compat.mark_keras_default_method(get_config)
     get_config.__qualname__ = f"{cls.__qualname__}.get_config"
     return get_config
+
+
+def _with_settings(layer: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with the layer's traceguard arguments, if its class can take them back."""
+    owner: type = type(layer)
+    if _accepts_settings(owner):
+        config.update(layer.__dict__[STATE_ATTRIBUTE].settings.as_config())
+    return config
+
+
+def _init_method(cls: type[Any]) -> Any:
+    """An `__init__` for `cls` whose signature is the parent's plus traceguard's arguments.
+
+    Keras reads a layer's constructor arguments from the signature of `cls.__init__`
+    to generate its config; the mixin's own, `(self, *args, ..., **kwargs)`, would
+    hide them, and a positional argument (`Wrapper.from_config` passes the wrapped
+    layer so) would turn Keras's automatic config off. The parent is the `__init__`
+    the class would have without the mixin.
+    """
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        super(cls, self).__init__(*args, **kwargs)
+
+    parameters = list(inspect.signature(_parent_method(cls, "__init__")).parameters.values())
+    settings = [parameter for name, parameter in _SETTING_PARAMETERS.items()
+                if all(p.name != name for p in parameters)]
+    # Keyword-only, before the parent's `**kwargs` if it has one.
+    has_kwargs = bool(parameters) and parameters[-1].kind is inspect.Parameter.VAR_KEYWORD
+    at = len(parameters) - has_kwargs
+    _compat.present_signature(__init__, inspect.Signature(parameters[:at] + settings + parameters[at:]))
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
 
 
 @functools.cache
