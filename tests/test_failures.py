@@ -15,6 +15,7 @@ from traceguard._record import internal_errors as _internal_errors
 from traceguard._record import layer_state as _layer_state
 from traceguard._record import recorder as _recorder
 from traceguard._record import runs as _runs
+from traceguard._record.layer_state import STATE_ATTRIBUTE
 
 
 class UserError(RuntimeError):
@@ -199,7 +200,8 @@ def test_bookkeeping_failure_on_the_eager_path_does_not_break_the_call(
         monkeypatch, caplog, fresh_error_reports, seed_input):
     layer = SeedLayer()
     expected = layer(seed_input)
-    monkeypatch.setattr(layer.trace_log, "_count_eager_call", _raise)  # Each log has its own counter.
+    # Each layer's state has its own counter (the log's, looked up once).
+    monkeypatch.setattr(layer.__dict__[STATE_ATTRIBUTE], "count_eager_call", _raise)
     with caplog.at_level(logging.ERROR, logger="traceguard"):
         for _ in range(3):
             np.testing.assert_array_equal(layer(seed_input), expected)

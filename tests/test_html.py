@@ -10,6 +10,7 @@ from conftest import DEFAULT
 
 import traceguard as tg
 from traceguard._core.events import TraceEvent, TraceKind
+from traceguard._record.log import eager_counter
 from traceguard._reports.html import render_html
 from traceguard._reports.html_tables import layers_html
 from traceguard._reports.timeline import MARK_BUDGET
@@ -252,7 +253,7 @@ def test_counts_table_lists_runs_per_kind_and_the_log_counters():
     log = tg.TraceLog(2, owner="dense")
     for index, kind in enumerate(["symbolic", "trace", "retrace"], start=1):
         log._append(event(index, kind, float(index)))
-    log._count_eager_call()
+    eager_counter(log)()
     rows = counts_rows(render_html({"dense": log, "other": [event(1, "save", 0.0)]}))
     assert rows == [
         ["layer", "eager", "symbolic", "trace", "variable_retrace", "retrace", "save", "body runs",
@@ -416,7 +417,7 @@ def test_repr_html_of_a_long_log_shows_both_ends_and_how_many_are_hidden():
     log = tg.TraceLog(1000, owner="long")
     for index in range(1, 101):
         log._append(event(index, "eager", float(index), function=None))
-    log._count_eager_call()
+    eager_counter(log)()
     tree = parse(log._repr_html_())
     rows = tree.find_all("table", "tg-events")[0].find_all("tr")[1:]
     assert len(rows) == 61

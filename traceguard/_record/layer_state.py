@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from traceguard._core.classify import EarlierTrace, same_trace
-from traceguard._record.log import TraceLog
+from traceguard._record.log import TraceLog, eager_counter
 from traceguard._record.settings import TraceSettings
 
 STATE_ATTRIBUTE = "_traceguard_state"
@@ -25,6 +25,8 @@ class LayerTraceState:
         # Whether the variables the layer's `build` creates are seen (a recorded `build`).
         self.sees_build = sees_build
         self.log = TraceLog(settings.trace_log_size, owner=owner)
+        # Called at every eager step: a bound C method, looked up once.
+        self.count_eager_call = eager_counter(self.log)
         self.lock = threading.Lock()
         self.graph_traces = 0
         # Paths of the variables `build` just created as Keras built the layer in a call:

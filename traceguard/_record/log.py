@@ -8,7 +8,7 @@ import itertools
 import os
 import pathlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, overload
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
@@ -78,7 +78,11 @@ class TraceLog:
         self._unmade = False  # Whether `_events` holds a run whose event is not made yet.
         self._lock = threading.Lock()
         self._dropped = 0
-        self._start_eager_count()
+        # Every eager step counts: `next()` on an `itertools.count` is one C call, atomic
+        # under the GIL, where a locked `+= 1` took three calls. Its repr holds the count;
+        # `clear()` moves the base, so the counter (and `eager_counter()`'s callers) stay.
+        self._eager_count = itertools.count()
+        self._eager_base = 0
         # `next()` on an `itertools.count` is atomic under the GIL: no lock per run.
         self._indices = itertools.count(1)
         self._reserve_index = self._indices.__next__
@@ -107,12 +111,6 @@ class TraceLog:
             if type(entry) is not TraceEvent:
                 self._unmade = True
 
-    def _start_eager_count(self) -> None:
-        # Every eager step counts: `next()` on an `itertools.count` is one C call, atomic
-        # under the GIL, where a locked `+= 1` took three calls. Its repr holds the count.
-        self._eager_count = itertools.count()
-        self._count_eager_call = self._eager_count.__next__
-
     @property
     def maxlen(self) -> int:
         """How many events the log keeps."""
@@ -126,7 +124,7 @@ class TraceLog:
     @property
     def eager_calls(self) -> int:
         """How many eager runs of the body there were (logged or not)."""
-        return _value_of(self._eager_count)
+        return _value_of(self._eager_count) - self._eager_base
 
     def _snapshot(self) -> list[TraceEvent]:
         with self._lock:
@@ -190,7 +188,7 @@ class TraceLog:
         with self._lock:
             self._events.clear()
             self._dropped = 0
-            self._start_eager_count()
+            self._eager_base = _value_of(self._eager_count)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The events as JSON-serialisable dicts keyed by field name."""
@@ -245,9 +243,9 @@ def reserve_index(log: TraceLog) -> int:
     return log._reserve_index()
 
 
-def count_eager_call(log: TraceLog) -> None:
-    """Counts one eager run of the body."""
-    log._count_eager_call()
+def eager_counter(log: TraceLog) -> Callable[[], int]:
+    """The callable that counts one eager run of the body in `log`; the same for the log's life."""
+    return log._eager_count.__next__
 
 
 def next_index(log: TraceLog) -> int:

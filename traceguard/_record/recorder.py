@@ -53,7 +53,7 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
             # The eager fast path, every step of an eager loop: count the run and keep
             # it on the stack (side effects read it); nothing is logged.
             try:
-                _log.count_eager_call(state.log)
+                state.count_eager_call()
                 if _observers.observers:
                     _observers.notify_eager(layer)
                 if state.built_variables:  # Built in this call, which no event records.
@@ -221,7 +221,7 @@ def _stop_watching(watch: Any) -> None:
 
 def _count_eager_run(layer: Any, state: LayerTraceState) -> None:
     try:
-        _log.count_eager_call(state.log)
+        state.count_eager_call()
         if _observers.observers:
             _observers.notify_eager(layer)
     except Exception:  # Bookkeeping must never break the user's call.
