@@ -8,6 +8,7 @@ import tensorflow as tf
 
 import traceguard as tg
 from traceguard import _compat
+from traceguard._compat._keras_names import variable_owner
 from traceguard._record import observers as _observers
 
 keras = _compat.keras
@@ -74,7 +75,8 @@ def test_model_rebuilt_per_iteration_names_the_new_step_objects_and_the_fix():
     step = [runs for runs in explanation.functions.values() if runs.keras_step]
     assert len(step) == 1 and step[0].objects == 3
     assert step[0].events[-1].hint.startswith("Build the model once and reuse it")
-    shared = explanation.layers["shared"].events
+    # Keras 2 also runs the shared layer on symbolic inputs as each new model is built.
+    shared = [event for event in explanation.layers["shared"].events if event.kind.value != "symbolic"]
     assert [event.kind.value for event in shared] == ["trace", "retrace", "retrace"]
     assert "new function object (#3 so far)" in shared[-1].reason
     assert shared[-1].hint.startswith("Build the model once and reuse it")
@@ -155,7 +157,9 @@ def test_custom_loop_variable_retrace_names_the_optimizer_slots():
         train(tf.ones((8, 4)), tf.ones((8, 1)))
     _, events = events_of(explanation, "train")
     assert [event.kind.value for event in events] == ["trace", "variable_retrace"]
-    assert any("momentum" in name for name in events[0].created_variables)
+    # Keras 3 names them `adam/dense_kernel_momentum`, Keras 2 `Adam/m/dense/kernel`.
+    assert events[0].created_variables
+    assert all(variable_owner(name) == "optimizer" for name in events[0].created_variables)
     assert events[1].hint.startswith("The first trace created the optimizer's variables (`")
     assert "`optimizer.build(model.trainable_variables)`" in events[1].hint
     assert "call the layer once" not in events[1].hint

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from traceguard._compat._keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
+from traceguard._core.changes import Aspect
 from traceguard._core.classify import Hint, Reason, Verdict
 
 _HINTS: dict[Hint, str] = {
@@ -131,11 +132,13 @@ def _varying_length(verdict: Verdict) -> str:
 
 
 def _none_dimension(verdict: Verdict) -> str:
-    change = verdict.changes[0] if verdict.changes else None
     text = ("Each new shape costs a trace: give the tf.function an `input_signature` with None "
             "for the dimension that varies, or use `tf.function(reduce_retracing=True)`.")
-    if change is not None and change.axis == 0 and isinstance(change.old, int) \
-            and isinstance(change.new, int) and change.new < change.old:
+    # A batch: every change is dimension 0 of a tensor, all from one size to one smaller size.
+    sizes = {(change.old, change.new) if change.aspect is Aspect.DIM and change.axis == 0 else (None, None)
+             for change in verdict.changes}
+    old, new = next(iter(sizes)) if len(sizes) == 1 else (None, None)
+    if isinstance(old, int) and isinstance(new, int) and new < old:
         text += (" If it is the last, partial batch of a dataset, `dataset.batch(batch_size, "
                  "drop_remainder=True)` removes it.")
     return text
