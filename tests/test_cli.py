@@ -88,7 +88,7 @@ def test_demo_prints_no_tensorflow_startup_line_without_verbose():
 
 
 @pytest.mark.slow  # Two more TensorFlow start-ups.
-def test_verbose_demo_prints_what_importing_tensorflow_prints_first():
+def test_verbose_demo_prints_what_importing_tensorflow_prints():
     raw = python("import tensorflow", TF_CPP_MIN_LOG_LEVEL=None).stderr
     startup = [line.split("] ", 1)[-1] for line in raw.splitlines() if _cli._STARTUP_LINE.match(line)]
     if not startup:
@@ -96,6 +96,7 @@ def test_verbose_demo_prints_what_importing_tensorflow_prints_first():
     result = python("import runpy; runpy.run_module('traceguard', run_name='__main__')", "demo",
                     "--verbose", TF_CPP_MIN_LOG_LEVEL=None)
     assert result.returncode == 0, result.stderr
-    # The import's lines, and then more: TensorFlow's first op looks for a GPU (cuInit).
+    # The import's lines, among more: TensorFlow's first op looks for a GPU (cuInit). Their order
+    # differs between releases (TF 2.16 prints "Could not find cuda drivers" before the CPU notice).
     shown = [line.split("] ", 1)[-1] for line in result.stderr.splitlines()]
-    assert shown[:len(startup)] == startup
+    assert set(startup) <= set(shown), (startup, shown)
