@@ -157,7 +157,8 @@ class _Watcher:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:
         import traceguard
-        from traceguard import _compat, _instrument
+        from traceguard import _compat
+        from traceguard._diagnosis import instrument as _instrument
 
         def calls() -> dict[type, Any]:
             classes = _instrument.layer_classes(_compat.loaded_layer_bases())
