@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import os
 import textwrap
@@ -23,6 +24,12 @@ def format_counts(events: Sequence[TraceEvent]) -> str:
     return ", ".join(f"{counts[kind]} {kind}" for kind in TRACE_KINDS if counts[kind]) or "no events"
 
 
+def _add_labelled(lines: list[str], indent: str, label: str, text: str) -> None:
+    """Appends `label: text` to `lines`, wrapped, the continuation lines under the text."""
+    lines.extend(textwrap.wrap(text, _WIDTH, initial_indent=f"{indent}   {label}: ",
+                               subsequent_indent=f"{indent}   {' ' * len(label)}  "))
+
+
 def format_event(event: TraceEvent, indent: str = "", show_hint: bool = True,
                  same_as: str | None = None) -> str:
     """One event as a header line and its why / changed / fix lines.
@@ -32,11 +39,7 @@ def format_event(event: TraceEvent, indent: str = "", show_hint: bool = True,
     """
     where = f" in {event.function}" if event.function else ""
     lines = [f"{indent}#{event.index} {event.kind.value}{where}  ({_signature_text(event)})"]
-
-    def add(label: str, text: str) -> None:
-        lines.extend(textwrap.wrap(text, _WIDTH, initial_indent=f"{indent}   {label}: ",
-                                   subsequent_indent=f"{indent}   {' ' * len(label)}  "))
-
+    add = functools.partial(_add_labelled, lines, indent)
     if event.changes:
         add("changed", "; ".join(event.changes))
     if event.created_variables:
@@ -196,11 +199,7 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
     signature = ", ".join(f"{name}={spec}" for name, spec in event.signature.items()) or "-"
     where = f", called at {_short_site(event.call_site)}" if event.call_site else ""
     lines = [f"{indent}#{number} {event.kind.value}  ({signature}){where}  {event.duration_s * 1000:.0f} ms"]
-
-    def add(label: str, text: str) -> None:
-        lines.extend(textwrap.wrap(text, _WIDTH, initial_indent=f"{indent}   {label}: ",
-                                   subsequent_indent=f"{indent}   {' ' * len(label)}  "))
-
+    add = functools.partial(_add_labelled, lines, indent)
     if event.changes:
         add("changed", "; ".join(event.changes))
     if event.created_variables:
