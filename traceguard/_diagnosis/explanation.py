@@ -145,9 +145,10 @@ class Explanation:
         if not self._unmade:
             return
         for runs in self._layers.values():
-            for position, entry in enumerate(runs.events):
+            entries: list[Any] = runs.events  # TraceEvents, and runs kept by `record_run`.
+            for position, entry in enumerate(entries):
                 if type(entry) is not TraceEvent:
-                    event = runs.events[position] = entry.event()
+                    event = entries[position] = entry.event()
                     self._order[id(event)] = self._order.pop(id(entry))
         self._unmade = False
 
