@@ -24,7 +24,6 @@ from traceguard._core.errors import RetraceError
 from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent
 from traceguard._core.signature import signature_of
 from traceguard._record import layer_state as _layer_state
-from traceguard._record import log as _log
 from traceguard._record import observers as _observers
 from traceguard._record.internal_errors import log_internal_error
 from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
@@ -163,7 +162,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             earlier = state.earlier_traces(run.function_key)
             # Only for a function's first trace (runs of the trace in progress aside):
             # earlier traces of tf.functions wrapping the same code.
-            if all(same_trace(past.trace, run.trace) for past in earlier):
+            if not earlier or all(same_trace(past.trace, run.trace) for past in earlier):
                 same_origin = state.earlier_traces_of_origin(run.origin)
             else:  # A retrace: its hint depends on the Keras method, if any.
                 keras_call = _compat.keras_call(graph)
@@ -183,7 +182,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         # layer's variables before and after the run tell.
         run.variables_before = (None if run.context is RunContext.GRAPH and not _compat.IS_JAX
                                 else _compat.layer_variables(layer))
-        run.index = _log.reserve_index(state.log)
+        run.index = state.reserve_index()
         run.started = time.time()
     except Exception:  # Bookkeeping must never break the user's call.
         log_internal_error("starting to record a run")
@@ -244,7 +243,7 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         if not state.sees_build and run.in_creation_phase:
             made_in_trace = bool(run.created_variables) or _compat.any_created_in_a_trace(
                 _compat.layer_variables(run.layer) if run.variables_before is None else run.variables_before)
-        run.thread = threading.current_thread().name
+        run.thread = _thread_name()
         run.error = None if error is None else repr(error)
         layer = run.layer
         # The log keeps the run: drop what would keep tensors, variables and the layer's state alive.
@@ -252,7 +251,7 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         run.layer = run.args = run.kwargs = run.variables_before = run.created = run.state = None
         run.creation_watch = None
         # The event is made when first read: the log and most observers keep the run.
-        _log.append(state.log, run)
+        state.append(run)
         if _observers.observers:
             _observers.notify_run(layer, run)
         if run.kind not in GRAPH_TRACE_KINDS or error is not None:
@@ -273,6 +272,15 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         return
     if excess:
         _enforce_budget(state, run.event())
+
+
+def _thread_name() -> str:
+    """This thread's name, looked up once per thread (a Python call per logged run otherwise)."""
+    try:
+        return _local.thread_name  # type: ignore[no-any-return]
+    except AttributeError:
+        _local.thread_name = threading.current_thread().name
+        return _local.thread_name  # type: ignore[no-any-return]
 
 
 def _created_variables(run: BodyRun) -> tuple[str, ...]:

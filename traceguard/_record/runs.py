@@ -71,7 +71,8 @@ class BodyRun(EagerRun):
 
     def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
                  args: tuple, kwargs: dict) -> None:
-        super().__init__(layer, state, original, args, kwargs)
+        # `EagerRun.__init__`'s assignments, written out: one call less on every logged run.
+        self.layer, self.state, self.original, self.args, self.kwargs = layer, state, original, args, kwargs
         self.index: int | None = None  # None: the run is not logged.
         self.kind = TraceKind.EAGER
         self.messages: list[str] = []
