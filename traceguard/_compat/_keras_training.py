@@ -20,7 +20,7 @@ from traceguard._compat._flavors import flavor_of_class, internal_missing
 # The names Keras gives its step functions, per flavor and method: the outer function,
 # then the one that runs one step inside it (Keras 3 on TensorFlow,
 # keras/src/backend/tensorflow/trainer.py `_make_function`, `make_predict_function`).
-STEP_FUNCTIONS = {
+STEP_FUNCTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "keras3": {"fit": ("multi_step_on_iterator", "one_step_on_data"),
                "evaluate": ("multi_step_on_iterator", "one_step_on_data"),
                "predict": ("one_step_on_data_distributed",)},
