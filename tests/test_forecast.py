@@ -209,6 +209,16 @@ def test_a_model_fit_before_is_outside_the_forecast(keras_flavor):
     assert [item.code.value for item in forecast.outside] == ["existing_functions"]
 
 
+def test_after_fit_predict_and_a_recompiled_fit_are_foreseen(keras_flavor):
+    model = make_model(keras_flavor.keras, optimizer="adam")
+    model.fit(X, Y, verbose=0)
+    predict = foresee_then_run(model, X[:64], batch_size=32, method="predict")
+    assert [trace.kind for trace in predict.traces] == ["trace"]
+    model.compile(optimizer="adam", loss="mse")  # A new optimizer, and no step functions.
+    forecast = foresee_then_run(model, X, Y, batch_size=32)
+    assert kinds(forecast) == training(keras_flavor, ANY, True)
+
+
 def test_a_generator_is_outside_the_forecast(keras_flavor):
     model = make_model(keras_flavor.keras)
     forecast = tg.forecast(model, (batch for batch in [(X, Y)]))

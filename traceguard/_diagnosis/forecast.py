@@ -53,8 +53,13 @@ def _outside(state: _keras_training.ModelState, method: str) -> list[Outside]:
               or (method == "fit" and name == "test_step")]
     if custom:
         outside.append(Outside(Unforeseeable.CUSTOM_STEP, ", ".join(f"`{name}`" for name in custom)))
-    if state.existing_functions:
-        outside.append(Outside(Unforeseeable.EXISTING_FUNCTIONS, ", ".join(state.existing_functions)))
+    # The step functions the method runs (fit's validation runs the test step): Keras
+    # reuses one an earlier call made, with the traces it holds.
+    used = {"fit": ("train_function", "test_function"), "evaluate": ("test_function",),
+            "predict": ("predict_function",)}[method]
+    existing = [name for name in state.existing_functions if name in used]
+    if existing:
+        outside.append(Outside(Unforeseeable.EXISTING_FUNCTIONS, ", ".join(existing)))
     if state.distributed:
         outside.append(Outside(Unforeseeable.DISTRIBUTED, "a distribution strategy"))
     if method == "fit" and state.optimizer_variables is None and state.optimizer is not None:

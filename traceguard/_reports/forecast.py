@@ -108,7 +108,9 @@ def format_forecast(method: str, keras: str, traces: Sequence[ForeseenTrace],
                           *_outside_lines(outside)])
     retraces = sum(trace.kind != "trace" for trace in traces)
     functions = len({(trace.function, trace.step) for trace in traces})
-    lines = [f"{head}: {len(traces)} traces of {functions} step functions, {retraces} of them retraces"
+    plural = "" if retraces == 1 else "s"
+    lines = [f"{head}: {len(traces)} traces of {functions} step function{'' if functions == 1 else 's'} "
+             f"({retraces} retrace{plural})"
              if traces else f"{head}: no traces (the model runs its steps eagerly)."]
     for number, trace in enumerate(traces, 1):
         lines.append(f"#{number} {trace.kind} of {trace.function} ({_STEPS[trace.step]})  "
