@@ -105,7 +105,7 @@ def test_unbuilt_model_creates_its_weights_in_the_first_trace(keras_flavor):
     forecast = foresee_then_run(model, X[:64], Y[:64], batch_size=32)
     assert kinds(forecast) == training(keras_flavor, FULL, True)
     assert forecast.traces[-1].facts["layers"].count("dense") == 2  # Both Dense layers, by name.
-    assert "build the model first" in str(forecast)
+    assert "Before the call, build the model (an `Input`" in " ".join(str(forecast).split())
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])

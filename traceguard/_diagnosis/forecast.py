@@ -132,8 +132,9 @@ def _eager_batch_traces(state: _keras_training.ModelState, data: Data, steps: in
         spec = data.spec() if size is None else data.spec(size)
         return format_spec(("seq", "list", (spec,), 1, None))
 
+    # Each batch is traced with its own size: no partial-batch facts for the first trace.
     traces = [ForeseenTrace(name, "predict", "trace", {"data": batch_spec(sizes[0])},
-                            ForecastReason.FIRST_TRACE, _batch_facts(data))]
+                            ForecastReason.FIRST_TRACE)]
     if creators:
         traces.append(dataclasses.replace(traces[0], kind="variable_retrace",
                                           reason=ForecastReason.VARIABLE_CREATION, facts=dict(creators)))

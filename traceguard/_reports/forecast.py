@@ -72,7 +72,7 @@ def hint_words(trace: ForeseenTrace) -> str | None:
     if trace.reason is ForecastReason.VARIABLE_CREATION:
         fixes = []
         if "layers" in facts:
-            fixes.append("build the model first (an `Input`, or `model.build(input_shape)`)")
+            fixes.append("build the model (an `Input`, or `model.build(input_shape)`)")
         if "optimizer" in facts:
             fixes.append("build the optimizer: `model.optimizer.build(model.trainable_variables)`")
         if "metrics" in facts or "loss" in facts:
