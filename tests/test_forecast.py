@@ -182,6 +182,30 @@ def test_predict_retraces_for_the_last_batch_on_keras_3_only(keras_flavor):
         assert kinds(forecast) == [("predict_function", "trace", {"iterator": "float32[None,4]"})]
 
 
+def test_sample_weights_and_dict_inputs_are_part_of_the_signature(keras_flavor):
+    keras = keras_flavor.keras
+    model = make_model(keras)
+    weights = np.ones(70, dtype="float32")
+    forecast = foresee_then_run(model, X, Y, sample_weight=weights, batch_size=35)
+    assert kinds(forecast)[0][2] == {"iterator": "(float32[35,4], float32[35,1], float32[35])"}
+    a, b = keras.Input((4,), name="a"), keras.Input((2,), name="b")
+    model = keras.Model({"a": a, "b": b}, keras.layers.Dense(1)(keras.layers.Concatenate()([a, b])))
+    model.compile(optimizer="sgd", loss="mse")
+    forecast = foresee_then_run(model, {"a": X, "b": X[:, :2]}, Y, batch_size=35)
+    assert "{'a': float32[35,4], 'b': float32[35,2]}" in forecast.traces[0].signature["iterator"]
+
+
+def test_a_model_run_eagerly_is_foreseen_to_trace_nothing(keras_flavor):
+    model = make_model(keras_flavor.keras)
+    model.compile(optimizer="sgd", loss="mse", run_eagerly=True)
+    forecast = tg.forecast(model, X, Y)
+    assert forecast.foreseeable and forecast.traces == ()
+    with tg.watch() as watched:
+        model.fit(X, Y, verbose=0)
+    assert forecast.check(watched).ok
+    assert "no traces (the model runs its steps eagerly)" in str(forecast)
+
+
 # --- what a forecast does not foresee -----------------------------------------------------------
 def test_a_custom_train_step_is_outside_the_forecast(keras_flavor):
     keras = keras_flavor.keras
