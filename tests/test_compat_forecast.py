@@ -80,3 +80,12 @@ def test_the_base_model_defines_the_step_methods(keras_flavor):
     assert flavor_of_class(base) is not None
     for method in _keras_training.STEP_METHODS.values():
         assert callable(getattr(base, method))
+
+
+def test_keras_3_makes_the_step_functions_forecasts_name(keras_flavor):
+    model = compiled(keras_flavor.keras)
+    state = _keras_training.model_state(model)
+    assert state.known_steps and state.version[0].isdigit()
+    if keras_flavor.name == "keras3":
+        names = _keras_training._nested_function_names(type(model)._make_function)
+        assert {"one_step_on_data", "multi_step_on_iterator"} <= names

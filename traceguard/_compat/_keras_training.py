@@ -53,6 +53,8 @@ class ModelState:
     existing_functions: tuple[str, ...]  # Step functions an earlier call made.
     distributed: bool
     floatx: str
+    known_steps: bool  # The Keras makes the step functions `STEP_FUNCTIONS` names.
+    version: str
 
 
 def _optimizer_variables(optimizer: Any, keras3: bool) -> bool | None:
@@ -77,6 +79,20 @@ def _optimizer_variables(optimizer: Any, keras3: bool) -> bool | None:
     return not getattr(optimizer, "_built", False)
 
 
+def _nested_function_names(method: Any) -> set[str]:
+    code = getattr(method, "__code__", None)
+    return {const.co_name for const in (code.co_consts if code else ()) if hasattr(const, "co_name")}
+
+
+def _keras3_steps_known(model: Any) -> bool:
+    """Whether this Keras 3 makes the step functions `STEP_FUNCTIONS` names: Keras 3.15's
+    `TensorFlowTrainer._make_function` defines `one_step_on_data` and `multi_step_on_iterator`
+    (earlier releases chose `one_step_on_iterator` by `steps_per_execution`)."""
+    make = getattr(type(model), "_make_function", None)
+    expected = {*STEP_FUNCTIONS["keras3"]["fit"]}
+    return expected <= _nested_function_names(make)
+
+
 def _keras3_state(model: Any) -> dict[str, Any]:
     for name in ("_compile_metrics", "_compile_loss", "steps_per_execution"):
         if not hasattr(model, name):
@@ -92,7 +108,8 @@ def _keras3_state(model: Any) -> dict[str, Any]:
         unbuilt_metrics=metrics is not None and not metrics.built,
         unbuilt_loss_trackers=loss is not None and not loss.built and several_losses,
         steps_per_execution=int(model.steps_per_execution),
-        distributed=strategy is not None)
+        distributed=strategy is not None,
+        known_steps=_keras3_steps_known(model))
 
 
 def _keras2_state(model: Any) -> dict[str, Any]:
@@ -107,6 +124,7 @@ def _keras2_state(model: Any) -> dict[str, Any]:
         unbuilt_metrics=metrics is not None and not metrics.built and bool(metrics._user_metrics),
         unbuilt_loss_trackers=False,
         steps_per_execution=1 if steps is None else int(steps.numpy()),
+        known_steps=True,
         distributed=tf.distribute.has_strategy()
         or getattr(model, "_distribution_strategy", None) is not None)
 
@@ -135,4 +153,5 @@ def model_state(model: Any) -> ModelState:
         existing_functions=tuple(name for name in EXISTING_FUNCTIONS.values()
                                  if getattr(model, name, None) is not None),
         floatx=str(flavor.keras.backend.floatx()),
+        version=flavor.version,
         **state)

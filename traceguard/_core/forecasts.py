@@ -30,6 +30,7 @@ class Unforeseeable(enum.Enum):
     """Why a case is outside what a forecast can foresee."""
 
     BACKEND = "backend"
+    KERAS_VERSION = "keras_version"
     NOT_COMPILED = "not_compiled"
     CUSTOM_STEP = "custom_step"
     EXISTING_FUNCTIONS = "existing_functions"

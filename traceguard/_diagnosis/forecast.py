@@ -47,6 +47,8 @@ def _check_arguments(method: str, batch_size: Any, epochs: Any, validation_split
 
 def _outside(state: _keras_training.ModelState, method: str) -> list[Outside]:
     outside = []
+    if not state.known_steps:
+        outside.append(Outside(Unforeseeable.KERAS_VERSION, f"Keras {state.version}"))
     if not state.compiled and method != "predict":
         outside.append(Outside(Unforeseeable.NOT_COMPILED, "the model is not compiled"))
     custom = [name for name in state.custom_steps if name == _keras_training.STEP_METHODS[method]

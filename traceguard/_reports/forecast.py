@@ -16,6 +16,8 @@ _STEPS = {"train": "train step", "test": "test step", "predict": "predict step"}
 
 _OUTSIDE = {
     Unforeseeable.BACKEND: "{detail}: forecasts cover Keras on TensorFlow (Keras 3 and Keras 2).",
+    Unforeseeable.KERAS_VERSION: "{detail} makes step functions other than the ones forecasts know "
+                                 "(measured on Keras 3.15).",
     Unforeseeable.NOT_COMPILED: "{detail}: `fit` and `evaluate` need `compile()` first.",
     Unforeseeable.CUSTOM_STEP: "the model overrides {detail}: a custom step's traces depend on its Python "
                                "code, which a forecast does not run.",
