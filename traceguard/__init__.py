@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from traceguard._core.errors import RetraceError
     from traceguard._core.events import TraceEvent, TraceKind
     from traceguard._diagnosis.explanation import Explanation, LayerRuns
+    from traceguard._diagnosis.forecast import Forecast, ForecastCheck, forecast
     from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
     from traceguard._diagnosis.watch import explain, watch
     from traceguard._record.layer import TraceAwareLayer, TraceAwareMixin
@@ -29,6 +30,8 @@ from traceguard._version import __version__
 
 __all__ = [
     "Explanation",
+    "Forecast",
+    "ForecastCheck",
     "FunctionEvent",
     "FunctionRuns",
     "LayerRuns",
@@ -42,6 +45,7 @@ __all__ = [
     "__version__",
     "callbacks",
     "explain",
+    "forecast",
     "print",
     "side_effects",
     "testing",
@@ -54,6 +58,8 @@ __all__ = [
 # submodule maps to itself.
 _MODULES = {
     "Explanation": "traceguard._diagnosis.explanation",
+    "Forecast": "traceguard._diagnosis.forecast",
+    "ForecastCheck": "traceguard._diagnosis.forecast",
     "FunctionEvent": "traceguard._diagnosis.function_runs",
     "FunctionRuns": "traceguard._diagnosis.function_runs",
     "LayerRuns": "traceguard._diagnosis.explanation",
@@ -66,6 +72,7 @@ _MODULES = {
     "TraceLog": "traceguard._record.log",
     "callbacks": "traceguard.callbacks",
     "explain": "traceguard._diagnosis.watch",
+    "forecast": "traceguard._diagnosis.forecast",
     "print": "traceguard._side_effects.tf_print",
     "side_effects": "traceguard._side_effects.side_effects",
     "testing": "traceguard.testing",
