@@ -93,6 +93,15 @@ def _on_function_trace(tracing: Any) -> None:
             log_internal_error("reporting a function trace")
 
 
+def traced_function(record: Any) -> Any:
+    """A weak reference to the function object `record` traced, while function traces are observed.
+
+    For a fix-it's check (`explanation.verify_fixes()`); None outside observing.
+    """
+    records = function_records
+    return None if records is None else records.function_reference(record)
+
+
 def _retracing_note(function_text: str) -> str | None:
     """traceguard's measured cause, for TensorFlow's warning about `function_text`."""
     records = function_records
