@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
-               html: str | None = None, summary: bool = False) -> int:
+               html: str | None = None, summary: bool = False, verify_fixes: bool = False) -> int:
     """Runs `script` with `arguments` under `watch()`, then writes the report.
 
     Args:
@@ -30,6 +30,8 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         err: Where the report (without `output`) and the script's traceback go.
         html: Path of the HTML report to write as well; None for none.
         summary: Whether the text report leaves out the run-by-run detail.
+        verify_fixes: Whether to check the fix-its by replaying each retracing
+            function's recorded signatures (runs the script's functions again).
 
     Returns:
         The exit code `python SCRIPT` would have had; 2 for a usage error.
@@ -66,7 +68,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         if saved_path0 is not None:
             sys.path[0] = saved_path0
         if report is not None:
-            _write_report(report.summary(brief=summary), output, err)
+            _write_report(report.summary(brief=summary) + _fixes_text(report, verify_fixes), output, err)
             if html is not None:
                 report.to_html(html)
             print(_closing_line(report, output, html), file=err)
@@ -92,6 +94,16 @@ def _print_script_traceback(error: BaseException, script: str, err: TextIO) -> N
         entry = entry.tb_next
     # No frame of the script: it did not compile (SyntaxError), which Python shows without traceback.
     traceback.print_exception(type(error), error, entry, file=err)
+
+
+def _fixes_text(report: Explanation, verify: bool) -> str:
+    """The fix-its after the report, checked by replay when asked; empty when there are none."""
+    from traceguard._reports.fixes import format_fix_checks, format_fixes
+
+    if verify:
+        return "\n\n" + format_fix_checks(report.verify_fixes())
+    fixes = format_fixes(report.fixes())
+    return "\n\n" + fixes if fixes else ""
 
 
 def _write_report(text: str, output: str | None, err: TextIO) -> None:

@@ -45,7 +45,7 @@ def format_fix_check(check: Any) -> str:
     fix = check.fix
     if check.before is None or check.after is None:
         return f"`{fix.function}`: not verified: {check.problem}."
-    numbers = (f" (`{'`, `'.join(fix.to_tensors)}` as a {fix.tensor_dtype} `tf.constant` of the "
+    numbers = (f" (`{'`, `'.join(fix.to_tensors)}` as {fix.tensor_dtype} `tf.constant`s of the "
                "recorded value)") if fix.to_tensors else ""
     text = (f"`{fix.function}`: {check.before} traces -> {check.after} with {_FIX_NAMES[fix.kind]}; "
             f"replayed the {check.replayed} recorded signatures as zero tensors of their specs{numbers} "
