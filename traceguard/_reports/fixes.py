@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from traceguard._core.changes import Aspect
 
+_WIDTH = 100
 _FIX_NAMES = {"input_signature": "this input_signature", "reduce_retracing": "reduce_retracing=True",
               "tensor_argument": "these arguments as tensors"}
 
@@ -19,7 +22,10 @@ def _tensor_spec(argument: Any) -> str:
 
 def format_fix(fix: Any) -> str:
     """A fix-it (`FixIt`) as a sentence and the code to paste."""
-    where = f" (defined at {fix.definition})" if fix.definition else ""
+    where = ""
+    if fix.definition:
+        path, _, line = fix.definition.rpartition(":")
+        where = f" (defined at {os.path.basename(path)}:{line})"
     lines = [f"Fix-it for `{fix.function}`{where}, {fix.traces} traces of "
              f"{len(fix.signatures)} signatures:"]
     if fix.kind == "input_signature":
@@ -32,9 +38,9 @@ def format_fix(fix: Any) -> str:
         example = fix.examples.get(name)
         dtype = "" if fix.tensor_dtype == ("float32" if type(example) is float else "int32") \
             else f", dtype=tf.{fix.tensor_dtype}"
-        lines.append(f"  and pass `{name}` as a tensor, not a Python number: "
-                     f"`tf.constant({example!r}{dtype})` where you passed `{example!r}` "
-                     "(or a tensor you already have)")
+        lines.append(_wrap(f"and pass `{name}` as a tensor, not a Python number: "
+                           f"`tf.constant({example!r}{dtype})` where you passed `{example!r}` "
+                           "(or a tensor you already have)", "  ", "  "))
     if fix.kind == "reduce_retracing":
         lines.append("  (an input_signature cannot be written: not every argument is a tensor)")
     return "\n".join(lines)
@@ -71,8 +77,14 @@ def format_fix_checks(checks: Sequence[Any]) -> str:
     if not checks:
         return "Fix-its: none (no tf.function retraced in a way a fix-it covers)."
     parts = [f"Fix-its, verified by replay ({len(checks)}):"]
-    parts += [f"{format_fix(check.fix)}\n  check: {format_fix_check(check)}" for check in checks]
+    parts += [f"{format_fix(check.fix)}\n{_wrap(format_fix_check(check), '  check: ', '         ')}"
+              for check in checks]
     return "\n\n".join(parts)
+
+
+def _wrap(text: str, first: str, rest: str) -> str:
+    return textwrap.fill(text, _WIDTH, initial_indent=first, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def same_graph_text(changes: Sequence[Any], earlier: str) -> str:
