@@ -247,3 +247,33 @@ def test_variable_retrace_is_not_flagged_as_waste():
     events = [e for runs in explanation.functions.values() for e in runs.events]
     assert "variable_retrace" in [e.kind.value for e in events]
     assert [e.same_graph_as for e in events] == [None] * len(events)
+
+
+# --- `python -m traceguard run --verify-fixes` -------------------------------------------------
+def test_run_verify_fixes_keeps_the_script_functions_alive_and_prints_the_checks(tmp_path):
+    import io
+    import pathlib
+
+    from traceguard._diagnosis.run import run_script
+
+    example = pathlib.Path(__file__).resolve().parent.parent / "examples" / "retracing_shapes.py"
+    err = io.StringIO()
+    assert run_script(str(example), [], None, err, summary=True, verify_fixes=True) == 0
+    text = err.getvalue()
+    assert "Fix-its, verified by replay (2):" in text
+    assert "      tf.TensorSpec(shape=[None], dtype=tf.float32),  # a\n" in text
+    assert ("  check: `double`: 4 traces -> 1 with this input_signature; replayed the 4 recorded "
+            "signatures as\n") in text
+    assert "  check: `scale`: 3 traces -> 1 with this input_signature" in text
+    err = io.StringIO()
+    assert run_script(str(example), [], None, err, summary=True) == 0
+    assert "Fix-its (2; check them with explanation.verify_fixes() or `run --verify-fixes`):" \
+        in err.getvalue()
+    assert "check:" not in err.getvalue()
+
+
+def test_cli_accepts_verify_fixes():
+    from traceguard._cli import build_parser
+
+    arguments = build_parser().parse_args(["run", "--verify-fixes", "script.py"])
+    assert arguments.verify_fixes is True

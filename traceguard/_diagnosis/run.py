@@ -52,17 +52,20 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
     if sys.path:
         sys.path[0] = os.path.dirname(os.path.abspath(script))
     report = None
+    kept_alive: object = None
     try:
         with watch() as report:
             report.title = f"run {os.path.basename(script)}"
             try:
-                runpy.run_path(script, run_name="__main__")
+                # The script's globals (or, if it raises, its traceback's frames) stay alive until
+                # the report is written: `--verify-fixes` replays the functions they hold.
+                kept_alive = runpy.run_path(script, run_name="__main__")
                 code = 0
             except SystemExit as exit_request:
-                code = _exit_code(exit_request, err)
+                code, kept_alive = _exit_code(exit_request, err), exit_request
             except Exception as error:
                 _print_script_traceback(error, script, err)
-                code = 1
+                code, kept_alive = 1, error
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None:
@@ -72,6 +75,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
             if html is not None:
                 report.to_html(html)
             print(_closing_line(report, output, html), file=err)
+        del kept_alive
     return code
 
 
