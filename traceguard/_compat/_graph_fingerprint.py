@@ -15,14 +15,16 @@ same object traces again (a retrace) are its graph and its earlier ones
 fingerprinted, once each. Traces in another phase (the variable-lifting retrace
 of a first trace that created variables) or for saving are not compared. The
 graphs are read through `FuncGraph.as_graph_def()` (public API on `tf.Graph`);
-what is private is which graph a trace builds (see `_tf_traces`). State lives
-only while the hook is installed: `forget()` drops it.
+what is private is which graph a trace builds (see `_tf_traces`). On JAX,
+`_jax_traces` compares jaxprs the same way (`jaxpr_fingerprint` there). State
+lives only while the hook is installed: `forget()` drops it.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 # Graphs remembered per function object, to bound the memory of a function that
@@ -34,13 +36,16 @@ _lock = threading.Lock()
 _graphs: dict[tuple[Any, str | None], list[list[Any]]] = {}
 
 
-def same_graph_as(function: Any, phase: str | None, serial: int, graph: Any) -> int | None:
+def same_graph_as(function: Any, phase: str | None, serial: int, graph: Any,
+                  fingerprint_of: Callable[[Any], int | None] | None = None) -> int | None:
     """The serial of the earliest earlier trace of `function` that built the same graph.
 
     `function` is the weak reference to the function object (`FunctionTracing.function`),
-    `graph` the FuncGraph the trace `serial` just built. None at a first trace, when
-    no earlier graph of the same object and phase is the same, or when unknown.
+    `graph` the FuncGraph the trace `serial` just built (on JAX, its jaxpr, with
+    `fingerprint_of` the jaxpr's fingerprint). None at a first trace, when no
+    earlier graph of the same object and phase is the same, or when unknown.
     """
+    fingerprint_of = fingerprint_of or fingerprint
     if function is None or graph is None:
         return None
     key = (function, phase)
@@ -53,12 +58,14 @@ def same_graph_as(function: Any, phase: str | None, serial: int, graph: Any) -> 
         if len(earlier) == 1:
             return None  # A first trace: nothing to compare, nothing computed.
         found = None
-        entry[2] = fingerprint(graph)
+        entry[2] = fingerprint_of(graph)
+        if entry[2] is None:
+            return None
         for old in earlier[:-1]:
             if old[2] is None:
                 old_graph = old[1]()
-                old[2] = fingerprint(old_graph) if old_graph is not None else False
-            if found is None and old[2] is not False and old[2] == entry[2]:
+                old[2] = fingerprint_of(old_graph) if old_graph is not None else False
+            if found is None and old[2] not in (None, False) and old[2] == entry[2]:
                 found = old[0]
         return found
 
