@@ -277,3 +277,27 @@ def test_cli_accepts_verify_fixes():
 
     arguments = build_parser().parse_args(["run", "--verify-fixes", "script.py"])
     assert arguments.verify_fixes is True
+
+
+def test_a_layer_wrapped_in_tf_function_gets_its_input_signature_verified():
+    layer = keras.layers.Dense(2, name="scripted")
+    step = tf.function(layer)
+    with tg.watch() as explanation:
+        for batch in (3, 5, 7):
+            step(tf.ones((batch, 2)))
+    (fix,) = explanation.fixes()
+    assert fix.wrapped_object == "Dense 'scripted'"
+    assert str(fix).splitlines()[1:4] == [
+        "  tf.function(layer, input_signature=[",
+        f"      tf.TensorSpec(shape=[None, 2], dtype=tf.float32),  # {fix.arguments[0].name}",
+        "  ])  # layer: the Dense 'scripted'"]
+    (check,) = explanation.verify_fixes()
+    assert (check.before, check.after, check.verified) == (3, 1, True)
+    assert str(check).startswith("`tf.function` of the Dense 'scripted': 3 traces -> 1 with this "
+                                 "input_signature")
+    # The retraces for batches 5 and 7 built the graph of the variable retrace for batch 3 (the
+    # first trace, which created the variables, is in another phase: not compared).
+    (runs,) = explanation.functions.values()
+    assert [event.kind.value for event in runs.events] == ["trace", "variable_retrace", "retrace", "retrace"]
+    lifted = runs.events[1].serial
+    assert [event.same_graph_as for event in runs.events] == [None, None, lifted, lifted]

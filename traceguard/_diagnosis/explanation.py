@@ -21,7 +21,7 @@ from typing import Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._core.functions import FunctionTrace
-from traceguard._diagnosis.fix_checks import FixCheck, verify_fix
+from traceguard._diagnosis.fix_checks import FixCheck, verify_fix, wrapped_object
 from traceguard._diagnosis.fixes import FixIt, propose_fix
 from traceguard._diagnosis.function_runs import FunctionRuns, add_record, function_key, is_reported
 from traceguard._record.layer import TraceAwareMixin
@@ -178,8 +178,18 @@ class Explanation:
         `bool` choosing a branch) and Keras's own steps are left out.
         """
         with self._lock:
-            groups = [list(records) for records in self._fix_records.values()]
-        return [fix for fix in map(propose_fix, groups) if fix is not None]
+            groups = [(key, list(records)) for key, records in self._fix_records.items()]
+        fixes = []
+        for key, records in groups:
+            fix = propose_fix(records)
+            if fix is not None:
+                described = wrapped_object(self._live_function(key))
+                fixes.append(dataclasses.replace(fix, wrapped_object=described) if described else fix)
+        return fixes
+
+    def _live_function(self, key: str) -> Any:
+        reference = self._fix_functions.get(key)
+        return None if reference is None else reference()
 
     def verify_fixes(self) -> list[FixCheck]:
         """Checks each fix-it by replaying the function's recorded signatures.
@@ -200,8 +210,7 @@ class Explanation:
         checks = []
         for fix in self.fixes():
             key = f"{fix.qualname} ({fix.definition})" if fix.definition else fix.qualname
-            reference = self._fix_functions.get(key)
-            checks.append(verify_fix(fix, None if reference is None else reference()))
+            checks.append(verify_fix(fix, self._live_function(key)))
         return checks
 
     @property

@@ -67,6 +67,19 @@ class _CannotRebuild(Exception):
     pass
 
 
+def wrapped_object(function: Any) -> str | None:
+    """What a live `tf.function` wraps when it is a callable object (a layer): `"Dense 'dense'"`."""
+    if function is None or _compat.IS_JAX:
+        return None
+    from traceguard._compat import _replay
+
+    wrapped = _replay.python_function(function)
+    if wrapped is None or inspect.isfunction(wrapped) or inspect.ismethod(wrapped):
+        return None
+    name = getattr(wrapped, "name", None)
+    return type(wrapped).__name__ + (f" {name!r}" if isinstance(name, str) else "")
+
+
 def verify_fix(fix: FixIt, function: Any) -> FixCheck:
     """Replays `fix.signatures` against copies of `function` (the live `tf.function`, or None)."""
     if _compat.IS_JAX:

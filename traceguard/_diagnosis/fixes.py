@@ -65,6 +65,8 @@ class FixIt:
         examples: For each name in `to_tensors`, one value it was seen with.
         tensor_dtype: The dtype to give those tensors: `"int32"` (what
             `tf.constant` makes of an int) or `"float32"`.
+        wrapped_object: For a `tf.function` of a callable object (a layer),
+            what it is, e.g. `"Dense 'scripted'"`; None for a function.
     """
 
     function: str
@@ -78,6 +80,7 @@ class FixIt:
     signatures: tuple[Mapping[str, Spec], ...]
     examples: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     tensor_dtype: str = "int32"
+    wrapped_object: str | None = None
 
     def with_float_tensors(self) -> FixIt:
         """The same fix with the Python numbers passed as `float32` tensors."""

@@ -20,20 +20,29 @@ def _tensor_spec(argument: Any) -> str:
     return f"tf.TensorSpec(shape={shape}, dtype=tf.{argument.dtype})"
 
 
+def _subject(fix: Any) -> str:
+    return f"`tf.function` of the {fix.wrapped_object}" if fix.wrapped_object else f"`{fix.function}`"
+
+
 def format_fix(fix: Any) -> str:
     """A fix-it (`FixIt`) as a sentence and the code to paste."""
     where = ""
     if fix.definition:
         path, _, line = fix.definition.rpartition(":")
         where = f" (defined at {os.path.basename(path)}:{line})"
-    lines = [f"Fix-it for `{fix.function}`{where}, {fix.traces} traces of "
-             f"{len(fix.signatures)} signatures:"]
+    lines = [f"Fix-it for {_subject(fix)}{where}, {fix.traces} traces of {len(fix.signatures)} signatures:"]
+    # A function gets a decorator; a callable object (a layer) is wrapped where it is made.
+    opening = "  tf.function(layer, " if fix.wrapped_object else "  @tf.function("
     if fix.kind == "input_signature":
-        lines += ["  @tf.function(input_signature=["]
+        lines += [f"{opening}input_signature=["]
         lines += [f"      {_tensor_spec(argument)},  # {argument.name}" for argument in fix.arguments]
-        lines += ["  ])", f"  def {fix.function}(...): ..."]
+        lines += ["  ])"]
     elif fix.reduce_retracing:
-        lines += ["  @tf.function(reduce_retracing=True)", f"  def {fix.function}(...): ..."]
+        lines += [f"{opening}reduce_retracing=True)"]
+    if fix.kind != "tensor_argument" or fix.reduce_retracing:
+        lines[-1] += f"  # layer: the {fix.wrapped_object}" if fix.wrapped_object else ""
+        if not fix.wrapped_object:
+            lines.append(f"  def {fix.function}(...): ...")
     for name in fix.to_tensors:
         example = fix.examples.get(name)
         dtype = "" if fix.tensor_dtype == ("float32" if type(example) is float else "int32") \
@@ -50,10 +59,10 @@ def format_fix_check(check: Any) -> str:
     """What replaying a fix-it did: the signatures replayed and the traces before -> after."""
     fix = check.fix
     if check.before is None or check.after is None:
-        return f"`{fix.function}`: not verified: {check.problem}."
+        return f"{_subject(fix)}: not verified: {check.problem}."
     numbers = (f" (`{'`, `'.join(fix.to_tensors)}` as {fix.tensor_dtype} `tf.constant`s of the "
                "recorded value)") if fix.to_tensors else ""
-    text = (f"`{fix.function}`: {check.before} traces -> {check.after} with {_FIX_NAMES[fix.kind]}; "
+    text = (f"{_subject(fix)}: {check.before} traces -> {check.after} with {_FIX_NAMES[fix.kind]}; "
             f"replayed the {check.replayed} recorded signatures as zero tensors of their specs{numbers} "
             "against two new copies of the function (as written, and fixed); side effects in its "
             "body ran during the replay.")
