@@ -350,3 +350,15 @@ def test_same_graph_as_is_computed_from_the_second_trace_of_a_function_object(re
         f(tf.ones([length]))
     first, second = records.records()
     assert (first.same_graph_as, second.same_graph_as) == (None, first.serial)
+
+
+def test_graphs_of_dead_function_objects_are_dropped_past_the_bound(records, monkeypatch):
+    import gc
+
+    from traceguard._compat import _graph_fingerprint
+
+    monkeypatch.setattr(_graph_fingerprint, "_MAX_FUNCTIONS", 2)
+    for _ in range(5):  # A tf.function made per iteration, dropped at the next.
+        tf.function(lambda x: x + 1.0)(tf.ones([2]))
+        gc.collect()
+    assert len(_graph_fingerprint._graphs) <= 2

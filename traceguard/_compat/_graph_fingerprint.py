@@ -30,6 +30,8 @@ from typing import Any
 # Graphs remembered per function object, to bound the memory of a function that
 # retraces without end.
 _MAX_GRAPHS = 64
+# Function objects remembered before the dead ones are dropped.
+_MAX_FUNCTIONS = 1024
 
 _lock = threading.Lock()
 # (weak reference to the function object, phase) -> [[serial, weak graph, fingerprint or None]].
@@ -46,28 +48,31 @@ def same_graph_as(function: Any, phase: str | None, serial: int, graph: Any,
     earlier graph of the same object and phase is the same, or when unknown.
     """
     fingerprint_of = fingerprint_of or fingerprint
-    if function is None or graph is None:
-        return None
     key = (function, phase)
+    entry = [serial, weakref.ref(graph), None]
     with _lock:
+        if key not in _graphs and len(_graphs) >= _MAX_FUNCTIONS:
+            # Functions made anew per call (a model rebuilt per iteration): forget the dead ones.
+            for dead in [k for k in _graphs if k[0]() is None]:
+                del _graphs[dead]
         earlier = _graphs.setdefault(key, [])
-        entry = [serial, weakref.ref(graph), None]
         earlier.append(entry)
         if len(earlier) > _MAX_GRAPHS:
             del earlier[0]
-        if len(earlier) == 1:
-            return None  # A first trace: nothing to compare, nothing computed.
-        found = None
-        entry[2] = fingerprint_of(graph)
-        if entry[2] is None:
-            return None
-        for old in earlier[:-1]:
-            if old[2] is None:
-                old_graph = old[1]()
-                old[2] = fingerprint_of(old_graph) if old_graph is not None else False
-            if found is None and old[2] not in (None, False) and old[2] == entry[2]:
-                found = old[0]
-        return found
+        earlier = earlier[:-1]
+    if not earlier:
+        return None  # A first trace: nothing to compare, nothing computed.
+    # Fingerprinted outside the lock: replicas of a distributed step trace on several threads.
+    entry[2] = fingerprint_of(graph)
+    if entry[2] is None:
+        return None
+    for old in earlier:
+        if old[2] is None:
+            old_graph = old[1]()
+            old[2] = fingerprint_of(old_graph) if old_graph is not None else False
+        if old[2] not in (None, False) and old[2] == entry[2]:
+            return old[0]
+    return None
 
 
 def forget() -> None:
