@@ -301,3 +301,16 @@ def test_a_layer_wrapped_in_tf_function_gets_its_input_signature_verified():
     assert [event.kind.value for event in runs.events] == ["trace", "variable_retrace", "retrace", "retrace"]
     lifted = runs.events[1].serial
     assert [event.same_graph_as for event in runs.events] == [None, None, lifted, lifted]
+
+
+def test_html_report_says_which_retrace_was_waste():
+    @tf.function
+    def shapes(x):
+        return x * 2.0
+
+    with tg.watch() as explanation:
+        for length in (2, 3):
+            shapes(tf.ones([length]))
+    html = explanation._repr_html_()
+    assert "<b>Waste:</b> the same graph as #1" in html
+    assert "Safe to relax: <code>x</code> dim 0 (<code>None</code> in an input_signature)." in html
