@@ -314,3 +314,18 @@ def test_html_report_says_which_retrace_was_waste():
     html = explanation._repr_html_()
     assert "<b>Waste:</b> the same graph as #1" in html
     assert "Safe to relax: <code>x</code> dim 0 (<code>None</code> in an input_signature)." in html
+
+
+def test_verify_fixes_inside_watch_leaves_the_replay_out_of_the_report():
+    @tf.function
+    def double(a):
+        return a + a
+
+    with tg.watch() as explanation:
+        for length in (2, 3, 4):
+            double(tf.ones([length]))
+        (check,) = explanation.verify_fixes()
+    assert (check.before, check.after) == (3, 1)
+    (runs,) = explanation.functions.values()
+    assert [event.kind.value for event in runs.events] == ["trace", "retrace", "retrace"]
+    assert runs.objects == 1

@@ -199,8 +199,8 @@ class Explanation:
         `tf.function` copies of the Python function, one as written and one
         with the fix, and their trace counts are compared. Side effects in the
         function's body run during the replay; your function object is never
-        called. Call it after the `watch()` block, or the replay's traces are
-        recorded too. `str()` of a check says what was replayed and the
+        called. Inside a `watch()` block, the copies' traces are left out of
+        every report (a layer's runs inside them are not). `str()` of a check says what was replayed and the
         outcome, e.g. "3 traces -> 1 with this input_signature", or why it
         could not be verified.
 

@@ -28,6 +28,7 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.signature import Spec, format_spec
 from traceguard._diagnosis.fixes import FixIt, number_of
+from traceguard._record.observers import unrecorded
 
 _VARIADIC = re.compile(r"^(.+)\[(\d+)\]$")
 
@@ -110,8 +111,10 @@ def _replay_fix(fix: FixIt, python_function: Any, replay: Any) -> FixCheck:
     if fix.kind == "input_signature":
         options["input_signature"] = [replay.tensor_spec(a.dtype, a.dims) for a in fix.arguments]
     try:
-        before = replay.count_traces(python_function, [_as_recorded(c) for c in calls])
-        after = replay.count_traces(python_function, [(args, kwargs) for args, kwargs, _ in calls], **options)
+        with unrecorded():  # The copies' traces are traceguard's, not the user's run.
+            before = replay.count_traces(python_function, [_as_recorded(c) for c in calls])
+            after = replay.count_traces(python_function, [(args, kwargs) for args, kwargs, _ in calls],
+                                        **options)
     except Exception as error:  # The user's function on zeros; reported, never raised.
         last = (str(error).strip().splitlines() or [""])[-1].strip()
         return FixCheck(fix, replayed, None, None,

@@ -77,9 +77,28 @@ def remove_observer(observer: Observer) -> None:
             function_records = _retracing_notes = None
 
 
+# `.active` on a thread while its function traces go unrecorded (`unrecorded()`).
+_unrecorded = threading.local()
+
+
+@contextlib.contextmanager
+def unrecorded() -> Iterator[None]:
+    """This thread's function traces inside the block are not recorded nor told to observers.
+
+    For traceguard's own traces: a fix-it's replay (`explanation.verify_fixes()`)
+    traces copies of the user's functions, which are no part of the user's run.
+    """
+    saved = getattr(_unrecorded, "active", False)
+    _unrecorded.active = True
+    try:
+        yield
+    finally:
+        _unrecorded.active = saved
+
+
 def _on_function_trace(tracing: Any) -> None:
     records = function_records
-    if records is None:
+    if records is None or getattr(_unrecorded, "active", False):
         return
     try:
         record = records.on_trace(tracing)
