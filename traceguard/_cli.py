@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "retraces only, without the run-by-run detail")
     run.add_argument("--html", metavar="FILE", help="also write the report as a self-contained HTML "
                      "file: a timeline of every layer's body runs, then tables")
+    run.add_argument("--verify-fixes", action="store_true", help="check each fix-it (the input_signature "
+                     "or tensor argument that stops a tf.function's retraces) by replaying its recorded "
+                     "signatures as zero tensors against copies of the function; runs them again")
     run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
     run.add_argument("arguments", metavar="ARGS", nargs=argparse.REMAINDER,
                      help="arguments for the script")
@@ -77,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from traceguard._diagnosis.run import run_script
 
         return run_script(arguments.script, arguments.arguments, arguments.output, sys.stderr,
-                          html=arguments.html, summary=arguments.summary)
+                          html=arguments.html, summary=arguments.summary,
+                          verify_fixes=arguments.verify_fixes)
     return 0
 
 

@@ -21,9 +21,12 @@ from typing import Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._core.functions import FunctionTrace
-from traceguard._diagnosis.function_runs import FunctionRuns, add_record, is_reported
+from traceguard._diagnosis.fix_checks import FixCheck, verify_fix, wrapped_object
+from traceguard._diagnosis.fixes import FixIt, propose_fix
+from traceguard._diagnosis.function_runs import FunctionRuns, add_record, function_key, is_reported
 from traceguard._record.layer import TraceAwareMixin
 from traceguard._record.log import normalize_kinds
+from traceguard._record.observers import traced_function
 
 _EVENTS_PER_LAYER = 1000
 _SIGNATURES_KEPT = 10_000
@@ -99,6 +102,10 @@ class Explanation:
         self._functions: dict[str, FunctionRuns] = {}
         # Function record index -> its signature, to word a later trace's hint.
         self._signatures: collections.OrderedDict[int, Any] = collections.OrderedDict()
+        # Per user `tf.function` (its key in `functions`): its records, for fix-its, and a weak
+        # reference to its latest function object, to check them (`verify_fixes`).
+        self._fix_records: dict[str, list[FunctionTrace]] = {}
+        self._fix_functions: dict[str, Any] = {}
 
     # --- written by the recorder, from any thread ---
     def _runs_of(self, layer: Any) -> LayerRuns:
@@ -165,6 +172,12 @@ class Explanation:
             if is_reported(record):
                 old = None if record.closest is None else self._signatures.get(record.closest)
                 add_record(self._functions, record, old)
+            if record.origin == "tf.function" and not record.library_function:
+                key = function_key(record)
+                kept = self._fix_records.setdefault(key, [])
+                kept.append(record)
+                del kept[:-_EVENTS_PER_LAYER]
+                self._fix_functions[key] = traced_function(record) or self._fix_functions.get(key)
 
     # --- public ---
     @property
@@ -178,6 +191,52 @@ class Explanation:
         with self._lock:
             return {key: dataclasses.replace(runs, events=list(runs.events))
                     for key, runs in self._functions.items()}
+
+    def fixes(self) -> list[FixIt]:
+        """The fix-its: for each `tf.function` that retraced, the change that stops it.
+
+        An `input_signature` (a `tf.TensorSpec` per argument, `None` at the
+        dimensions seen changing), `reduce_retracing=True`, or which Python
+        number to pass as a tensor; computed from the recorded signatures
+        only, nothing is run. `str()` of a fix is code to paste. Functions
+        whose retraces have no such fix (a dtype that changes, a Python
+        `bool` choosing a branch) and Keras's own steps are left out.
+        """
+        with self._lock:
+            groups = [(key, list(records)) for key, records in self._fix_records.items()]
+        fixes = []
+        for key, records in groups:
+            fix = propose_fix(records)
+            if fix is not None:
+                described = wrapped_object(self._live_function(key))
+                fixes.append(dataclasses.replace(fix, wrapped_object=described) if described else fix)
+        return fixes
+
+    def _live_function(self, key: str) -> Any:
+        reference = self._fix_functions.get(key)
+        return None if reference is None else reference()
+
+    def verify_fixes(self) -> list[FixCheck]:
+        """Checks each fix-it by replaying the function's recorded signatures.
+
+        Runs your code: each distinct recorded signature is replayed as zero
+        tensors of its specs (Python values as recorded) against two new
+        `tf.function` copies of the Python function, one as written and one
+        with the fix, and their trace counts are compared. Side effects in the
+        function's body run during the replay; your function object is never
+        called. Inside a `watch()` block, the copies' traces are left out of
+        every report (a layer's runs inside them are not). `str()` of a check says what was replayed and the
+        outcome, e.g. "3 traces -> 1 with this input_signature", or why it
+        could not be verified.
+
+        Returns:
+            A list of `FixCheck`, one per fix-it of `fixes()`.
+        """
+        checks = []
+        for fix in self.fixes():
+            key = f"{fix.qualname} ({fix.definition})" if fix.definition else fix.qualname
+            checks.append(verify_fix(fix, self._live_function(key)))
+        return checks
 
     @property
     def layers(self) -> dict[str, LayerRuns]:

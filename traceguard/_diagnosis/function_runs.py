@@ -42,6 +42,11 @@ class FunctionEvent:
         created_variables: Names of the variables the trace created.
         parent: The `serial` of the trace this one ran inside (a Keras step
             inside `multi_step_on_iterator`), else None.
+        same_graph_as: For a retrace that built the same graph as an earlier
+            trace of the same function object (same ops, wiring and constants;
+            only shapes differ): that trace's `serial`. The retrace was pure
+            waste, and what changed is safe to relax. None otherwise, and on
+            JAX.
     """
 
     serial: int
@@ -57,6 +62,7 @@ class FunctionEvent:
     object_number: int
     created_variables: tuple[str, ...]
     parent: int | None = None
+    same_graph_as: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names."""
@@ -112,13 +118,19 @@ def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> Func
         signature=record.format_signature(), changes=tuple(verdict.changes),
         reason=reason_text(verdict), hint=hint_text(verdict), call_site=record.call_site,
         definition=record.definition, duration_s=record.duration, object_number=record.object_number,
-        created_variables=record.created_variables, parent=record.parent)
+        created_variables=record.created_variables, parent=record.parent,
+        same_graph_as=record.same_graph_as if verdict.kind is TraceKind.RETRACE else None)
+
+
+def function_key(record: FunctionTrace) -> str:
+    """The key of the record's function in `Explanation.functions`: its name and `def` site."""
+    return f"{record.qualname} ({record.definition})" if record.definition else record.qualname
 
 
 def add_record(functions: dict[str, FunctionRuns], record: FunctionTrace,
                old: Mapping[str, Any] | None) -> None:
     """Adds the record's event to its function's runs in `functions` (keyed by name and site)."""
-    key = f"{record.qualname} ({record.definition})" if record.definition else record.qualname
+    key = function_key(record)
     runs = functions.get(key)
     if runs is None:
         keras_step = record.library_function and _compat.is_keras_step_function(record.name)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
-               html: str | None = None, summary: bool = False) -> int:
+               html: str | None = None, summary: bool = False, verify_fixes: bool = False) -> int:
     """Runs `script` with `arguments` under `watch()`, then writes the report.
 
     Args:
@@ -30,6 +30,8 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         err: Where the report (without `output`) and the script's traceback go.
         html: Path of the HTML report to write as well; None for none.
         summary: Whether the text report leaves out the run-by-run detail.
+        verify_fixes: Whether to check the fix-its by replaying each retracing
+            function's recorded signatures (runs the script's functions again).
 
     Returns:
         The exit code `python SCRIPT` would have had; 2 for a usage error.
@@ -50,26 +52,30 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
     if sys.path:
         sys.path[0] = os.path.dirname(os.path.abspath(script))
     report = None
+    kept_alive: object = None
     try:
         with watch() as report:
             report.title = f"run {os.path.basename(script)}"
             try:
-                runpy.run_path(script, run_name="__main__")
+                # The script's globals (or, if it raises, its traceback's frames) stay alive until
+                # the report is written: `--verify-fixes` replays the functions they hold.
+                kept_alive = runpy.run_path(script, run_name="__main__")
                 code = 0
             except SystemExit as exit_request:
-                code = _exit_code(exit_request, err)
+                code, kept_alive = _exit_code(exit_request, err), exit_request
             except Exception as error:
                 _print_script_traceback(error, script, err)
-                code = 1
+                code, kept_alive = 1, error
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None:
             sys.path[0] = saved_path0
         if report is not None:
-            _write_report(report.summary(brief=summary), output, err)
+            _write_report(report.summary(brief=summary) + _fixes_text(report, verify_fixes), output, err)
             if html is not None:
                 report.to_html(html)
             print(_closing_line(report, output, html), file=err)
+        del kept_alive
     return code
 
 
@@ -92,6 +98,16 @@ def _print_script_traceback(error: BaseException, script: str, err: TextIO) -> N
         entry = entry.tb_next
     # No frame of the script: it did not compile (SyntaxError), which Python shows without traceback.
     traceback.print_exception(type(error), error, entry, file=err)
+
+
+def _fixes_text(report: Explanation, verify: bool) -> str:
+    """The fix-its after the report, checked by replay when asked; empty when there are none."""
+    from traceguard._reports.fixes import format_fix_checks, format_fixes
+
+    if verify:
+        return "\n\n" + format_fix_checks(report.verify_fixes())
+    fixes = format_fixes(report.fixes())
+    return "\n\n" + fixes if fixes else ""
 
 
 def _write_report(text: str, output: str | None, err: TextIO) -> None:

@@ -79,9 +79,28 @@ def remove_observer(observer: Observer) -> None:
             function_records = _retracing_notes = None
 
 
+# `.active` on a thread while its function traces go unrecorded (`unrecorded()`).
+_unrecorded = threading.local()
+
+
+@contextlib.contextmanager
+def unrecorded() -> Iterator[None]:
+    """This thread's function traces inside the block are not recorded nor told to observers.
+
+    For traceguard's own traces: a fix-it's replay (`explanation.verify_fixes()`)
+    traces copies of the user's functions, which are no part of the user's run.
+    """
+    saved = getattr(_unrecorded, "active", False)
+    _unrecorded.active = True
+    try:
+        yield
+    finally:
+        _unrecorded.active = saved
+
+
 def _on_function_trace(tracing: Any) -> None:
     records = function_records
-    if records is None:
+    if records is None or getattr(_unrecorded, "active", False):
         return
     try:
         record = records.on_trace(tracing)
@@ -93,6 +112,15 @@ def _on_function_trace(tracing: Any) -> None:
             observer.record_function(record)
         except Exception:
             log_internal_error("reporting a function trace")
+
+
+def traced_function(record: Any) -> Any:
+    """A weak reference to the function object `record` traced, while function traces are observed.
+
+    For a fix-it's check (`explanation.verify_fixes()`); None outside observing.
+    """
+    records = function_records
+    return None if records is None else records.function_reference(record)
 
 
 def _retracing_note(function_text: str) -> str | None:
