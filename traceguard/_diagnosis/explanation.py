@@ -17,13 +17,18 @@ import pathlib
 import threading
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
-from traceguard._core.functions import FunctionTrace
 from traceguard._diagnosis.function_runs import FunctionRuns, add_record, is_reported
-from traceguard._record.layer import TraceAwareMixin
 from traceguard._record.log import normalize_kinds
+
+if TYPE_CHECKING:
+    from traceguard._core.functions import FunctionTrace
+    from traceguard._diagnosis.trace_file import TraceFileWriter
+
+# `TraceAwareMixin` (which imports TensorFlow or JAX) is imported when a layer is first
+# seen, so that `python -m traceguard report` rebuilds an `Explanation` without them.
 
 _EVENTS_PER_LAYER = 1000
 _SIGNATURES_KEPT = 10_000
@@ -98,11 +103,14 @@ class Explanation:
         self._functions: dict[str, FunctionRuns] = {}
         # Function record index -> its signature, to word a later trace's hint.
         self._signatures: collections.OrderedDict[int, Any] = collections.OrderedDict()
+        self._trace_file: TraceFileWriter | None = None  # Given each record, when writing one.
 
     # --- written by the recorder, from any thread ---
     def _runs_of(self, layer: Any) -> LayerRuns:
         runs = self._layer_of.get(layer)
         if runs is None:
+            from traceguard._record.layer import TraceAwareMixin
+
             name = base = str(getattr(layer, "name", type(layer).__name__))
             for number in itertools.count(2):
                 if name not in self._layers:
@@ -125,6 +133,8 @@ class Explanation:
             # Runs are reported when they end; an outer layer starts before its sublayers.
             self._first_run[runs.name] = min(self._first_run[runs.name], event.timestamp)
             self._order[id(event)] = next(self._arrivals)
+            if self._trace_file is not None:
+                self._trace_file.layer_run(runs, event)
             return runs.name
 
     def record_eager(self, layer: Any) -> None:
@@ -139,7 +149,18 @@ class Explanation:
                 self._signatures.popitem(last=False)
             if is_reported(record):
                 old = None if record.closest is None else self._signatures.get(record.closest)
-                add_record(self._functions, record, old)
+                key, runs, event = add_record(self._functions, record, old)
+                if self._trace_file is not None:
+                    self._trace_file.function_trace(key, runs, record, event)
+
+    def _restore(self, layers: list[LayerRuns], functions: dict[str, FunctionRuns]) -> None:
+        """Fills an empty report with runs read back from trace files, layers in the given order."""
+        with self._lock:
+            for number, runs in enumerate(layers):
+                self._layers[runs.name] = runs
+                self._first_run[runs.name] = number
+                self._order.update((id(event), next(self._arrivals)) for event in runs.events)
+            self._functions.update(functions)
 
     # --- public ---
     @property
