@@ -6,7 +6,7 @@ layer run and each function trace it records. One line per record, flushed at on
 so a process that is killed keeps every line written before. Writing happens when a
 body runs as a trace or a function traces, never per eager call: eager runs are
 counted by the `Explanation` and written as counts when the file is closed (and at
-the end of each `TraceMonitor` call).
+the end of each `TraceMonitor` call), each followed by an end line.
 
 The schema (`SCHEMA`, version `SCHEMA_VERSION`) is documented field by field in
 docs/trace-files.md; `trace_file_reader` reads it back without TensorFlow.
@@ -87,21 +87,31 @@ class TraceFileWriter:
                       "lifted_variables": list(record.lifted_variables),
                       "keras_call": None if keras_call is None else vars(keras_call).copy()}})
 
-    def eager_runs(self, layers: Any) -> None:
-        """Writes the eager runs counted so far for each `LayerRuns` that made any."""
+    def mark_end(self, layers: Any) -> None:
+        """Writes the eager runs counted so far for each `LayerRuns` of `layers`, then the end line.
+
+        Records may follow (`TraceMonitor` marks the end of each call): a reader
+        takes the file as complete when its last record is an end line.
+        """
         for runs in layers:
             if runs.eager_calls:
                 self._write({"type": "eager_runs", "layer": runs.name, "class_name": runs.class_name,
                              "trace_aware": runs.trace_aware, "count": runs.eager_calls})
+        self._write({"type": "end", "ended": time.time()})
 
     def close(self, layers: Any) -> None:
-        """Writes the eager counts of `layers` and the end line, and closes the file."""
-        self.eager_runs(layers)
-        self._write({"type": "end", "ended": time.time()})
+        """Marks the end (see `mark_end`) and closes the file."""
+        self.mark_end(layers)
         with self._lock:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+
+    def reopen(self) -> None:
+        """Opens the closed file again, to append (`TraceMonitor`'s next call)."""
+        with self._lock:
+            if self._file is None:
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
 
     def _write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, default=str) + "\n"

@@ -37,7 +37,8 @@ class TraceFile:
         layers: Layer name to its `LayerRuns`, in the order of their first run.
         functions: Function key to its `FunctionRuns`.
         function_starts: `FunctionEvent.serial` to when its trace started (epoch seconds).
-        complete: Whether the file ends with its end line (the process closed it).
+        complete: Whether the file's last record is an end line (the process closed
+            it, or a `TraceMonitor` call ended).
     """
 
     path: str
@@ -107,6 +108,7 @@ def _checked_header(record: Any, path: str) -> dict[str, Any]:
 
 def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
     kind = record["type"]
+    trace_file.complete = kind == "end"
     if kind == "layer_run":
         event = _trace_event(record["event"])
         _layer(trace_file, record).events.append(event)
@@ -115,17 +117,15 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
         runs.eager_calls = max(runs.eager_calls, int(record["count"]))  # Each line counts from the start.
     elif kind == "function_trace":
         function_event = _function_event(record["event"])
-        runs = trace_file.functions.get(record["key"])
-        if runs is None:
-            runs = trace_file.functions[record["key"]] = FunctionRuns(
+        function = trace_file.functions.get(record["key"])
+        if function is None:
+            function = trace_file.functions[record["key"]] = FunctionRuns(
                 record["qualname"], function_event.function, function_event.definition,
                 bool(record["keras_step"]))
-        runs.events.append(function_event)
-        runs.objects = max(runs.objects, int(record["objects"]))
+        function.events.append(function_event)
+        function.objects = max(function.objects, int(record["objects"]))
         trace_file.function_starts[function_event.serial] = float(record["started"])
-    elif kind == "end":
-        trace_file.complete = True
-    else:
+    elif kind != "end":
         raise ValueError(f"unknown record type {kind!r}; one of {', '.join(RECORD_TYPES[1:])} expected")
 
 

@@ -19,10 +19,14 @@ from typing import Any, Protocol
 class _TraceFileLike(Protocol):
     """What the export reads of a trace file (`_diagnosis.trace_file_reader.TraceFile`)."""
 
-    label: str
-    layers: Mapping[str, Any]  # Layer name to its `LayerRuns`.
-    functions: Mapping[str, Any]  # Key to its `FunctionRuns`.
-    function_starts: Mapping[int, float]  # A function event's serial to its start, epoch seconds.
+    @property
+    def layers(self) -> Mapping[str, Any]: ...  # Layer name to its `LayerRuns`.
+
+    @property
+    def functions(self) -> Mapping[str, Any]: ...  # Key to its `FunctionRuns`.
+
+    @property
+    def function_starts(self) -> Mapping[int, float]: ...  # A function event's serial to its start.
 
 
 def _microseconds(seconds: float) -> float:
