@@ -164,16 +164,20 @@ def merged_explanation(trace_files: Sequence[TraceFile]) -> Explanation:
     title = ("trace file " + labels[0] if len(trace_files) == 1
              else f"{len(trace_files)} trace files: {', '.join(labels)}")
     explanation = Explanation(title)
-    layers: list[tuple[float, LayerRuns]] = []
+    layers: list[tuple[int, float, LayerRuns]] = []
     functions: dict[str, FunctionRuns] = {}
-    for label, trace_file in zip(labels, trace_files):
+    for number, (label, trace_file) in enumerate(zip(labels, trace_files)):
         prefix = f"{label}: " if len(trace_files) > 1 else ""
         for runs in trace_file.layers.values():
             first = min((event.timestamp for event in runs.events), default=float("inf"))
-            layers.append((first, dataclasses.replace(runs, name=prefix + runs.name)))
-        for key, function_runs in trace_file.functions.items():
-            functions[prefix + key] = dataclasses.replace(function_runs, name=prefix + function_runs.name)
-    explanation._restore([runs for _, runs in sorted(layers, key=lambda item: item[0])], functions)
+            layers.append((number, first, dataclasses.replace(runs, name=prefix + runs.name)))
+        for key, function in trace_file.functions.items():
+            events = [dataclasses.replace(event, function=prefix + event.function)
+                      for event in function.events]
+            functions[prefix + key] = dataclasses.replace(
+                function, name=prefix + function.name, function=prefix + function.function, events=events)
+    # Each file's layers together, in the order of their first run.
+    explanation._restore([runs for _, _, runs in sorted(layers, key=lambda item: item[:2])], functions)
     return explanation
 
 

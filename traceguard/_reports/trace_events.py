@@ -45,7 +45,7 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
         tid = 0
         for runs in trace_file.functions.values():
             tid += 1
-            events.append(_thread_name(pid, tid, f"function {runs.name}"))
+            events.append(_thread_name(pid, tid, f"function {runs.function}"))
             for event in runs.events:
                 start = trace_file.function_starts.get(event.serial)
                 if start is None:
