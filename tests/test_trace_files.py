@@ -143,10 +143,15 @@ def test_two_files_merge_into_one_report_each_labelled(tmp_path):
     exported = tmp_path / "trace.json"
     exported.write_text(json.dumps(trace_events(trace_files, unique_labels(trace_files))))
     by_track = parsed_trace_events(exported)
-    assert [len(by_track["worker-0", "layer dense"]), len(by_track["worker-1", "layer dense"])] == [2, 2]
-    steps = [marks for (process, track), marks in by_track.items()
-             if process == "worker-1" and track.endswith("one_step_on_data")]
-    assert [mark["args"]["kind"] for mark in steps[0]] == ["trace", "retrace"]
+    for label, trace_file in zip(("worker-0", "worker-1"), trace_files):
+        marks = by_track[label, "layer dense"]
+        assert [(mark["args"]["run"], mark["args"]["kind"]) for mark in marks] == \
+            [(event.index, event.kind.value) for event in trace_file.layers["dense"].events]
+        for runs in trace_file.functions.values():
+            assert [mark["args"]["serial"] for mark in by_track[label, f"function {runs.function}"]] == \
+                [event.serial for event in runs.events]
+    assert any(mark["args"]["kind"] == "retrace" and mark["cat"] == "function_trace"
+               for (label, _), marks in by_track.items() if label == "worker-1" for mark in marks)
 
 
 def test_same_label_twice_names_the_files(tmp_path):
