@@ -331,3 +331,12 @@ def test_trace_file_of_a_process_killed_halfway_renders_what_it_holds(tmp_path):
     assert len(steps) == 1 and len(steps[0].events) >= 12
     assert [event.kind.value for event in steps[0].events[:3]] == ["trace", "retrace", "retrace"]
     assert "dense #2 in <lambda>: inputs: dim 0 1 -> 2" in out.read_text()
+
+
+def test_bytes_that_are_not_utf8_are_an_error_naming_the_line(tmp_path):
+    path = written_file(tmp_path)
+    with open(path, "ab") as file:
+        file.write(b'{"type": "end", "ended": \xff}\n')
+    line = len(path.read_bytes().splitlines())
+    with pytest.raises(TraceFileError, match=rf"^{path}:{line}: not a JSON record"):
+        read_trace_file(str(path))

@@ -61,7 +61,8 @@ def read_trace_file(path: str) -> TraceFile:
             a newer version, or a line before the last is not a valid record.
         OSError: If the file cannot be opened.
     """
-    with open(path, encoding="utf-8") as file:
+    # Trace files are ASCII (`json.dumps` escapes the rest): other bytes fail as a line's JSON.
+    with open(path, encoding="utf-8", errors="replace") as file:
         lines = file.read().split("\n")
     ends_with_newline = lines[-1] == ""
     if ends_with_newline:
