@@ -98,6 +98,7 @@ class Explanation:
         self._layers: dict[str, LayerRuns] = {}
         self._layer_of: weakref.WeakKeyDictionary[Any, LayerRuns] = weakref.WeakKeyDictionary()
         self._order: dict[int, int] = {}  # id(event) -> arrival number, to break timestamp ties.
+        self._unmade = False  # Whether a layer's `events` holds a run whose event is not made yet.
         self._arrivals = itertools.count()
         self._first_run: dict[str, float] = {}  # Layer name -> when its first run started.
         self._functions: dict[str, FunctionRuns] = {}
@@ -124,18 +125,45 @@ class Explanation:
 
     def record_event(self, layer: Any, event: TraceEvent) -> str:
         """Adds the event to the layer's runs; returns the layer's name in this report."""
+        return self._add(layer, event, event.timestamp)
+
+    def record_run(self, layer: Any, run: Any) -> str:
+        """Adds a finished run (`_record.runs.BodyRun`), whose event is made when first read.
+
+        The recorder's fast path: the event's words cost more than the rest of
+        the record, and most reports are read once, at the end.
+        """
+        return self._add(layer, run, run.started)
+
+    def _add(self, layer: Any, entry: Any, started: float) -> str:
         with self._lock:
+            if self._trace_file is not None and type(entry) is not TraceEvent:
+                entry = entry.event()  # A trace file is written as the runs happen.
             runs = self._runs_of(layer)
             if len(runs.events) >= _EVENTS_PER_LAYER:
                 self._order.pop(id(runs.events.pop(0)), None)
                 runs.dropped += 1
-            runs.events.append(event)
+            runs.events.append(entry)
             # Runs are reported when they end; an outer layer starts before its sublayers.
-            self._first_run[runs.name] = min(self._first_run[runs.name], event.timestamp)
-            self._order[id(event)] = next(self._arrivals)
+            self._first_run[runs.name] = min(self._first_run[runs.name], started)
+            self._order[id(entry)] = next(self._arrivals)
             if self._trace_file is not None:
-                self._trace_file.layer_run(runs, event)
+                self._trace_file.layer_run(runs, entry)
+            else:
+                self._unmade = True
             return runs.name
+
+    def _make_events(self) -> None:
+        """Turns the runs kept by `record_run` into their events. Called with the lock held."""
+        if not self._unmade:
+            return
+        for runs in self._layers.values():
+            entries: list[Any] = runs.events  # TraceEvents, and runs kept by `record_run`.
+            for position, entry in enumerate(entries):
+                if type(entry) is not TraceEvent:
+                    event = entries[position] = entry.event()
+                    self._order[id(event)] = self._order.pop(id(entry))
+        self._unmade = False
 
     def record_eager(self, layer: Any) -> None:
         with self._lock:
@@ -179,6 +207,7 @@ class Explanation:
     def layers(self) -> dict[str, LayerRuns]:
         """Layer name to its `LayerRuns`, in the order the layers' first runs started."""
         with self._lock:
+            self._make_events()
             names = sorted(self._layers, key=self._first_run.__getitem__)
             return {name: dataclasses.replace(self._layers[name], events=list(self._layers[name].events))
                     for name in names}
@@ -187,6 +216,7 @@ class Explanation:
     def events(self) -> list[TraceEvent]:
         """Every event, all layers together, in the order the runs started."""
         with self._lock:
+            self._make_events()
             events = [event for runs in self._layers.values() for event in runs.events]
             return sorted(events, key=lambda event: (event.timestamp, self._order[id(event)]))
 

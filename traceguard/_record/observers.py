@@ -26,7 +26,9 @@ class Observer(Protocol):
     """What the recorder calls on an observer; both may be called from any thread.
 
     An observer may also define `record_function(record)`, which receives each
-    `FunctionTrace` while it is registered.
+    `FunctionTrace` while it is registered, and `record_run(layer, run)`, which
+    receives the finished run instead of its event: the event's words are then made
+    when it first calls `run.event()`, not at once.
     """
 
     def record_event(self, layer: Any, event: TraceEvent) -> object:
@@ -111,9 +113,18 @@ def observing(observer: Observer) -> Iterator[Observer]:
         remove_observer(observer)
 
 
-def notify_event(layer: Any, event: TraceEvent) -> None:
+def notify_run(layer: Any, run: Any) -> None:
+    """Tells every observer of a finished run (`runs.BodyRun`): its `record_run` if it
+    has one, else its `record_event` with the run's event, made once for all."""
+    event = None
     for observer in observers:
         try:
+            record_run = getattr(observer, "record_run", None)
+            if record_run is not None:
+                record_run(layer, run)
+                continue
+            if event is None:
+                event = run.event()
             observer.record_event(layer, event)
         except Exception:
             log_internal_error("reporting a run")

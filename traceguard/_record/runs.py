@@ -67,7 +67,7 @@ class BodyRun(EagerRun):
                  "variables_before", "created", "creation_watch", "verdict",
                  # Filled in as the run finishes; `event()` makes its TraceEvent from them.
                  "duration", "created_variables", "thread", "replica", "error", "function_trace",
-                 "_event")
+                 "owner", "_event")
 
     def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
                  args: tuple, kwargs: dict) -> None:
@@ -85,7 +85,7 @@ class BodyRun(EagerRun):
         except AttributeError:
             verdict = self.verdict
             self._event = TraceEvent(
-                index=self.index, kind=verdict.kind, layer=self.state.log.owner,
+                index=self.index, kind=verdict.kind, layer=self.owner,
                 function=self.function, signature=format_signature(self.signature),
                 changes=verdict.changes, created_variables=self.created_variables,
                 reason=reason_text(verdict), hint=hint_text(verdict), timestamp=self.started,
