@@ -19,6 +19,7 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import add_observer, remove_observer
 from traceguard._reports.tensorboard import TensorBoardWriter
 from traceguard._reports.text import format_late_retrace
@@ -63,9 +64,14 @@ class TraceMonitorMixin:
     """
 
     def __init__(self, html: str | os.PathLike[str] | None = None,
-                 log_dir: str | os.PathLike[str] | None = None) -> None:
+                 log_dir: str | os.PathLike[str] | None = None,
+                 trace_file: str | os.PathLike[str] | None = None,
+                 trace_file_label: str | None = None) -> None:
         super().__init__()  # The Keras `Callback`.
         self.html = _checked_html_path(html)
+        self.trace_file = None if trace_file is None else \
+            check_trace_file_path(trace_file, trace_file_label, "TraceMonitor")
+        self._trace_file_label = trace_file_label
         self._tensorboard = None if log_dir is None else TensorBoardWriter(_checked_log_dir(log_dir))
         self.report = Explanation("TraceMonitor")
         self._observer = _Observer(self)
@@ -133,6 +139,10 @@ class TraceMonitorMixin:
             self._calls += 1
             self._epoch = 0
         self._active.append(_METHODS[mode])
+        if self.report._trace_file is not None:  # Closed at the end of each outermost call.
+            self.report._trace_file.reopen()
+        elif self.trace_file is not None:
+            self.report._trace_file = TraceFileWriter(self.trace_file, self._trace_file_label)
         add_observer(self._observer)
 
     def _end(self) -> None:
@@ -147,6 +157,8 @@ class TraceMonitorMixin:
             self._tensorboard.write()
         if self.html is not None:
             self._write_html()
+        if self.report._trace_file is not None:
+            self.report._trace_file.close(self.report.layers.values())
 
     def _write_html(self) -> None:
         assert self.html is not None  # Called only then.
@@ -243,13 +255,23 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             each layer that retraced since, the text
             `traceguard/<layer>/retrace_reason` (what changed, why, the fix).
             Created if missing. Defaults to `None`, no summaries.
+        trace_file: Path (str or path-like) of a trace file: opened by the
+            first `fit`, `evaluate` or `predict` call, it gets one JSON line per
+            layer body run and per function trace as each happens, and the
+            eager run counts at the end of each call (when the file is
+            closed until the next call). `python -m traceguard
+            report FILE` renders it without TensorFlow. Its directory must
+            exist. Defaults to `None`, no file.
+        trace_file_label: String, how reports name this process when they
+            merge several trace files. Defaults to `None`, `"<host>:<pid>"`.
 
     Raises:
-        TypeError: If `html` or `log_dir` is not a str or path-like; when a
+        TypeError: If `html`, `log_dir` or `trace_file` is not a str or
+            path-like, or `trace_file_label` not a str; when a
             `fit`, `evaluate` or `predict` call begins, if the model is of
             another Keras.
-        ValueError: If the directory of `html` does not exist, or `log_dir`
-            is an existing file.
+        ValueError: If the directory of `html` or `trace_file` does not
+            exist, or `log_dir` is an existing file.
 
     Example:
 

@@ -17,16 +17,20 @@ import pathlib
 import threading
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
-from traceguard._core.functions import FunctionTrace
-from traceguard._diagnosis.fix_checks import FixCheck, verify_fix, wrapped_object
 from traceguard._diagnosis.fixes import FixIt, propose_fix
 from traceguard._diagnosis.function_runs import FunctionRuns, add_record, function_key, is_reported
-from traceguard._record.layer import TraceAwareMixin
 from traceguard._record.log import normalize_kinds
-from traceguard._record.observers import traced_function
+
+if TYPE_CHECKING:
+    from traceguard._core.functions import FunctionTrace
+    from traceguard._diagnosis.fix_checks import FixCheck
+    from traceguard._diagnosis.trace_file import TraceFileWriter
+
+# `TraceAwareMixin` (which imports TensorFlow or JAX) is imported when a layer is first
+# seen, so that `python -m traceguard report` rebuilds an `Explanation` without them.
 
 _EVENTS_PER_LAYER = 1000
 _SIGNATURES_KEPT = 10_000
@@ -106,11 +110,14 @@ class Explanation:
         # reference to its latest function object, to check them (`verify_fixes`).
         self._fix_records: dict[str, list[FunctionTrace]] = {}
         self._fix_functions: dict[str, Any] = {}
+        self._trace_file: TraceFileWriter | None = None  # Given each record, when writing one.
 
     # --- written by the recorder, from any thread ---
     def _runs_of(self, layer: Any) -> LayerRuns:
         runs = self._layer_of.get(layer)
         if runs is None:
+            from traceguard._record.layer import TraceAwareMixin
+
             name = base = str(getattr(layer, "name", type(layer).__name__))
             for number in itertools.count(2):
                 if name not in self._layers:
@@ -136,6 +143,8 @@ class Explanation:
 
     def _add(self, layer: Any, entry: Any, started: float) -> str:
         with self._lock:
+            if self._trace_file is not None and type(entry) is not TraceEvent:
+                entry = entry.event()  # A trace file is written as the runs happen.
             runs = self._runs_of(layer)
             if len(runs.events) >= _EVENTS_PER_LAYER:
                 self._order.pop(id(runs.events.pop(0)), None)
@@ -144,7 +153,10 @@ class Explanation:
             # Runs are reported when they end; an outer layer starts before its sublayers.
             self._first_run[runs.name] = min(self._first_run[runs.name], started)
             self._order[id(entry)] = next(self._arrivals)
-            self._unmade = True
+            if self._trace_file is not None:
+                self._trace_file.layer_run(runs, entry)
+            else:
+                self._unmade = True
             return runs.name
 
     def _make_events(self) -> None:
@@ -171,13 +183,26 @@ class Explanation:
                 self._signatures.popitem(last=False)
             if is_reported(record):
                 old = None if record.closest is None else self._signatures.get(record.closest)
-                add_record(self._functions, record, old)
+                key, runs, event = add_record(self._functions, record, old)
+                if self._trace_file is not None:
+                    self._trace_file.function_trace(key, runs, record, event)
             if record.origin == "tf.function" and not record.library_function:
+                from traceguard._record.observers import traced_function
+
                 key = function_key(record)
                 kept = self._fix_records.setdefault(key, [])
                 kept.append(record)
                 del kept[:-_EVENTS_PER_LAYER]
                 self._fix_functions[key] = traced_function(record) or self._fix_functions.get(key)
+
+    def _restore(self, layers: list[LayerRuns], functions: dict[str, FunctionRuns]) -> None:
+        """Fills an empty report with runs read back from trace files, layers in the given order."""
+        with self._lock:
+            for number, runs in enumerate(layers):
+                self._layers[runs.name] = runs
+                self._first_run[runs.name] = number
+                self._order.update((id(event), next(self._arrivals)) for event in runs.events)
+            self._functions.update(functions)
 
     # --- public ---
     @property
@@ -208,6 +233,8 @@ class Explanation:
         for key, records in groups:
             fix = propose_fix(records)
             if fix is not None:
+                from traceguard._diagnosis.fix_checks import wrapped_object
+
                 described = wrapped_object(self._live_function(key))
                 fixes.append(dataclasses.replace(fix, wrapped_object=described) if described else fix)
         return fixes
@@ -232,6 +259,8 @@ class Explanation:
         Returns:
             A list of `FixCheck`, one per fix-it of `fixes()`.
         """
+        from traceguard._diagnosis.fix_checks import verify_fix
+
         checks = []
         for fix in self.fixes():
             key = f"{fix.qualname} ({fix.definition})" if fix.definition else fix.qualname

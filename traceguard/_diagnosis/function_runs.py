@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from traceguard import _compat
-from traceguard._core.classify import classify_function_trace
 from traceguard._core.events import TRACE_KINDS, TraceKind
-from traceguard._core.functions import FunctionTrace
-from traceguard._reports.messages import hint_text, reason_text
+
+if TYPE_CHECKING:
+    from traceguard._core.functions import FunctionTrace
+
+# `_compat`, `classify` and `messages` (which import TensorFlow or JAX) are imported where records
+# are classified, so that `python -m traceguard report` reads these values without them.
 
 _TRACES_PER_FUNCTION = 1000
 
@@ -106,11 +108,17 @@ class FunctionRuns:
 def is_reported(record: FunctionTrace) -> bool:
     """Whether a report shows the record: the user's functions and Keras's steps, not the
     library's own helpers (Keras's data-adapter `tf.data` functions, TensorFlow's)."""
+    from traceguard import _compat
+
     return not record.library_function or _compat.is_keras_step_function(record.name)
 
 
 def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> FunctionEvent:
     """The record, classified and worded. `old`: the signature its changes are from."""
+    from traceguard import _compat
+    from traceguard._core.classify import classify_function_trace
+    from traceguard._reports.messages import hint_text, reason_text
+
     keras_step = record.library_function and _compat.is_keras_step_function(record.name)
     verdict = classify_function_trace(record, old, _compat.BACKEND, keras_step, record.keras_call)
     return FunctionEvent(
@@ -128,8 +136,13 @@ def function_key(record: FunctionTrace) -> str:
 
 
 def add_record(functions: dict[str, FunctionRuns], record: FunctionTrace,
-               old: Mapping[str, Any] | None) -> None:
-    """Adds the record's event to its function's runs in `functions` (keyed by name and site)."""
+               old: Mapping[str, Any] | None) -> tuple[str, FunctionRuns, FunctionEvent]:
+    """Adds the record's event to its function's runs in `functions` (keyed by name and site).
+
+    Returns the key, the function's runs and the event added.
+    """
+    from traceguard import _compat
+
     key = function_key(record)
     runs = functions.get(key)
     if runs is None:
@@ -137,5 +150,7 @@ def add_record(functions: dict[str, FunctionRuns], record: FunctionTrace,
         runs = functions[key] = FunctionRuns(record.qualname, record.name, record.definition, keras_step)
     if len(runs.events) >= _TRACES_PER_FUNCTION:
         runs.events.pop(0)
-    runs.events.append(function_event(record, old))
+    event = function_event(record, old)
+    runs.events.append(event)
     runs.objects = max(runs.objects, record.objects)
+    return key, runs, event

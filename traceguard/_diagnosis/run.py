@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
-               html: str | None = None, summary: bool = False, verify_fixes: bool = False) -> int:
+               html: str | None = None, summary: bool = False, verify_fixes: bool = False,
+               trace_file: str | None = None, trace_file_label: str | None = None) -> int:
     """Runs `script` with `arguments` under `watch()`, then writes the report.
 
     Args:
@@ -32,6 +33,8 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         summary: Whether the text report leaves out the run-by-run detail.
         verify_fixes: Whether to check the fix-its by replaying each retracing
             function's recorded signatures (runs the script's functions again).
+        trace_file: Path of the trace file to write as the script runs; None for none.
+        trace_file_label: How reports name this process in the trace file.
 
     Returns:
         The exit code `python SCRIPT` would have had; 2 for a usage error.
@@ -45,6 +48,11 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         print(f"traceguard run: --html expects a file in an existing directory. Received: --html {html!r}",
               file=err)
         return 2
+    trace_directory = os.path.dirname(os.path.abspath(trace_file)) if trace_file is not None else ""
+    if trace_file is not None and (os.path.isdir(trace_file) or not os.path.isdir(trace_directory)):
+        print("traceguard run: --trace-file expects a file in an existing directory. "
+              f"Received: --trace-file {trace_file!r}", file=err)
+        return 2
     from traceguard._diagnosis.watch import watch
 
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
@@ -54,7 +62,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
     report = None
     kept_alive: object = None
     try:
-        with watch() as report:
+        with watch(trace_file=trace_file, trace_file_label=trace_file_label) as report:
             report.title = f"run {os.path.basename(script)}"
             try:
                 # The script's globals (or, if it raises, its traceback's frames) stay alive until
@@ -74,7 +82,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
             _write_report(report.summary(brief=summary) + _fixes_text(report, verify_fixes), output, err)
             if html is not None:
                 report.to_html(html)
-            print(_closing_line(report, output, html), file=err)
+            print(_closing_line(report, output, html, trace_file), file=err)
         del kept_alive
     return code
 
@@ -118,11 +126,13 @@ def _write_report(text: str, output: str | None, err: TextIO) -> None:
         file.write(text + "\n")
 
 
-def _closing_line(report: Explanation, output: str | None, html: str | None) -> str:
+def _closing_line(report: Explanation, output: str | None, html: str | None, trace_file: str | None) -> str:
     """How many functions and layers were watched and where the report is."""
     where = [f"report written to {output}" if output is not None else "report above"]
     if html is not None:
         where.append(f"HTML report written to {html}")
+    if trace_file is not None:
+        where.append(f"trace file written to {trace_file}")
     return (f"traceguard: watched {_plural(len(report.functions), 'function')} and "
             f"{_plural(len(report.layers), 'layer')}; {', '.join(where)}")
 
