@@ -59,7 +59,7 @@ def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, k
     # `_trace_for_jit` returns a `PjitParams` whose `params["jaxpr"]` is the traced ClosedJaxpr.
     params = getattr(result, "params", None)
     jaxpr = params.get("jaxpr") if isinstance(params, dict) else None
-    if jaxpr is not None:
+    if jaxpr is not None and not tracing.library_function:  # Not Keras's steps (see `_tf_traces`).
         tracing.same_graph_as = _graph_fingerprint.same_graph_as(
             tracing.function, None, tracing.serial, jaxpr, jaxpr_fingerprint)
     _function_tracing.end(tracing)

@@ -223,7 +223,9 @@ def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: 
         raise
     if tracing.phase == "variable_creation" and tracing.function is not None:
         tracing.created_variables = _created_variable_names(tracing.function())
-    if not tracing.saving:
+    # Keras's own steps are left out: fingerprinting a train step's graph takes tens of
+    # milliseconds a retrace, and the fix of their retraces is in the data, not the graph.
+    if not tracing.saving and not tracing.library_function:
         tracing.same_graph_as = _graph_fingerprint.same_graph_as(
             tracing.function, tracing.phase, tracing.serial, func_graph)
     _function_tracing.end(tracing, func_graph)
