@@ -29,6 +29,7 @@ import os
 import platform
 import resource
 import sys
+import tempfile
 import threading
 import time
 import timeit
@@ -531,29 +532,38 @@ def watched_first_result(inputs):
 
 
 # --- 5. under watch(): the layer and function records together ----------------------------
-def first_fit(watched):
+def _watching(watched, trace_file=None):
+    return tg.watch(trace_file=trace_file) if watched else contextlib.nullcontext()
+
+
+def first_fit(watched, trace_file=None):
     """A fresh 20-layer plain Keras model's first `fit` on one batch, under `watch()` or not."""
     model = keras.Sequential([keras.Input((16,))] + [keras.layers.Dense(16) for _ in range(20)])
     model.compile(optimizer="sgd", loss="mse")
-    with tg.watch() if watched else contextlib.nullcontext():
+    with _watching(watched, trace_file):
         model.fit(np.ones((32, 16)), np.ones((32, 16)), batch_size=32, verbose=0)
 
 
-def hundred_retraces(watched):
+def hundred_retraces(watched, trace_file=None):
     """A fresh `tf.function` called with 100 Python ints: 100 traces, under `watch()` or not."""
     step = tf.function(lambda x, k: x * k)
-    with tg.watch() if watched else contextlib.nullcontext():
+    with _watching(watched, trace_file):
         for k in range(100):
             step(tf.ones((2,)), k)
 
 
 def check_watched_time(table, timer):
     # Seconds-long runs, like a first result: the fastest runs' ratio (see section 4).
-    for name, run, repetitions in [("watched first fit: 20-layer model", first_fit, 11),
-                                   ("watched tf.function retraced 100 times", hundred_retraces, 11)]:
-        timer.compare(table, name, functools.partial(run, True), functools.partial(run, False),
-                      functools.partial(run, False), 1.05, repetitions, unit="ms", settle=gc.collect,
-                      statistic="fastest")
+    with tempfile.TemporaryDirectory() as directory:
+        trace_file = os.path.join(directory, "trace.jsonl")  # Rewritten by each run.
+        for name, run, file in [("watched first fit: 20-layer model", first_fit, None),
+                                ("watched first fit + trace file: 20-layer model", first_fit, trace_file),
+                                ("watched tf.function retraced 100 times", hundred_retraces, None),
+                                ("watched + trace file: tf.function retraced 100 times", hundred_retraces,
+                                 trace_file)]:
+            timer.compare(table, name, functools.partial(run, True, file), functools.partial(run, False),
+                          functools.partial(run, False), 1.05, 11, unit="ms", settle=gc.collect,
+                          statistic="fastest")
     # The record with function records on: layer runs and the function's trace, under watch().
     inputs = tf.random.uniform((8, 16))
     plain_seconds = min(timeit.repeat(functools.partial(first_result, deep_model, PLAIN, inputs),

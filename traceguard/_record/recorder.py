@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -141,19 +142,11 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             run.function = run.function_key = run.in_creation_phase = run.origin = frame = None
             run.trace = run.function_trace = None
         else:
-            # First: it keeps what every run of the trace shares, `in_save_context()` too.
-            frame = _compat.enclosing_tf_function(graph)
-            if _compat.in_symbolic_build():
-                run.context = RunContext.SYMBOLIC
-            elif _compat.in_save_context(graph):
-                run.context = RunContext.SAVE
-            else:
-                run.context = RunContext.GRAPH
-            run.function = frame.name if frame else _compat.current_graph_name()
-            run.function_key = frame.key if frame else run.function
-            run.in_creation_phase = frame.creates_variables if frame else None
-            run.origin = frame.origin if frame else None
-            run.trace = frame.trace if frame else None
+            site = _site_of(graph)
+            run.context, run.function, run.function_key = site.context, site.function, site.function_key
+            run.in_creation_phase, run.origin, run.trace = site.in_creation_phase, site.origin, site.trace
+            run.function_trace = site.function_trace
+            frame = site.frame
         run.signature = signature_of(original, args, kwargs)
         earlier: list[EarlierTrace] = []
         same_origin: list[EarlierTrace] = []
@@ -166,14 +159,13 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
                 same_origin = state.earlier_traces_of_origin(run.origin)
             else:  # A retrace: its hint depends on the Keras method, if any.
                 keras_call = _compat.keras_call(graph)
-        enclosing, library = _enclosing_trace(run, graph)
-        # Keras's own step: by its name, and, when the function's trace is seen, by its code's
-        # place (a user's `train_step` is not Keras's).
-        keras_step = _compat.is_keras_step_function(run.function) and library is not False
+        if eager:
+            enclosing, keras_step, control_flow = None, False, None
+        else:
+            enclosing, keras_step, control_flow = site.enclosing, site.keras_step, site.control_flow
         run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
                                    run.in_creation_phase, earlier, same_origin, run.trace,
-                                   _compat.BACKEND, keras_step,
-                                   keras_call, _compat.control_flow_of(graph), enclosing,
+                                   _compat.BACKEND, keras_step, keras_call, control_flow, enclosing,
                                    state.graph_traces > 0)
         run.kind = run.verdict.kind
         run.replica = _compat.current_replica(graph)
@@ -198,20 +190,70 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
     return run
 
 
-def _enclosing_trace(run: BodyRun, graph: Any) -> tuple[EnclosingTrace | None, bool | None]:
-    """What the whole-function trace the run is part of differs in, and whether the function is
-    the library's, while function traces are recorded (an observer such as `watch()` listens);
-    links the run to that trace. `(None, None)` when not known."""
-    run.function_trace = None
+class _Site:
+    """What every run in one graph shares: where it runs, and the function being traced.
+
+    A graph is built in one place (a trace, Keras's symbolic pass, a SavedModel
+    save) by one trace, so its runs (twenty, in a twenty-layer model) share one
+    answer: the last graph's is kept per thread, and asked again only for another
+    graph, or once `watch()` starts or stops recording function traces.
+    """
+
+    __slots__ = ("graph", "records", "frame", "context", "function", "function_key", "in_creation_phase",
+                 "origin", "trace", "function_trace", "enclosing", "keras_step", "control_flow")
+
+    def __init__(self, graph: Any, records: Any) -> None:
+        self.graph = None if graph is None else weakref.ref(graph)
+        # By weak reference: a thread's last site must not keep a finished `watch()`'s records.
+        self.records = None if records is None else weakref.ref(records)
+        # First: it keeps what every run of the trace shares, `in_save_context()` too.
+        frame = self.frame = _compat.enclosing_tf_function(graph)
+        if _compat.in_symbolic_build():
+            self.context = RunContext.SYMBOLIC
+        elif _compat.in_save_context(graph):
+            self.context = RunContext.SAVE
+        else:
+            self.context = RunContext.GRAPH
+        self.function = frame.name if frame else _compat.current_graph_name()
+        self.function_key = frame.key if frame else self.function
+        self.in_creation_phase = frame.creates_variables if frame else None
+        self.origin = frame.origin if frame else None
+        self.trace = frame.trace if frame else None
+        self.control_flow = _compat.control_flow_of(graph)
+        self.enclosing, library = self._enclosing_trace(graph, records)
+        # Keras's own step: by its name, and, when the function's trace is seen, by its code's
+        # place (a user's `train_step` is not Keras's).
+        self.keras_step = _compat.is_keras_step_function(self.function) and library is not False
+
+    def _enclosing_trace(self, graph: Any, records: Any) -> tuple[EnclosingTrace | None, bool | None]:
+        """What the whole-function trace the runs are part of differs in, and whether the function
+        is the library's, while function traces are recorded (an observer such as `watch()`
+        listens); links the runs to that trace. `(None, None)` when not known."""
+        self.function_trace = None
+        if records is None or self.context is not RunContext.GRAPH:
+            return None, None
+        tracing = _compat.tracing_of_graph(graph) if graph is not None else _compat.innermost_tracing()
+        if tracing is None:
+            return None, None
+        self.function_trace = tracing.serial
+        kind, changes, objects = records.preview(tracing)
+        return EnclosingTrace(kind, changes, objects), tracing.library_function
+
+
+def _site_of(graph: Any) -> _Site:
+    """The `_Site` of `graph` (None on JAX: no graph, so nothing is kept)."""
     records = _observers.function_records
-    if records is None or run.context is not RunContext.GRAPH:
-        return None, None
-    tracing = _compat.tracing_of_graph(graph) if graph is not None else _compat.innermost_tracing()
-    if tracing is None:
-        return None, None
-    run.function_trace = tracing.serial
-    kind, changes, objects = records.preview(tracing)
-    return EnclosingTrace(kind, changes, objects), tracing.library_function
+    try:
+        site = _local.site
+        if site.graph is not None and site.graph() is graph \
+                and (site.records() if site.records is not None else None) is records:
+            return site
+    except AttributeError:
+        pass
+    site = _Site(graph, records)
+    if graph is not None:
+        _local.site = site
+    return site
 
 
 def _stop_watching(watch: Any) -> None:
