@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from traceguard._core.events import TraceEvent, TraceKind
     from traceguard._diagnosis.explanation import Explanation, LayerRuns
     from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
+    from traceguard._diagnosis.no_retrace import no_retrace
     from traceguard._diagnosis.watch import explain, watch
     from traceguard._record.layer import TraceAwareLayer, TraceAwareMixin
     from traceguard._record.log import TraceLog
@@ -42,6 +43,7 @@ __all__ = [
     "__version__",
     "callbacks",
     "explain",
+    "no_retrace",
     "print",
     "side_effects",
     "testing",
@@ -66,6 +68,7 @@ _MODULES = {
     "TraceLog": "traceguard._record.log",
     "callbacks": "traceguard.callbacks",
     "explain": "traceguard._diagnosis.watch",
+    "no_retrace": "traceguard._diagnosis.no_retrace",
     "print": "traceguard._side_effects.tf_print",
     "side_effects": "traceguard._side_effects.side_effects",
     "testing": "traceguard.testing",

@@ -86,11 +86,17 @@ def _on_function_trace(tracing: Any) -> None:
     except Exception:
         log_internal_error("recording a function trace", "the trace goes on unrecorded")
         return
+    verdict = None
     for observer in function_observers:
         try:
             observer.record_function(record)
-        except Exception:
-            log_internal_error("reporting a function trace")
+        except Exception as error:
+            if not _compat.stops_trace(error):
+                log_internal_error("reporting a function trace")
+            elif verdict is None:  # A `no_retrace` block's failure: raised once every observer knows.
+                verdict = error
+    if verdict is not None:
+        raise verdict
 
 
 def _retracing_note(function_text: str) -> str | None:
@@ -112,11 +118,18 @@ def observing(observer: Observer) -> Iterator[Observer]:
 
 
 def notify_event(layer: Any, event: TraceEvent) -> None:
+    """Tells every observer of `event`; an error that stops the trace is raised after all of them."""
+    verdict = None
     for observer in observers:
         try:
             observer.record_event(layer, event)
-        except Exception:
-            log_internal_error("reporting a run")
+        except Exception as error:
+            if not _compat.stops_trace(error):
+                log_internal_error("reporting a run")
+            elif verdict is None:
+                verdict = error
+    if verdict is not None:
+        raise verdict
 
 
 def notify_eager(layer: Any) -> None:
