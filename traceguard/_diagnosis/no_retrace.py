@@ -15,7 +15,9 @@ and the pytest marker use the same guard.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -31,6 +33,11 @@ ON_RETRACE_MODES = ("raise", "warn")
 # The function trace kinds that fail once each function's first trace is its warm-up.
 _KINDS_AFTER_FIRST = frozenset({"retrace", "new_function"})
 _LAYERS_KEPT = 1000  # Function traces whose layers are remembered until the trace ends.
+# The traces a guard failed, per `FunctionRecords`: record index -> the record as failed. The
+# backend cached nothing, so the next call traces the same signature again; the records read
+# that as a retrace with nothing changed, and the guard reads it as the failed trace once more.
+_failed: weakref.WeakKeyDictionary[Any, dict[int, FunctionTrace]] = weakref.WeakKeyDictionary()
+_FAILED_KEPT = 1000
 
 
 def check_on_retrace(on_retrace: object, where: str) -> str:
@@ -83,11 +90,17 @@ class RetraceGuard:
 
     def record_function(self, record: FunctionTrace) -> None:
         layers = self._layers.pop(record.serial, ())
-        if not self.armed or record.raised or record.saving or not is_reported(record):
+        record = _as_failed_before(record)
+        if record.raised:  # The backend cached nothing: the next call repeats this trace.
+            _remember_failed(record)
             return
-        if self.allow_first_traces and record.kind not in _KINDS_AFTER_FIRST:
+        if not self.armed or record.saving or not is_reported(record):
+            return
+        if self.allow_first_traces and (record.kind not in _KINDS_AFTER_FIRST
+                                        or _is_first_of_its_method(record)):
             return
         event = function_event(record, _closest_signature(record))
+        _remember_failed(record)
         step = f" (the step of `{record.keras_call.method}`)" if record.keras_call is not None else ""
         self._fail(format_guard_failure(
             f"`{record.name}`{step}", record.name, record.kind, self._place(), signature=event.signature,
@@ -106,12 +119,50 @@ class RetraceGuard:
         warnings.warn(message, UserWarning, stacklevel=_compat.user_stacklevel())
 
 
-def _closest_signature(record: FunctionTrace) -> Any:
-    """The signature `record`'s changes are from, if the records still hold it."""
+def _as_failed_before(record: FunctionTrace) -> FunctionTrace:
+    """`record`, or the trace a guard failed before if `record` repeats it (same signature)."""
+    failed = _failed.get(_observers.function_records, {})
+    earlier = failed.get(record.closest) if record.closest is not None and not record.changes else None
+    if earlier is None or record.kind != "retrace":
+        return record
+    return dataclasses.replace(record, kind=earlier.kind, changes=earlier.changes, closest=earlier.closest)
+
+
+def _remember_failed(record: FunctionTrace) -> None:
+    records = _observers.function_records
+    if records is None:
+        return
+    failed = _failed.setdefault(records, {})
+    if len(failed) >= _FAILED_KEPT:
+        failed.pop(next(iter(failed)))
+    failed[record.index] = record
+
+
+def _closest_record(record: FunctionTrace) -> FunctionTrace | None:
+    """The record `record`'s changes are from, if the records still hold it."""
     records = _observers.function_records
     if record.closest is None or records is None:
         return None
-    return next((r.signature for r in records.records() if r.index == record.closest), None)
+    return next((r for r in records.records() if r.index == record.closest), None)
+
+
+def _closest_signature(record: FunctionTrace) -> Any:
+    closest = _closest_record(record)
+    return None if closest is None else closest.signature
+
+
+def _is_first_of_its_method(record: FunctionTrace) -> bool:
+    """A Keras step's first trace for its method, which the records take for a new object.
+
+    Keras 3 makes the steps of `fit`, `evaluate` and `predict` from one `def`
+    (`multi_step_on_iterator`), so the first `evaluate` after `fit` reads as a new
+    function object of the train step's code.
+    """
+    if record.kind != "new_function" or record.keras_call is None:
+        return False
+    closest = _closest_record(record)
+    return closest is not None and closest.keras_call is not None \
+        and closest.keras_call.method != record.keras_call.method
 
 
 @contextlib.contextmanager
