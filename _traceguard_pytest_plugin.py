@@ -22,6 +22,7 @@ NO_RETRACE_MARKER = "no_retrace"
 SNAPSHOT_OPTION = "--traceguard-snapshot"
 UPDATE_OPTION = "--traceguard-snapshot-update"
 _SESSION = pytest.StashKey[Any]()
+_WRITTEN = pytest.StashKey[list]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -122,8 +123,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 
         try:
             difference = snapshots.check(item.path, item.nodeid.split("::", 1)[-1], report)
-        except SnapshotFileError as error:
-            pytest.fail(str(error), pytrace=False)
+        except SnapshotFileError as error:  # Named by file and line; the traceback adds nothing.
+            difference = str(error)
         if difference:
             pytest.fail(difference, pytrace=False)
     return result
@@ -131,10 +132,11 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     snapshots = session.config.stash.get(_SESSION, None)
-    if snapshots is None:
-        return
-    written = snapshots.finish()
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if written and reporter is not None:
-        reporter.write_line("traceguard: rewrote the trace snapshots " + ", ".join(
-            snapshots._shown(path) for path in written))
+    if snapshots is not None:
+        session.config.stash[_WRITTEN] = [snapshots._shown(path) for path in snapshots.finish()]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    written = config.stash.get(_WRITTEN, None)
+    if written:
+        terminalreporter.write_line("traceguard: rewrote the trace snapshots " + ", ".join(written))

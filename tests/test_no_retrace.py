@@ -181,7 +181,7 @@ def test_fit_with_a_partial_batch_raises_from_fit_with_the_reason_and_the_fix():
     assert type(error) is tg.RetraceError  # Not wrapped by Keras nor TensorFlow.
     assert error.kind == "retrace" and error.function in _compat.KERAS_STEP_FUNCTIONS
     assert error.call_site == f"{HERE}:{line_of('# fit-call')}"
-    assert any(change.startswith("data") and "dim 0 32 -> " in change for change in error.changes)
+    assert any("dim 0 32 -> " in change for change in error.changes), error.changes
     assert "`fit` got 70 samples in batches of 32: the last batch of 6" in error.hint
     assert f" (the step of `fit`) retraced inside the `traceguard.no_retrace()` block." in str(error)
     assert "   layers traced in it: " in str(error) and "'dense' (retrace)" in str(error)

@@ -3,9 +3,15 @@
 import pathlib
 import textwrap
 
+import keras
 import pytest
 
+from traceguard import _compat
+
 pytest_plugins = ["pytester"]
+# The inner tests `fit` a Keras 3 model and expect its step names (`one_step_on_data`).
+pytestmark = pytest.mark.skipif(_compat.parse_version(keras.__version__) < (3,),
+                                reason=f"the inner tests are written for Keras 3; keras is {keras.__version__}")
 
 PLUGIN = "_traceguard_pytest_plugin"
 SNAPSHOT = pathlib.Path("__trace_snapshots__", "test_training.traces")
@@ -120,3 +126,11 @@ def test_hand_edited_snapshot_fails_naming_file_and_line(run_training, pytester,
     expected = f"*{pytester.path / SNAPSHOT}:{error}*"
     result.stdout.fnmatch_lines([expected.replace("[", "[[]")])
     result.stdout.fnmatch_lines(["*Fix the line, or rewrite the file with `pytest --traceguard-snapshot-update`.*"])
+
+
+def test_update_rewrites_a_hand_edited_snapshot_it_cannot_read(run_training, pytester):
+    (pytester.path / SNAPSHOT.parent).mkdir()
+    (pytester.path / SNAPSHOT).write_text("test_fit:\n  function f:\n    traced  x=float32[3]\n")
+    run_training(64, "--traceguard-snapshot-update").assert_outcomes(passed=2)
+    run_training(64, "--traceguard-snapshot").assert_outcomes(passed=2)
+    assert "traced" not in (pytester.path / SNAPSHOT).read_text()

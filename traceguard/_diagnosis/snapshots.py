@@ -21,6 +21,7 @@ from typing import Any
 from traceguard._core.events import GRAPH_TRACE_KINDS, TraceKind
 from traceguard._diagnosis.explanation import Explanation
 from traceguard._reports.snapshot_file import (
+    SnapshotFileError,
     SnapshotTrace,
     describe_changes,
     format_missing_snapshot,
@@ -106,7 +107,14 @@ class SnapshotSession:
     def _tests(self, path: pathlib.Path) -> dict[str, Any]:
         tests = self._files.get(path)
         if tests is None:
-            tests = self._files[path] = read(path)  # SnapshotFileError names file:line.
+            try:
+                tests = read(path)  # SnapshotFileError names file:line.
+            except SnapshotFileError:
+                if not self.update:
+                    raise
+                tests = {}  # Unreadable: the update rewrites it with the tests that run.
+                self._changed.add(path)
+            self._files[path] = tests
         return tests
 
     def check(self, test_file: pathlib.Path, test: str, report: Explanation) -> str | None:
