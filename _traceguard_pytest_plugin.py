@@ -22,7 +22,7 @@ NO_RETRACE_MARKER = "no_retrace"
 SNAPSHOT_OPTION = "--traceguard-snapshot"
 UPDATE_OPTION = "--traceguard-snapshot-update"
 _SESSION = pytest.StashKey[Any]()
-_WRITTEN = pytest.StashKey[list]()
+_WRITTEN = pytest.StashKey[list[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -11,10 +11,11 @@ from traceguard import _compat
 pytest_plugins = ["pytester"]
 # The inner tests `fit` a Keras 3 model and expect its step names (`one_step_on_data`).
 pytestmark = pytest.mark.skipif(_compat.parse_version(keras.__version__) < (3,),
-                                reason=f"the inner tests are written for Keras 3; keras is {keras.__version__}")
+                                reason=f"written for Keras 3's steps; keras is {keras.__version__}")
 
 PLUGIN = "_traceguard_pytest_plugin"
 SNAPSHOT = pathlib.Path("__trace_snapshots__", "test_training.traces")
+SHOWN = "__trace_snapshots__/test_training.traces"  # As the plugin names it, from the root.
 
 TRAINING = textwrap.dedent("""
     import numpy as np
@@ -57,13 +58,14 @@ def run_training(pytester, monkeypatch):
 def test_snapshot_passes_then_fails_on_a_partial_batch_then_passes_after_update(run_training, pytester):
     result = run_training(64, "--traceguard-snapshot")
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*test_fit has no trace snapshot in __trace_snapshots__/test_training.traces*"])
+    result.stdout.fnmatch_lines([f"*test_fit has no trace snapshot in {SHOWN}*"])
 
     result = run_training(64, "--traceguard-snapshot-update")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["traceguard: rewrote the trace snapshots __trace_snapshots__/test_training.traces"])
+    result.stdout.fnmatch_lines([f"traceguard: rewrote the trace snapshots {SHOWN}"])
     written = (pytester.path / SNAPSHOT).read_text()
-    assert "test_fit:\n  function one_step_on_data:\n    trace  data=(float32[32,4], float32[32,1])\n" in written
+    assert ("test_fit:\n  function one_step_on_data:\n"
+            "    trace  data=(float32[32,4], float32[32,1])\n") in written
     assert "  layer dense in one_step_on_data:\n    trace  inputs=float32[32,4], training=True\n" in written
     # Keras named the second Dense dense_1 (or more, after earlier sessions): by its order here.
     assert "  layer dense#2 in one_step_on_data:\n    trace  inputs=float32[32,2], training=True\n" in written
@@ -75,16 +77,18 @@ def test_snapshot_passes_then_fails_on_a_partial_batch_then_passes_after_update(
     # 70 samples in batches of 32 in the second `fit`: the last batch of 6 retraces the step.
     result = run_training(70, "--traceguard-snapshot")
     result.assert_outcomes(passed=1, failed=1)
-    assert textwrap.dedent("""\
-        The traces of test_fit differ from its snapshot in __trace_snapshots__/test_training.traces:
-          function `one_step_on_data`: 1 -> 2 traces: retrace, data[0]: dim 0 32 -> None; data[1]: dim 0 32 -> None
-          function `multi_step_on_iterator`: 1 -> 2 traces: retrace, iterator[0]: dim 0 32 -> None; iterator[1]: dim 0 32 -> None
-          layer 'sequential' in `one_step_on_data`: 1 -> 2 traces: retrace, inputs: dim 0 32 -> None
-          layer 'functional' in `one_step_on_data`: 1 -> 2 traces: retrace, inputs: dim 0 32 -> None
-          layer 'dense' in `one_step_on_data`: 1 -> 2 traces: retrace, inputs: dim 0 32 -> None
-          layer 'dense#2' in `one_step_on_data`: 1 -> 2 traces: retrace, inputs: dim 0 32 -> None
-        If the change is intended, rewrite the snapshot: pytest --traceguard-snapshot-update
-        """) in result.stdout.str()
+    assert "\n".join([
+        f"The traces of test_fit differ from its snapshot in {SHOWN}:",
+        "  function `one_step_on_data`: 1 -> 2 traces: retrace, "
+        "data[0]: dim 0 32 -> None; data[1]: dim 0 32 -> None",
+        "  function `multi_step_on_iterator`: 1 -> 2 traces: retrace, "
+        "iterator[0]: dim 0 32 -> None; iterator[1]: dim 0 32 -> None",
+        "  layer 'sequential' in `one_step_on_data`: 1 -> 2 traces: retrace, inputs: dim 0 32 -> None",
+        "  layer 'functional' in `one_step_on_data`: 1 -> 2 traces: retrace, inputs: dim 0 32 -> None",
+        "  layer 'dense' in `one_step_on_data`: 1 -> 2 traces: retrace, inputs: dim 0 32 -> None",
+        "  layer 'dense#2' in `one_step_on_data`: 1 -> 2 traces: retrace, inputs: dim 0 32 -> None",
+        "If the change is intended, rewrite the snapshot: pytest --traceguard-snapshot-update",
+    ]) in result.stdout.str()
     assert (pytester.path / SNAPSHOT).read_text() == written  # A failing check writes nothing.
 
     run_training(70, "--traceguard-snapshot-update").assert_outcomes(passed=2)
@@ -111,10 +115,11 @@ def test_update_keeps_the_snapshots_of_tests_that_did_not_run(run_training, pyte
 
 
 @pytest.mark.parametrize("line, error", [
-    ("    trace  x=float32[3]", "1: a trace outside any function or layer; expected a `  function NAME:` line first"),
+    ("    trace  x=float32[3]",
+     "1: a trace outside any function or layer; expected a `  function NAME:` line first"),
     ("test_fit:\n  layer dense\n", "2: not a traced function or layer; expected `  function NAME:` or"),
-    ("test_fit:\n  function f:\n    retraced  x=float32[3]", "3: unknown trace kind 'retraced'; expected one of "
-     "trace, variable_retrace, retrace, save"),
+    ("test_fit:\n  function f:\n    retraced  x=float32[3]",
+     "3: unknown trace kind 'retraced'; expected one of trace, variable_retrace, retrace, save"),
     ("test_fit:\n   function f:", "2: indented by 3 spaces"),
     ("test_fit:\ntest_fit:", "2: test 'test_fit' appears twice"),
 ])
@@ -125,7 +130,8 @@ def test_hand_edited_snapshot_fails_naming_file_and_line(run_training, pytester,
     result.assert_outcomes(failed=1)
     expected = f"*{pytester.path / SNAPSHOT}:{error}*"
     result.stdout.fnmatch_lines([expected.replace("[", "[[]")])
-    result.stdout.fnmatch_lines(["*Fix the line, or rewrite the file with `pytest --traceguard-snapshot-update`.*"])
+    result.stdout.fnmatch_lines(["*Fix the line, or rewrite the file with "
+                                 "`pytest --traceguard-snapshot-update`.*"])
 
 
 def test_update_rewrites_a_hand_edited_snapshot_it_cannot_read(run_training, pytester):

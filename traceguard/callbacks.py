@@ -78,7 +78,9 @@ class TraceMonitorMixin:
                              f"Received: no_retrace_after={no_retrace_after!r}")
         self.no_retrace_after = no_retrace_after
         # Armed during the calls after warm-up; each function's first trace is its own warm-up.
-        self._guard = RetraceGuard("raise", allow_first_traces=True, where=self._guard_place)
+        monitor = weakref.ref(self)  # The guard must not keep the monitor alive (see `_Observer`).
+        self._guard = RetraceGuard("raise", allow_first_traces=True,
+                                   where=lambda: monitor()._guard_place())  # type: ignore[union-attr]
         self._guard.armed = False
         self.html = _checked_html_path(html)
         self._tensorboard = None if log_dir is None else TensorBoardWriter(_checked_log_dir(log_dir))

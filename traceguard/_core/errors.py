@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 
 class RetraceError(Exception):
@@ -35,25 +35,31 @@ class RetraceError(Exception):
 
     # Raised by an observer of a trace, it fails that trace (see `_compat.stops_trace`).
     stops_trace = True
+    # The facts, set by `retrace_error`. No `__init__` of its own on purpose: AutoGraph
+    # re-creates an error raised in converted code as `type(error)(message)` only when
+    # the class keeps `Exception.__init__` (tensorflow/python/autograph/pyct/
+    # error_utils.py, `ErrorMetadataBase.create_exception`); else it raises a
+    # `StagingError`. Pickling keeps them (`BaseException.__reduce__` carries `__dict__`).
+    function: str | None = None
+    layer: str | None = None
+    kind: str | None = None
+    changes: tuple[str, ...] = ()
+    signature: Mapping[str, str] = types.MappingProxyType({})
+    call_site: str | None = None
+    reason: str | None = None
+    hint: str | None = None
 
-    def __init__(self, message: str, *, function: str | None = None, layer: str | None = None,
-                 kind: str | None = None, changes: Sequence[str] = (),
-                 signature: Mapping[str, str] | None = None, call_site: str | None = None,
-                 reason: str | None = None, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.function, self.layer, self.kind = function, layer, kind
-        self.changes = tuple(changes)
-        self.signature = dict(signature or {})
-        self.call_site, self.reason, self.hint = call_site, reason, hint
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Pickles (multiprocessing, pytest-xdist) keep the facts, not only the message.
-        return (_rebuild, (str(self), self.__dict__))
-
-
-def _rebuild(message: str, facts: dict[str, Any]) -> RetraceError:
+def retrace_error(message: str, *, function: str | None = None, layer: str | None = None,
+                  kind: str | None = None, changes: Sequence[str] = (),
+                  signature: Mapping[str, str] | None = None, call_site: str | None = None,
+                  reason: str | None = None, hint: str | None = None) -> RetraceError:
+    """A `RetraceError` with `message` and the facts it is made of."""
     error = RetraceError(message)
-    error.__dict__.update(facts)
+    error.function, error.layer, error.kind = function, layer, kind
+    error.changes = tuple(changes)
+    error.signature = dict(signature or {})
+    error.call_site, error.reason, error.hint = call_site, reason, hint
     return error
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from traceguard import _compat
-from traceguard._core.errors import RetraceError
+from traceguard._core.errors import retrace_error
 from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._core.functions import FunctionTrace
 from traceguard._diagnosis.function_runs import function_event, is_reported
@@ -115,7 +115,7 @@ class RetraceGuard:
 
     def _fail(self, message: str, **facts: Any) -> None:
         if self.on_retrace == "raise":
-            raise RetraceError(message, **facts)
+            raise retrace_error(message, **facts)
         warnings.warn(message, UserWarning, stacklevel=_compat.user_stacklevel())
 
 

@@ -81,48 +81,70 @@ def read(path: pathlib.Path) -> dict[str, dict[str, list[SnapshotTrace]]]:
     """
     if not path.exists():
         return {}
-    tests: dict[str, dict[str, list[SnapshotTrace]]] = {}
-    subjects: dict[str, list[SnapshotTrace]] | None = None
-    traces: list[SnapshotTrace] | None = None
-    text = path.read_text(encoding="utf-8")
-    for number, line in enumerate(text.splitlines(), 1):
-        def fail(what: str, expected: str) -> SnapshotFileError:
-            return SnapshotFileError(
-                f"{os.fspath(path)}:{number}: {what}; expected {expected}. Received: {line!r}. "
-                "Fix the line, or rewrite the file with `pytest --traceguard-snapshot-update`.")
+    reader = _Reader(path)
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        reader.read_line(number, line)
+    return reader.tests
 
+
+class _Reader:
+    """Reads a snapshot file line by line: a test, its functions and layers, their traces."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.path = path
+        self.tests: dict[str, dict[str, list[SnapshotTrace]]] = {}
+        self.subjects: dict[str, list[SnapshotTrace]] | None = None
+        self.traces: list[SnapshotTrace] | None = None
+        self.number, self.line = 0, ""
+
+    def fail(self, what: str, expected: str) -> SnapshotFileError:
+        return SnapshotFileError(
+            f"{os.fspath(self.path)}:{self.number}: {what}; expected {expected}. Received: {self.line!r}. "
+            "Fix the line, or rewrite the file with `pytest --traceguard-snapshot-update`.")
+
+    def read_line(self, number: int, line: str) -> None:
+        self.number, self.line = number, line
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
-            continue
+            return
         indent = len(line) - len(line.lstrip(" "))
         if indent == 0:
-            if not stripped.endswith(":") or len(stripped) == 1:
-                raise fail("a test line must end with ':'", "`test_name:`")
-            test = stripped[:-1]
-            if test in tests:
-                raise fail(f"test {test!r} appears twice", "each test once")
-            subjects, traces = tests.setdefault(test, {}), None
+            self.read_test(stripped)
         elif indent == 2:
-            if subjects is None:
-                raise fail("a traced function or layer outside any test", "a `test_name:` line first")
-            if not stripped.endswith(":") or not stripped.startswith(("function ", "layer ")):
-                raise fail("not a traced function or layer", "`  function NAME:` or `  layer NAME in "
-                           "FUNCTION:`")
-            subject = stripped[:-1]
-            if subject in subjects:
-                raise fail(f"{subject!r} appears twice in the test", "each function and layer once")
-            traces = subjects.setdefault(subject, [])
+            self.read_subject(stripped)
         elif indent == 4:
-            if traces is None:
-                raise fail("a trace outside any function or layer", "a `  function NAME:` line first")
-            kind, _, signature = stripped.partition(" ")
-            if kind not in SNAPSHOT_KINDS:
-                raise fail(f"unknown trace kind {kind!r}", f"one of {', '.join(SNAPSHOT_KINDS)}, then "
-                           "the signature")
-            traces.append(SnapshotTrace(kind, signature.strip()))
+            self.read_trace(stripped)
         else:
-            raise fail(f"indented by {indent} spaces", "0 (a test), 2 (a function or layer) or 4 (a trace)")
-    return tests
+            raise self.fail(f"indented by {indent} spaces",
+                            "0 (a test), 2 (a function or layer) or 4 (a trace)")
+
+    def read_test(self, stripped: str) -> None:
+        if not stripped.endswith(":") or len(stripped) == 1:
+            raise self.fail("a test line must end with ':'", "`test_name:`")
+        test = stripped[:-1]
+        if test in self.tests:
+            raise self.fail(f"test {test!r} appears twice", "each test once")
+        self.subjects, self.traces = self.tests.setdefault(test, {}), None
+
+    def read_subject(self, stripped: str) -> None:
+        if self.subjects is None:
+            raise self.fail("a traced function or layer outside any test", "a `test_name:` line first")
+        if not stripped.endswith(":") or not stripped.startswith(("function ", "layer ")):
+            raise self.fail("not a traced function or layer",
+                            "`  function NAME:` or `  layer NAME in FUNCTION:`")
+        subject = stripped[:-1]
+        if subject in self.subjects:
+            raise self.fail(f"{subject!r} appears twice in the test", "each function and layer once")
+        self.traces = self.subjects.setdefault(subject, [])
+
+    def read_trace(self, stripped: str) -> None:
+        if self.traces is None:
+            raise self.fail("a trace outside any function or layer", "a `  function NAME:` line first")
+        kind, _, signature = stripped.partition(" ")
+        if kind not in SNAPSHOT_KINDS:
+            raise self.fail(f"unknown trace kind {kind!r}",
+                            f"one of {', '.join(SNAPSHOT_KINDS)}, then the signature")
+        self.traces.append(SnapshotTrace(kind, signature.strip()))
 
 
 def _plural(count: int) -> str:
