@@ -304,3 +304,33 @@ def test_a_moved_internal_fails_loudly_with_the_versions():
                                      "tracing_compilation._create_concrete_function")
     with pytest.raises(RuntimeError, match="with the locals"):
         _tf_traces._check_locals(lambda: None, ("args",), "Something._maybe_define_function")
+
+
+def test_a_listener_error_that_stops_the_trace_leaves_nothing_cached():
+    # `no_retrace` relies on it: an error raised from the hook, after the graph was
+    # built, reaches the caller as itself and TensorFlow caches no concrete function.
+    class Stop(Exception):
+        stops_trace = True
+
+    def stop(tracing):
+        raise Stop(tracing.name)
+
+    f = tf.function(lambda x: x + 1)
+    with _function_tracing.listening(stop):
+        for _ in range(2):
+            with pytest.raises(Stop) as raised:
+                f(tf.ones((2,)))
+            assert type(raised.value) is Stop
+        assert _function_tracing.running_traces() == ()
+    assert f(tf.ones((2,))).numpy().tolist() == [2.0, 2.0]
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_a_listener_error_without_stops_trace_is_logged_and_the_call_goes_on(caplog):
+    def broken(tracing):
+        raise ValueError("broken listener")
+
+    f = tf.function(lambda x: x * 3)
+    with _function_tracing.listening(broken):
+        assert f(tf.ones((1,))).numpy().tolist() == [3.0]
+    assert "A function-trace listener failed on the trace of" in caplog.text
