@@ -297,3 +297,26 @@ def test_pytest_marker_fails_a_retrace_and_allows_first_traces(pytester, monkeyp
         "Received: no_retrace('yes')",
     ])
     assert_clean()
+
+
+def test_a_block_inside_a_trace_fails_a_layer_retrace_in_it():
+    # The block opens inside `step`'s trace, which traceguard did not see start: the
+    # layer's own retrace fails (raised in the traced body; AutoGraph and Keras re-raise
+    # it as a RetraceError with their context around the message).
+    class Scale(tg.TraceAwareLayer):
+        def call(self, inputs):
+            return inputs * 2
+
+    layer = Scale(name="scale")
+
+    @tf.function
+    def step(a, b):
+        with tg.no_retrace():
+            return layer(a), layer(b)
+
+    step(tf.ones((2,)), tf.ones((3,)))  # Two first traces of the layer in `step`: its warm-up.
+    expected = (r"Layer 'scale' retraced inside the `traceguard.no_retrace\(\)` block.\n"
+                r"\s+signature: inputs=float32\[5\]\n\s+changed: inputs: dim 0 3 -> 5")
+    with pytest.raises(tg.RetraceError, match=expected):
+        step(tf.ones((5,)), tf.ones((3,)))
+    assert_clean()

@@ -73,8 +73,8 @@ class RetraceGuard:
         pass
 
     def record_event(self, layer: Any, event: TraceEvent) -> None:
-        if not self.armed or event.kind not in GRAPH_TRACE_KINDS:
-            return
+        if not self.armed or event.kind not in GRAPH_TRACE_KINDS or event.error is not None:
+            return  # A body that raised: its own exception goes on.
         if event.function_trace is not None:  # The function's failure names it.
             if len(self._layers) < _LAYERS_KEPT or event.function_trace in self._layers:
                 self._layers.setdefault(event.function_trace, []).append(
