@@ -80,7 +80,7 @@ def test_no_retrace_failure_reads_as_a_short_report():
     from traceguard._reports.guards import format_guard_failure
 
     text = format_guard_failure(
-        "`train_step`", "train_step", "retrace", "inside the `traceguard.no_retrace()` block",
+        "`train_step`", "retrace", "inside the `traceguard.no_retrace()` block",
         signature={"x": "float32[6,4]"}, changes=["x: dim 0 32 -> 6"], reason="It traced again.",
         hint="Drop the partial batch.", call_site="train.py:12", layers=["'dense' (retrace)"])
     assert text == (

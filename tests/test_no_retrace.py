@@ -135,6 +135,7 @@ def test_warn_mode_warns_at_the_user_call_and_the_call_goes_on():
         with tg.no_retrace(on_retrace="warn"):
             with pytest.warns(UserWarning, match=r"`scale` retraced inside") as caught:
                 result = scale(tf.ones((4,)))  # warned-call
+            scale(tf.ones((4,)))  # Traced and cached: no second warning (warnings are errors here).
     assert result.numpy().tolist() == [2.0] * 4
     assert (caught[0].filename, caught[0].lineno) == (HERE, line_of("# warned-call"))
     assert_clean()

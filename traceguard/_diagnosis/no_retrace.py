@@ -83,7 +83,7 @@ class RetraceGuard:
         if event.kind is not TraceKind.RETRACE:
             return
         self._fail(format_guard_failure(
-            f"Layer '{event.layer}'", event.layer, "retrace", self._place(), signature=event.signature,
+            f"Layer '{event.layer}'", "retrace", self._place(), signature=event.signature,
             changes=event.changes, reason=event.reason, hint=event.hint, call_site=None),
             layer=event.layer, function=event.function, kind=event.kind.value, changes=event.changes,
             signature=event.signature, reason=event.reason, hint=event.hint)
@@ -100,10 +100,11 @@ class RetraceGuard:
                                         or _is_first_of_its_method(record)):
             return
         event = function_event(record, _closest_signature(record))
-        _remember_failed(record)
+        if self.on_retrace == "raise":  # Then the backend caches nothing (a warning lets it go on).
+            _remember_failed(record)
         step = f" (the step of `{record.keras_call.method}`)" if record.keras_call is not None else ""
         self._fail(format_guard_failure(
-            f"`{record.name}`{step}", record.name, record.kind, self._place(), signature=event.signature,
+            f"`{record.name}`{step}", record.kind, self._place(), signature=event.signature,
             changes=event.changes, reason=event.reason, hint=event.hint, call_site=event.call_site,
             layers=layers, baseline_recorded=self._baseline_recorded),
             function=record.name, kind=record.kind, changes=event.changes, signature=event.signature,
@@ -121,7 +122,8 @@ class RetraceGuard:
 
 def _as_failed_before(record: FunctionTrace) -> FunctionTrace:
     """`record`, or the trace a guard failed before if `record` repeats it (same signature)."""
-    failed = _failed.get(_observers.function_records, {})
+    records = _observers.function_records
+    failed = _failed.get(records, {}) if records is not None else {}
     earlier = failed.get(record.closest) if record.closest is not None and not record.changes else None
     if earlier is None or record.kind != "retrace":
         return record

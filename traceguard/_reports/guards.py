@@ -16,7 +16,7 @@ _TRACED = {
 }
 
 
-def format_guard_failure(subject: str, name: str, kind: str, where: str, *,
+def format_guard_failure(subject: str, kind: str, where: str, *,
                          signature: Mapping[str, str], changes: Sequence[str], reason: str,
                          hint: str | None, call_site: str | None, layers: Sequence[str] = (),
                          baseline_recorded: bool = True) -> str:
