@@ -315,15 +315,23 @@ def test_a_listener_error_that_stops_the_trace_leaves_nothing_cached():
     def stop(tracing):
         raise Stop(tracing.name)
 
-    f = tf.function(lambda x: x + 1)
+    body_runs = []
+
+    @tf.function
+    def f(x):
+        body_runs.append(x.shape)  # Runs only when TensorFlow traces.
+        return x + 1
+
     with _function_tracing.listening(stop):
         for _ in range(2):
             with pytest.raises(Stop) as raised:
                 f(tf.ones((2,)))
             assert type(raised.value) is Stop
         assert _function_tracing.running_traces() == ()
+    assert len(body_runs) == 2  # The second call traced again: nothing was cached.
     assert f(tf.ones((2,))).numpy().tolist() == [2.0, 2.0]
-    assert f.experimental_get_tracing_count() == 1
+    f(tf.ones((2,)))
+    assert len(body_runs) == 3  # Traced once more, then cached.
 
 
 def test_a_listener_error_without_stops_trace_is_logged_and_the_call_goes_on(caplog):
