@@ -20,7 +20,7 @@ def python(code, *arguments, **environment):
                           env=env, cwd=ROOT, timeout=300)
 
 
-@pytest.mark.parametrize("command", [[], ["demo"], ["run"]], ids=["top", "demo", "run"])
+@pytest.mark.parametrize("command", [[], ["demo"], ["run"], ["report"]], ids=["top", "demo", "run", "report"])
 def test_help_answers_within_a_second_without_importing_the_backend(command):
     # As `python -m traceguard ... --help`, timed from before `import traceguard`.
     code = (

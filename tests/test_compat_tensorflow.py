@@ -338,3 +338,43 @@ def test_variables_made_by_a_first_trace_are_told_from_eager_ones():
 
     step()
     assert _compat.any_created_in_a_trace(made) and not _compat.any_created_in_a_trace([eager])
+
+
+# --- _tensorflow: the variable creation watch -------------------------------------------
+def test_creation_watch_sees_variables_made_in_a_trace_and_restores_the_creator_stack():
+    from traceguard._compat import _tensorflow
+
+    created, outer, holder = [], [], []
+
+    def user_creator(next_creator, **kwargs):
+        outer.append(kwargs.get("name"))
+        return next_creator(**kwargs)
+
+    @tf.function
+    def make():
+        graph = tf.compat.v1.get_default_graph()
+        before = graph._variable_creator_stack
+        with tf.variable_creator_scope(user_creator):
+            inside = graph._variable_creator_stack
+            with _tensorflow.variable_creation_watch(created.append, graph):
+                assert len(graph._variable_creator_stack) == len(inside) + 1
+                if not holder:  # Made once: tf.function's first trace lifts it.
+                    holder.append(tf.Variable(1.0, name="seen"))
+            assert graph._variable_creator_stack is inside  # Left as it was.
+        assert graph._variable_creator_stack == before
+        return holder[0].read_value()
+
+    make()
+    assert [v.name for v in created] == ["seen:0"]
+    assert outer == ["seen"]  # The user's creator still ran: ours runs inside it.
+
+
+def test_creation_watch_refuses_to_unwind_a_stack_it_did_not_leave():
+    from traceguard._compat import _tensorflow
+
+    graph = tf.Graph()
+    watch = _tensorflow.variable_creation_watch(lambda v: None, graph)
+    watch.__enter__()
+    graph._thread_local._variable_creator_stack = []  # Someone else replaced it.
+    with pytest.raises(RuntimeError, match="proper nesting"):
+        watch.__exit__(None, None, None)

@@ -306,6 +306,64 @@ def test_a_moved_internal_fails_loudly_with_the_versions():
         _tf_traces._check_locals(lambda: None, ("args",), "Something._maybe_define_function")
 
 
+# --- graph fingerprints (`_graph_fingerprint`) -------------------------------------------------
+def test_graph_fingerprint_ignores_names_and_shapes_but_not_ops_or_constants():
+    from traceguard._compat import _graph_fingerprint
+
+    @tf.function
+    def f(x, n):
+        return tf.reduce_sum(x * n)
+
+    def graph(*args):
+        return f.get_concrete_function(*args).graph
+
+    # `FuncGraph.as_graph_def()` with node names, inputs as "name:port", attrs with shapes.
+    small, large = graph(tf.ones([2, 3]), 2.0), graph(tf.ones([5, 3]), 2.0)
+    placeholder = next(node for node in small.as_graph_def().node if node.op == "Placeholder")
+    assert "shape" in placeholder.attr and placeholder.name == "x"
+    assert _graph_fingerprint.fingerprint(small) == _graph_fingerprint.fingerprint(large)
+    other = graph(tf.ones([2, 3]), 3.0)  # Another constant.
+    assert _graph_fingerprint.fingerprint(small) != _graph_fingerprint.fingerprint(other)
+
+
+def test_graph_fingerprint_compares_cond_branches_by_their_functions():
+    from traceguard._compat import _graph_fingerprint
+
+    @tf.function
+    def f(x, add):
+        return tf.cond(tf.reduce_sum(x) > 0, lambda: x + add, lambda: x - 1.0)
+
+    def fingerprint(*args):
+        return _graph_fingerprint.fingerprint(f.get_concrete_function(*args).graph)
+
+    # The branches' functions get new names each trace: compared by content.
+    assert fingerprint(tf.ones([2]), 1.0) == fingerprint(tf.ones([3]), 1.0)
+    assert fingerprint(tf.ones([2]), 1.0) != fingerprint(tf.ones([2]), 2.0)
+
+
+def test_same_graph_as_is_computed_from_the_second_trace_of_a_function_object(records):
+    @tf.function
+    def f(x):
+        return x * 2.0
+
+    for length in (2, 3):
+        f(tf.ones([length]))
+    first, second = records.records()
+    assert (first.same_graph_as, second.same_graph_as) == (None, first.serial)
+
+
+def test_graphs_of_dead_function_objects_are_dropped_past_the_bound(records, monkeypatch):
+    import gc
+
+    from traceguard._compat import _graph_fingerprint
+
+    monkeypatch.setattr(_graph_fingerprint, "_MAX_FUNCTIONS", 2)
+    for _ in range(5):  # A tf.function made per iteration, dropped at the next.
+        tf.function(lambda x: x + 1.0)(tf.ones([2]))
+        gc.collect()
+    assert len(_graph_fingerprint._graphs) <= 2
+
+
 def test_a_listener_error_that_stops_the_trace_leaves_nothing_cached():
     # `no_retrace` relies on it: an error raised from the hook, after the graph was
     # built, reaches the caller as itself and TensorFlow caches no concrete function.

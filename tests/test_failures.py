@@ -166,10 +166,11 @@ INTERNALS = [
     (_recorder, "signature_of", "starting to record a run"),
     (_recorder, "classify_run", "starting to record a run"),
     (_compat, "enclosing_tf_function", "starting to record a run"),
-    (_compat, "layer_variables", "starting to record a run"),
+    (_compat, "in_symbolic_build", "starting to record a run"),
     (_compat, "current_replica", "starting to record a run"),
     (_compat, "default_graph", "starting to record a run"),
-    (tg.TraceLog, "_append", "finishing the record of a run"),
+    (_recorder, "_created_variables", "finishing the record of a run"),
+    (_recorder, "_thread_name", "finishing the record of a run"),
     (_layer_state.LayerTraceState, "remember", "finishing the record of a run"),
     (_compat, "variable_creation_watch", "watching variable creation"),
 ]

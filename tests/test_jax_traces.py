@@ -90,3 +90,52 @@ def test_keras_fit_on_jax_records_its_train_step_called_from_the_test(records):
     assert [r.kind for r in steps] == ["first", "retrace"]  # Batch 4, then the last batch of 2.
     assert {r.call_site for r in steps} == {f"{HERE}:{fit_line}"}
     assert any(c.aspect == "dim" and (c.old, c.new) == (4, 2) for c in steps[1].changes)
+
+
+# --- retraces that built the same jaxpr (`jaxpr_fingerprint`) --------------------------------
+def test_jit_result_holds_the_traced_jaxpr():
+    # `_trace_for_jit` returns a `PjitParams` whose `params["jaxpr"]` is the ClosedJaxpr traced.
+    seen = []
+    original = _jax_traces._ORIGINAL
+
+    def spy(*args):
+        result = original(*args)
+        seen.append(result)
+        return result
+
+    _jax_traces._pjit._trace_for_jit = spy
+    try:
+        jax.jit(lambda x: x * 2.0)(jnp.ones(3))
+    finally:
+        _jax_traces._pjit._trace_for_jit = original
+    jaxpr = seen[-1].params["jaxpr"]
+    assert [equation.primitive.name for equation in jaxpr.jaxpr.eqns] == ["mul"]
+
+
+def test_a_retrace_with_the_same_jaxpr_is_flagged_and_one_with_another_is_not(records):
+    @jax.jit
+    def shapes(x):
+        return jnp.sum(x * 2.0) + jnp.reshape(x, (-1,))[0]
+
+    def branch(x, flag):
+        return x + 1.0 if flag else x * 3.0
+
+    branching = jax.jit(branch, static_argnums=1)
+    for length in (2, 3):
+        shapes(jnp.ones((length, 3)))
+    branching(jnp.ones(2), True)
+    branching(jnp.ones(2), False)
+    by_name = {}
+    for record in records.records():
+        by_name.setdefault(record.name, []).append(record)
+    first, second = by_name["shapes"]
+    assert (first.same_graph_as, second.same_graph_as) == (None, first.serial)
+    assert [record.same_graph_as for record in by_name["branch"]] == [None, None]
+
+
+def test_jaxpr_fingerprint_differs_by_constant_and_not_by_shape():
+    def fingerprint(function, *args):
+        return _jax_traces.jaxpr_fingerprint(jax.make_jaxpr(function)(*args))
+
+    assert fingerprint(lambda x: x * 2.0, jnp.ones(2)) == fingerprint(lambda x: x * 2.0, jnp.ones(5))
+    assert fingerprint(lambda x: x * 2.0, jnp.ones(2)) != fingerprint(lambda x: x * 3.0, jnp.ones(2))

@@ -76,6 +76,32 @@ def test_varying_length_hint_pads_in_a_keras_step_and_relaxes_in_a_user_function
     assert "`input_signature` with None for that dimension" in hint_text(in_user_function)
 
 
+# --- forecasts (traceguard.forecast) ---------------------------------------------------------
+def test_forecast_words_name_the_batches_and_the_variables_owners():
+    from traceguard._core.forecasts import ForecastReason, ForeseenTrace, Outside, Unforeseeable
+    from traceguard._reports.forecast import _OUTSIDE, hint_words, reason_words
+
+    batches = {"samples": "70", "batch_size": "32", "last_batch": "6"}
+    first = ForeseenTrace("train_function", "train", "trace", {}, ForecastReason.FIRST_TRACE, batches)
+    assert reason_words(first) == (
+        "The step function's first call traces it. Its batch dimension is None: 70 samples in batches "
+        "of 32 leave a last batch of 6, and Keras's dataset of the arrays gives every batch that one "
+        "spec, so a partial batch does not retrace.")
+    assert hint_words(first) is None
+    owners = {"optimizer": "Adam", "metrics": "compiled metrics"}
+    creating = ForeseenTrace("train_function", "train", "variable_retrace", {},
+                             ForecastReason.VARIABLE_CREATION, owners)
+    assert reason_words(creating) == (
+        "Its first trace creates variables (the Adam optimizer's slot variables; the compiled metrics' "
+        "state), so TensorFlow traces it again without creating them.")
+    assert hint_words(creating) == (
+        "Before the call, build the optimizer: `model.optimizer.build(model.trainable_variables)`; "
+        "the metrics' and losses' state is a one-time cost.")
+    assert set(_OUTSIDE) == set(Unforeseeable)
+    assert all(words.format(detail="x").endswith(".") for words in _OUTSIDE.values())
+    assert Outside(Unforeseeable.BACKEND, "Keras 3 on JAX").detail == "Keras 3 on JAX"
+
+
 def test_no_retrace_failure_reads_as_a_short_report():
     from traceguard._reports.guards import format_guard_failure
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from traceguard._core.errors import RetraceError
     from traceguard._core.events import TraceEvent, TraceKind
     from traceguard._diagnosis.explanation import Explanation, LayerRuns
+    from traceguard._diagnosis.forecast import Forecast, ForecastCheck, forecast
     from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
     from traceguard._diagnosis.no_retrace import no_retrace
     from traceguard._diagnosis.watch import explain, watch
@@ -30,6 +31,8 @@ from traceguard._version import __version__
 
 __all__ = [
     "Explanation",
+    "Forecast",
+    "ForecastCheck",
     "FunctionEvent",
     "FunctionRuns",
     "LayerRuns",
@@ -43,6 +46,7 @@ __all__ = [
     "__version__",
     "callbacks",
     "explain",
+    "forecast",
     "no_retrace",
     "print",
     "side_effects",
@@ -56,6 +60,8 @@ __all__ = [
 # submodule maps to itself.
 _MODULES = {
     "Explanation": "traceguard._diagnosis.explanation",
+    "Forecast": "traceguard._diagnosis.forecast",
+    "ForecastCheck": "traceguard._diagnosis.forecast",
     "FunctionEvent": "traceguard._diagnosis.function_runs",
     "FunctionRuns": "traceguard._diagnosis.function_runs",
     "LayerRuns": "traceguard._diagnosis.explanation",
@@ -68,6 +74,7 @@ _MODULES = {
     "TraceLog": "traceguard._record.log",
     "callbacks": "traceguard.callbacks",
     "explain": "traceguard._diagnosis.watch",
+    "forecast": "traceguard._diagnosis.forecast",
     "no_retrace": "traceguard._diagnosis.no_retrace",
     "print": "traceguard._side_effects.tf_print",
     "side_effects": "traceguard._side_effects.side_effects",

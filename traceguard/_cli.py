@@ -1,8 +1,9 @@
-"""The command line: `python -m traceguard demo [--keras {2,3}]` and `python -m traceguard run SCRIPT`.
+"""The command line: `python -m traceguard demo [--keras {2,3}]`, `run SCRIPT` and `report FILE...`.
 
-Parsing imports nothing heavy, so `--help` answers at once. A command imports
-the backend (TensorFlow or JAX) through `_quiet_backend_import()`, which hides
-TensorFlow's C++ start-up lines unless `--verbose` is given.
+Parsing imports nothing heavy, so `--help` answers at once. `demo` and `run`
+import the backend (TensorFlow or JAX) through `_quiet_backend_import()`, which
+hides TensorFlow's C++ start-up lines unless `--verbose` is given; `report`
+reads trace files without importing either.
 """
 
 from __future__ import annotations
@@ -53,15 +54,44 @@ def build_parser() -> argparse.ArgumentParser:
                      "retraces only, without the run-by-run detail")
     run.add_argument("--html", metavar="FILE", help="also write the report as a self-contained HTML "
                      "file: a timeline of every layer's body runs, then tables")
+    run.add_argument("--verify-fixes", action="store_true", help="check each fix-it (the input_signature "
+                     "or tensor argument that stops a tf.function's retraces) by replaying its recorded "
+                     "signatures as zero tensors against copies of the function; runs them again")
+    run.add_argument("--trace-file", metavar="FILE", help="also write every record to FILE as it "
+                     "happens (JSON Lines; read it with `python -m traceguard report FILE`)")
+    run.add_argument("--trace-file-label", metavar="LABEL", help="how reports name this process in "
+                     "the trace file; default: HOST:PID")
     run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
     run.add_argument("arguments", metavar="ARGS", nargs=argparse.REMAINDER,
                      help="arguments for the script")
+    report = commands.add_parser(
+        "report", help="render the reports of trace files written by `run --trace-file`, "
+        "`watch(trace_file=...)` or `TraceMonitor(trace_file=...)`, without TensorFlow",
+        description="Read one or more trace files (one per process or worker; with several, each "
+        "function and layer is named after its file's label) and print the text report to stdout. "
+        "A last line cut short, as a killed process leaves it, is a warning; any other bad line is "
+        "an error naming the file and line.")
+    report.add_argument("files", metavar="FILE", nargs="+", help="the trace files")
+    report.add_argument("--output", metavar="FILE", help="write the text report to FILE instead of stdout")
+    report.add_argument("--summary", action="store_true", help="report the totals, the tables and the "
+                        "retraces only, without the run-by-run detail")
+    report.add_argument("--html", metavar="FILE", help="also write the report as a self-contained "
+                        "HTML file")
+    report.add_argument("--trace-events", metavar="FILE", help="also write the function traces and "
+                        "layer runs as Trace Event Format JSON, which Perfetto (ui.perfetto.dev) and "
+                        "chrome://tracing open")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     arguments = parser.parse_args(argv)
+    if arguments.command == "report":
+        from traceguard._diagnosis.report_files import report_files
+
+        return report_files(arguments.files, sys.stdout, sys.stderr, output=arguments.output,
+                            html=arguments.html, summary=arguments.summary,
+                            trace_events_path=arguments.trace_events)
     try:
         _quiet_backend_import(arguments.verbose)
     except ImportError as error:  # An unsupported setup: the message says what to install.
@@ -77,7 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from traceguard._diagnosis.run import run_script
 
         return run_script(arguments.script, arguments.arguments, arguments.output, sys.stderr,
-                          html=arguments.html, summary=arguments.summary)
+                          html=arguments.html, summary=arguments.summary,
+                          verify_fixes=arguments.verify_fixes, trace_file=arguments.trace_file,
+                          trace_file_label=arguments.trace_file_label)
     return 0
 
 

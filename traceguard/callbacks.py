@@ -20,6 +20,7 @@ from traceguard import _compat
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._diagnosis.explanation import Explanation
 from traceguard._diagnosis.no_retrace import RetraceGuard
+from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import add_observer, remove_observer
 from traceguard._reports.tensorboard import TensorBoardWriter
 from traceguard._reports.text import format_late_retrace
@@ -70,7 +71,9 @@ class TraceMonitorMixin:
     """
 
     def __init__(self, html: str | os.PathLike[str] | None = None,
-                 log_dir: str | os.PathLike[str] | None = None, no_retrace_after: str | None = None) -> None:
+                 log_dir: str | os.PathLike[str] | None = None,
+                 trace_file: str | os.PathLike[str] | None = None,
+                 trace_file_label: str | None = None, no_retrace_after: str | None = None) -> None:
         super().__init__()  # The Keras `Callback`.
         if no_retrace_after is not None and no_retrace_after not in NO_RETRACE_AFTER:
             raise ValueError("`TraceMonitor(no_retrace_after=...)` expects one of "
@@ -83,6 +86,9 @@ class TraceMonitorMixin:
                                    where=lambda: monitor()._guard_place())  # type: ignore[union-attr]
         self._guard.armed = False
         self.html = _checked_html_path(html)
+        self.trace_file = None if trace_file is None else \
+            check_trace_file_path(trace_file, trace_file_label, "TraceMonitor")
+        self._trace_file_label = trace_file_label
         self._tensorboard = None if log_dir is None else TensorBoardWriter(_checked_log_dir(log_dir))
         self.report = Explanation("TraceMonitor")
         self._observer = _Observer(self)
@@ -151,6 +157,10 @@ class TraceMonitorMixin:
             self._calls += 1
             self._epoch = 0
         self._active.append(_METHODS[mode])
+        if self.report._trace_file is not None:  # Closed at the end of each outermost call.
+            self.report._trace_file.reopen()
+        elif self.trace_file is not None:
+            self.report._trace_file = TraceFileWriter(self.trace_file, self._trace_file_label)
         add_observer(self._observer)
         self._arm()
 
@@ -170,6 +180,8 @@ class TraceMonitorMixin:
             self._tensorboard.write()
         if self.html is not None:
             self._write_html()
+        if self.report._trace_file is not None:
+            self.report._trace_file.close(self.report.layers.values())
 
     def _arm(self) -> None:
         after = self.no_retrace_after
@@ -276,6 +288,15 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             each layer that retraced since, the text
             `traceguard/<layer>/retrace_reason` (what changed, why, the fix).
             Created if missing. Defaults to `None`, no summaries.
+        trace_file: Path (str or path-like) of a trace file: opened by the
+            first `fit`, `evaluate` or `predict` call, it gets one JSON line per
+            layer body run and per function trace as each happens, and the
+            eager run counts at the end of each call (when the file is
+            closed until the next call). `python -m traceguard
+            report FILE` renders it without TensorFlow. Its directory must
+            exist. Defaults to `None`, no file.
+        trace_file_label: String, how reports name this process when they
+            merge several trace files. Defaults to `None`, `"<host>:<pid>"`.
         no_retrace_after: When a retrace fails the call, with
             `traceguard.RetraceError` raised from the step that retraced (as in
             a `traceguard.no_retrace()` block). One of `{"epoch", "call"}`:
@@ -288,12 +309,13 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             `None`: retraces are reported with a warning only.
 
     Raises:
-        TypeError: If `html` or `log_dir` is not a str or path-like; when a
+        TypeError: If `html`, `log_dir` or `trace_file` is not a str or
+            path-like, or `trace_file_label` not a str; when a
             `fit`, `evaluate` or `predict` call begins, if the model is of
             another Keras.
-        ValueError: If the directory of `html` does not exist, or `log_dir`
-            is an existing file, or `no_retrace_after` is not one of the
-            accepted values.
+        ValueError: If the directory of `html` or `trace_file` does not
+            exist, or `log_dir` is an existing file, or `no_retrace_after` is
+            not one of the accepted values.
         traceguard.RetraceError: With `no_retrace_after`, from the `fit`,
             `evaluate` or `predict` call whose step retraced.
 

@@ -77,6 +77,10 @@ else:
                 `report`, rewritten at the end of each call. Defaults to `None`.
             log_dir: Directory (str or path-like) for TensorBoard summaries.
                 Defaults to `None`.
+            trace_file: Path (str or path-like) of a trace file, written as
+                records happen. Defaults to `None`.
+            trace_file_label: String, how reports name this process.
+                Defaults to `None`, `"<host>:<pid>"`.
 
         Example:
 

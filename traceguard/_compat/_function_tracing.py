@@ -71,6 +71,9 @@ class FunctionTracing:
     library_function: bool = False
     # The Keras `fit`/`evaluate`/`predict`/`*_on_batch` it traced under, and its data.
     keras_call: KerasCall | None = None
+    # The serial of an earlier trace of the same function object (and phase) that
+    # built the same graph: a retrace that changed nothing (see `_graph_fingerprint`).
+    same_graph_as: int | None = None
 
     @property
     def duration(self) -> float:

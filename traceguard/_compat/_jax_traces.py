@@ -19,7 +19,7 @@ from typing import Any
 
 from jax._src import pjit as _pjit
 
-from traceguard._compat import _function_tracing
+from traceguard._compat import _function_tracing, _graph_fingerprint
 from traceguard._compat._flavors import internal_missing
 
 _PARAMETERS = ("fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs")
@@ -41,6 +41,7 @@ def install() -> None:
 def uninstall() -> None:
     """Puts JAX's own function back, the very object that was there."""
     _pjit._trace_for_jit = _ORIGINAL
+    _graph_fingerprint.forget()
 
 
 def is_installed() -> bool:
@@ -55,8 +56,77 @@ def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, k
         tracing.raised = True
         _function_tracing.end(tracing)
         raise
+    # `_trace_for_jit` returns a `PjitParams` whose `params["jaxpr"]` is the traced ClosedJaxpr.
+    params = getattr(result, "params", None)
+    jaxpr = params.get("jaxpr") if isinstance(params, dict) else None
+    if jaxpr is not None and not tracing.library_function:  # Not Keras's steps (see `_tf_traces`).
+        tracing.same_graph_as = _graph_fingerprint.same_graph_as(
+            tracing.function, None, tracing.serial, jaxpr, jaxpr_fingerprint)
     _function_tracing.end(tracing)
     return result
+
+
+def jaxpr_fingerprint(closed_jaxpr: Any) -> int | None:
+    """A hash of a jaxpr's computation without variable names and shapes.
+
+    Each equation counts by its primitive, the positions of the variables it
+    reads (a literal by its value), and its parameters except those about
+    shapes and sizes (`shape`, `new_sizes`, `slice_sizes`, ...); a nested jaxpr
+    (a `cond` branch, a `scan` body, a nested `jit`) by its own fingerprint.
+    """
+    try:
+        return hash(_jaxpr_key(getattr(closed_jaxpr, "jaxpr", closed_jaxpr), {}))
+    except Exception:  # A jaxpr this reading does not understand: no claim about it.
+        return None
+
+
+def _jaxpr_key(jaxpr: Any, memo: dict[int, tuple]) -> tuple:
+    """`memo`: the keys of the jaxprs met so far (a layer's activation's, met once per layer)."""
+    known = memo.get(id(jaxpr))
+    if known is not None:
+        return known
+    positions: dict[int, int] = {}
+    for var in (*jaxpr.constvars, *jaxpr.invars):
+        positions[id(var)] = len(positions)
+
+    def read(atom: Any) -> Any:
+        position = positions.get(id(atom))
+        return ("var", position) if position is not None else _literal_key(getattr(atom, "val", atom))
+
+    equations = []
+    for equation in jaxpr.eqns:
+        parameters = tuple(sorted((name, _parameter_key(value, memo))
+                                  for name, value in equation.params.items()
+                                  if "shape" not in name and "size" not in name))
+        equations.append((equation.primitive.name, tuple(read(atom) for atom in equation.invars), parameters))
+        for var in equation.outvars:
+            positions[id(var)] = len(positions)
+    key = memo[id(jaxpr)] = (tuple(equations), tuple(read(atom) for atom in jaxpr.outvars))
+    return key
+
+
+def _literal_key(value: Any) -> Any:
+    # A scalar by its dtype and value: `repr` of a NumPy scalar formats it (slow).
+    try:
+        return ("literal", str(getattr(value, "dtype", type(value).__name__)),
+                value.item() if hasattr(value, "item") else value)
+    except (ValueError, TypeError):  # An array of more than one item.
+        return ("literal", repr(value))
+
+
+def _parameter_key(value: Any, memo: dict[int, tuple]) -> Any:
+    if callable(value) or hasattr(value, "f"):
+        # A function (`custom_jvp_call`'s `jvp_jaxpr_fun`, a `WrappedFun`) by its name: its
+        # repr holds its address, which differs between traces of the same code.
+        function = getattr(value, "f", value)
+        return ("function", getattr(function, "__qualname__", type(function).__name__))
+    if hasattr(value, "eqns"):  # A Jaxpr.
+        return _jaxpr_key(value, memo)
+    if hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):  # A ClosedJaxpr.
+        return _jaxpr_key(value.jaxpr, memo)
+    if isinstance(value, (tuple, list)):
+        return tuple(_parameter_key(item, memo) for item in value)
+    return repr(value)
 
 
 def _begin(fun: Any, args: Any, kwargs: Any) -> _function_tracing.FunctionTracing:

@@ -14,6 +14,7 @@ tensorflow/python/util/lazy_loader.py).
 from __future__ import annotations
 
 import importlib.util
+import operator
 import os
 from collections.abc import Callable
 from typing import Any
@@ -110,8 +111,39 @@ def keras3_flavor() -> KerasFlavor:
 
 
 # --- variables -------------------------------------------------------------------------
-if not callable(getattr(tf.Graph, "_variable_creator_scope", None)):
-    raise internal_missing("tensorflow.python.framework.ops.Graph._variable_creator_scope")
+if not isinstance(getattr(tf.Graph, "_variable_creator_stack", None), property):
+    raise internal_missing("tensorflow.python.framework.ops.Graph._variable_creator_stack")
+
+
+class _CreationWatch:
+    """What `graph._variable_creator_scope(creator)` does, as a plain class.
+
+    The same steps as that generator (tensorflow/python/framework/ops.py, TF 2.12 to
+    2.21): the thread's creator stack, copied with `creator` added at the default
+    priority, then restored. Every logged run enters one, and the generator and
+    `contextlib` around it cost it more Python calls than the rest of the watch.
+    """
+
+    __slots__ = ("_local", "_old", "_new")
+
+    def __init__(self, graph: Any, creator: Callable[..., Any]) -> None:
+        self._old = graph._variable_creator_stack  # Creates the thread's stack if needed.
+        self._new = [*self._old, (_DEFAULT_CREATOR_PRIORITY, creator)]
+        self._new.sort(key=_priority)  # Stable: the newest last among equal priorities.
+        self._local = graph._thread_local
+
+    def __enter__(self) -> _CreationWatch:
+        self._local._variable_creator_stack = self._new
+        return self
+
+    def __exit__(self, *exception: Any) -> None:
+        if self._local._variable_creator_stack is not self._new:
+            raise RuntimeError("Exiting variable_creator_scope without proper nesting.")
+        self._local._variable_creator_stack = self._old
+
+
+_DEFAULT_CREATOR_PRIORITY = 100  # `_variable_creator_scope`'s default `priority`.
+_priority = operator.itemgetter(0)
 
 
 def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
@@ -125,11 +157,7 @@ def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None)
         on_create(variable)
         return variable
 
-    # What `tf.variable_creator_scope(creator)` enters, without the generator around it
-    # (tensorflow/python/ops/variable_scope.py, TF 2.12 to 2.21): every logged run
-    # enters one.
-    graph = default_graph() if graph is None else graph
-    return graph._variable_creator_scope(creator)
+    return _CreationWatch(default_graph() if graph is None else graph, creator)
 
 
 # `tf.function`'s first trace creates its variables as `UnliftedInitializerVariable`s

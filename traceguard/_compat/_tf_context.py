@@ -82,7 +82,7 @@ def current_graph_name() -> str | None:
 
 def in_symbolic_build() -> bool:
     """True while Keras runs `call` on symbolic inputs to infer shapes or build."""
-    keras3 = _flavors.loaded_flavor("keras3")
+    keras3 = _flavors._flavors.get("keras3")  # `loaded_flavor`, without a call: every logged run asks.
     if keras3 is not None and keras3.symbolic_scope():
         return True
     if _flavors._keras2_layer_bases:

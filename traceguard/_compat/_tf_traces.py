@@ -32,7 +32,7 @@ from tensorflow.python.eager.polymorphic_function import polymorphic_function as
 from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
 from tensorflow.python.saved_model import save_context as _save_context
 
-from traceguard._compat import _flavors, _function_tracing, _tf_function
+from traceguard._compat import _flavors, _function_tracing, _graph_fingerprint, _tf_function
 from traceguard._compat._flavors import internal_missing
 
 try:  # TF 2.14+.
@@ -166,6 +166,7 @@ def install() -> None:
 def uninstall() -> None:
     """Puts TensorFlow's own function back, the very object that was there."""
     setattr(_OWNER, _HOOKED, _ORIGINAL)
+    _graph_fingerprint.forget()
 
 
 def is_installed() -> bool:
@@ -222,6 +223,11 @@ def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: 
         raise
     if tracing.phase == "variable_creation" and tracing.function is not None:
         tracing.created_variables = _created_variable_names(tracing.function())
+    # Keras's own steps are left out: fingerprinting a train step's graph takes tens of
+    # milliseconds a retrace, and the fix of their retraces is in the data, not the graph.
+    if not tracing.saving and not tracing.library_function:
+        tracing.same_graph_as = _graph_fingerprint.same_graph_as(
+            tracing.function, tracing.phase, tracing.serial, func_graph)
     _function_tracing.end(tracing, func_graph)
     return result
 

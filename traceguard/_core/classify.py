@@ -232,9 +232,11 @@ def _classify_layer_run(context: RunContext, signature: Signature, function: str
             kind = _classify_layer_run(context, signature, function, in_creation_phase, earlier,
                                        same_origin, trace, backend, keras_step, keras_call, None).kind
             return Verdict(kind, (), Reason.SAME_TRACE, None, function, backend, control_flow=control_flow)
-        earlier = [past for past in earlier if past.trace is None or past.trace != trace]
-        same_origin = [past for past in same_origin if past.trace is None or past.trace != trace]
-    if not earlier and any(past.signature == signature for past in same_origin):
+        if earlier:
+            earlier = [past for past in earlier if past.trace is None or past.trace != trace]
+        if same_origin:
+            same_origin = [past for past in same_origin if past.trace is None or past.trace != trace]
+    if not earlier and same_origin and any(past.signature == signature for past in same_origin):
         change = Change(f"tf.function `{function}`", Aspect.FUNCTION_OBJECT,
                         text=f"tf.function `{function}`: new object, same Python function")
         return Verdict(TraceKind.RETRACE, (change,), Reason.NEW_FUNCTION_OBJECT,

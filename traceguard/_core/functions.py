@@ -52,6 +52,9 @@ class FunctionTrace:
     keras_call: KerasCall | None = None  # The Keras method it traced under, and its data.
     # For a variable retrace: the variables the earlier, creating trace made.
     lifted_variables: tuple[str, ...] = ()
+    # The serial of an earlier trace of the same function object that built the
+    # same graph (same ops, wiring and constants; shapes aside): a wasted retrace.
+    same_graph_as: int | None = None
 
     def format_signature(self) -> dict[str, str]:
         return {name: format_spec(spec) for name, spec in self.signature.items()}

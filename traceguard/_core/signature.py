@@ -41,7 +41,9 @@ def _value_spec(value: Any) -> Spec:
 
 def _dims(shape: Any) -> tuple[int | None, ...] | None:
     try:
-        dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
+        if hasattr(shape, "as_list"):  # A `tf.TensorShape`: ints and None already.
+            return tuple(shape.as_list())
+        dims = list(shape)
     except (TypeError, ValueError):  # Unknown rank.
         return None
     return tuple([dim if dim is None or type(dim) is int else _dim(dim) for dim in dims])

@@ -17,13 +17,20 @@ import pathlib
 import threading
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
-from traceguard._core.functions import FunctionTrace
-from traceguard._diagnosis.function_runs import FunctionRuns, add_record, is_reported
-from traceguard._record.layer import TraceAwareMixin
+from traceguard._diagnosis.fixes import FixIt, propose_fix
+from traceguard._diagnosis.function_runs import FunctionRuns, add_record, function_key, is_reported
 from traceguard._record.log import normalize_kinds
+
+if TYPE_CHECKING:
+    from traceguard._core.functions import FunctionTrace
+    from traceguard._diagnosis.fix_checks import FixCheck
+    from traceguard._diagnosis.trace_file import TraceFileWriter
+
+# `TraceAwareMixin` (which imports TensorFlow or JAX) is imported when a layer is first
+# seen, so that `python -m traceguard report` rebuilds an `Explanation` without them.
 
 _EVENTS_PER_LAYER = 1000
 _SIGNATURES_KEPT = 10_000
@@ -93,16 +100,24 @@ class Explanation:
         self._layers: dict[str, LayerRuns] = {}
         self._layer_of: weakref.WeakKeyDictionary[Any, LayerRuns] = weakref.WeakKeyDictionary()
         self._order: dict[int, int] = {}  # id(event) -> arrival number, to break timestamp ties.
+        self._unmade = False  # Whether a layer's `events` holds a run whose event is not made yet.
         self._arrivals = itertools.count()
         self._first_run: dict[str, float] = {}  # Layer name -> when its first run started.
         self._functions: dict[str, FunctionRuns] = {}
         # Function record index -> its signature, to word a later trace's hint.
         self._signatures: collections.OrderedDict[int, Any] = collections.OrderedDict()
+        # Per user `tf.function` (its key in `functions`): its records, for fix-its, and a weak
+        # reference to its latest function object, to check them (`verify_fixes`).
+        self._fix_records: dict[str, list[FunctionTrace]] = {}
+        self._fix_functions: dict[str, Any] = {}
+        self._trace_file: TraceFileWriter | None = None  # Given each record, when writing one.
 
     # --- written by the recorder, from any thread ---
     def _runs_of(self, layer: Any) -> LayerRuns:
         runs = self._layer_of.get(layer)
         if runs is None:
+            from traceguard._record.layer import TraceAwareMixin
+
             name = base = str(getattr(layer, "name", type(layer).__name__))
             for number in itertools.count(2):
                 if name not in self._layers:
@@ -116,16 +131,45 @@ class Explanation:
 
     def record_event(self, layer: Any, event: TraceEvent) -> str:
         """Adds the event to the layer's runs; returns the layer's name in this report."""
+        return self._add(layer, event, event.timestamp)
+
+    def record_run(self, layer: Any, run: Any) -> str:
+        """Adds a finished run (`_record.runs.BodyRun`), whose event is made when first read.
+
+        The recorder's fast path: the event's words cost more than the rest of
+        the record, and most reports are read once, at the end.
+        """
+        return self._add(layer, run, run.started)
+
+    def _add(self, layer: Any, entry: Any, started: float) -> str:
         with self._lock:
+            if self._trace_file is not None and type(entry) is not TraceEvent:
+                entry = entry.event()  # A trace file is written as the runs happen.
             runs = self._runs_of(layer)
             if len(runs.events) >= _EVENTS_PER_LAYER:
                 self._order.pop(id(runs.events.pop(0)), None)
                 runs.dropped += 1
-            runs.events.append(event)
+            runs.events.append(entry)
             # Runs are reported when they end; an outer layer starts before its sublayers.
-            self._first_run[runs.name] = min(self._first_run[runs.name], event.timestamp)
-            self._order[id(event)] = next(self._arrivals)
+            self._first_run[runs.name] = min(self._first_run[runs.name], started)
+            self._order[id(entry)] = next(self._arrivals)
+            if self._trace_file is not None:
+                self._trace_file.layer_run(runs, entry)
+            else:
+                self._unmade = True
             return runs.name
+
+    def _make_events(self) -> None:
+        """Turns the runs kept by `record_run` into their events. Called with the lock held."""
+        if not self._unmade:
+            return
+        for runs in self._layers.values():
+            entries: list[Any] = runs.events  # TraceEvents, and runs kept by `record_run`.
+            for position, entry in enumerate(entries):
+                if type(entry) is not TraceEvent:
+                    event = entries[position] = entry.event()
+                    self._order[id(event)] = self._order.pop(id(entry))
+        self._unmade = False
 
     def record_eager(self, layer: Any) -> None:
         with self._lock:
@@ -139,7 +183,26 @@ class Explanation:
                 self._signatures.popitem(last=False)
             if is_reported(record):
                 old = None if record.closest is None else self._signatures.get(record.closest)
-                add_record(self._functions, record, old)
+                key, runs, event = add_record(self._functions, record, old)
+                if self._trace_file is not None:
+                    self._trace_file.function_trace(key, runs, record, event)
+            if record.origin == "tf.function" and not record.library_function:
+                from traceguard._record.observers import traced_function
+
+                key = function_key(record)
+                kept = self._fix_records.setdefault(key, [])
+                kept.append(record)
+                del kept[:-_EVENTS_PER_LAYER]
+                self._fix_functions[key] = traced_function(record) or self._fix_functions.get(key)
+
+    def _restore(self, layers: list[LayerRuns], functions: dict[str, FunctionRuns]) -> None:
+        """Fills an empty report with runs read back from trace files, layers in the given order."""
+        with self._lock:
+            for number, runs in enumerate(layers):
+                self._layers[runs.name] = runs
+                self._first_run[runs.name] = number
+                self._order.update((id(event), next(self._arrivals)) for event in runs.events)
+            self._functions.update(functions)
 
     # --- public ---
     @property
@@ -154,10 +217,61 @@ class Explanation:
             return {key: dataclasses.replace(runs, events=list(runs.events))
                     for key, runs in self._functions.items()}
 
+    def fixes(self) -> list[FixIt]:
+        """The fix-its: for each `tf.function` that retraced, the change that stops it.
+
+        An `input_signature` (a `tf.TensorSpec` per argument, `None` at the
+        dimensions seen changing), `reduce_retracing=True`, or which Python
+        number to pass as a tensor; computed from the recorded signatures
+        only, nothing is run. `str()` of a fix is code to paste. Functions
+        whose retraces have no such fix (a dtype that changes, a Python
+        `bool` choosing a branch) and Keras's own steps are left out.
+        """
+        with self._lock:
+            groups = [(key, list(records)) for key, records in self._fix_records.items()]
+        fixes = []
+        for key, records in groups:
+            fix = propose_fix(records)
+            if fix is not None:
+                from traceguard._diagnosis.fix_checks import wrapped_object
+
+                described = wrapped_object(self._live_function(key))
+                fixes.append(dataclasses.replace(fix, wrapped_object=described) if described else fix)
+        return fixes
+
+    def _live_function(self, key: str) -> Any:
+        reference = self._fix_functions.get(key)
+        return None if reference is None else reference()
+
+    def verify_fixes(self) -> list[FixCheck]:
+        """Checks each fix-it by replaying the function's recorded signatures.
+
+        Runs your code: each distinct recorded signature is replayed as zero
+        tensors of its specs (Python values as recorded) against two new
+        `tf.function` copies of the Python function, one as written and one
+        with the fix, and their trace counts are compared. Side effects in the
+        function's body run during the replay; your function object is never
+        called. Inside a `watch()` block, the copies' traces are left out of
+        every report (a layer's runs inside them are not). `str()` of a check says what was replayed and the
+        outcome, e.g. "3 traces -> 1 with this input_signature", or why it
+        could not be verified.
+
+        Returns:
+            A list of `FixCheck`, one per fix-it of `fixes()`.
+        """
+        from traceguard._diagnosis.fix_checks import verify_fix
+
+        checks = []
+        for fix in self.fixes():
+            key = f"{fix.qualname} ({fix.definition})" if fix.definition else fix.qualname
+            checks.append(verify_fix(fix, self._live_function(key)))
+        return checks
+
     @property
     def layers(self) -> dict[str, LayerRuns]:
         """Layer name to its `LayerRuns`, in the order the layers' first runs started."""
         with self._lock:
+            self._make_events()
             names = sorted(self._layers, key=self._first_run.__getitem__)
             return {name: dataclasses.replace(self._layers[name], events=list(self._layers[name].events))
                     for name in names}
@@ -166,6 +280,7 @@ class Explanation:
     def events(self) -> list[TraceEvent]:
         """Every event, all layers together, in the order the runs started."""
         with self._lock:
+            self._make_events()
             events = [event for runs in self._layers.values() for event in runs.events]
             return sorted(events, key=lambda event: (event.timestamp, self._order[id(event)]))
 

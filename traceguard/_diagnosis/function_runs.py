@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from traceguard import _compat
-from traceguard._core.classify import classify_function_trace
 from traceguard._core.events import TRACE_KINDS, TraceKind
-from traceguard._core.functions import FunctionTrace
-from traceguard._reports.messages import hint_text, reason_text
+
+if TYPE_CHECKING:
+    from traceguard._core.functions import FunctionTrace
+
+# `_compat`, `classify` and `messages` (which import TensorFlow or JAX) are imported where records
+# are classified, so that `python -m traceguard report` reads these values without them.
 
 _TRACES_PER_FUNCTION = 1000
 
@@ -42,6 +44,11 @@ class FunctionEvent:
         created_variables: Names of the variables the trace created.
         parent: The `serial` of the trace this one ran inside (a Keras step
             inside `multi_step_on_iterator`), else None.
+        same_graph_as: For a retrace that built the same graph as an earlier
+            trace of the same function object (same ops, wiring and constants;
+            only shapes differ): that trace's `serial`. The retrace was pure
+            waste, and what changed is safe to relax. None otherwise, and on
+            JAX.
     """
 
     serial: int
@@ -57,6 +64,7 @@ class FunctionEvent:
     object_number: int
     created_variables: tuple[str, ...]
     parent: int | None = None
+    same_graph_as: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names."""
@@ -100,11 +108,17 @@ class FunctionRuns:
 def is_reported(record: FunctionTrace) -> bool:
     """Whether a report shows the record: the user's functions and Keras's steps, not the
     library's own helpers (Keras's data-adapter `tf.data` functions, TensorFlow's)."""
+    from traceguard import _compat
+
     return not record.library_function or _compat.is_keras_step_function(record.name)
 
 
 def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> FunctionEvent:
     """The record, classified and worded. `old`: the signature its changes are from."""
+    from traceguard import _compat
+    from traceguard._core.classify import classify_function_trace
+    from traceguard._reports.messages import hint_text, reason_text
+
     keras_step = record.library_function and _compat.is_keras_step_function(record.name)
     verdict = classify_function_trace(record, old, _compat.BACKEND, keras_step, record.keras_call)
     return FunctionEvent(
@@ -112,18 +126,31 @@ def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> Func
         signature=record.format_signature(), changes=tuple(verdict.changes),
         reason=reason_text(verdict), hint=hint_text(verdict), call_site=record.call_site,
         definition=record.definition, duration_s=record.duration, object_number=record.object_number,
-        created_variables=record.created_variables, parent=record.parent)
+        created_variables=record.created_variables, parent=record.parent,
+        same_graph_as=record.same_graph_as if verdict.kind is TraceKind.RETRACE else None)
+
+
+def function_key(record: FunctionTrace) -> str:
+    """The key of the record's function in `Explanation.functions`: its name and `def` site."""
+    return f"{record.qualname} ({record.definition})" if record.definition else record.qualname
 
 
 def add_record(functions: dict[str, FunctionRuns], record: FunctionTrace,
-               old: Mapping[str, Any] | None) -> None:
-    """Adds the record's event to its function's runs in `functions` (keyed by name and site)."""
-    key = f"{record.qualname} ({record.definition})" if record.definition else record.qualname
+               old: Mapping[str, Any] | None) -> tuple[str, FunctionRuns, FunctionEvent]:
+    """Adds the record's event to its function's runs in `functions` (keyed by name and site).
+
+    Returns the key, the function's runs and the event added.
+    """
+    from traceguard import _compat
+
+    key = function_key(record)
     runs = functions.get(key)
     if runs is None:
         keras_step = record.library_function and _compat.is_keras_step_function(record.name)
         runs = functions[key] = FunctionRuns(record.qualname, record.name, record.definition, keras_step)
     if len(runs.events) >= _TRACES_PER_FUNCTION:
         runs.events.pop(0)
-    runs.events.append(function_event(record, old))
+    event = function_event(record, old)
+    runs.events.append(event)
     runs.objects = max(runs.objects, record.objects)
+    return key, runs, event

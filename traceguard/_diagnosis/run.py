@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
-               html: str | None = None, summary: bool = False) -> int:
+               html: str | None = None, summary: bool = False, verify_fixes: bool = False,
+               trace_file: str | None = None, trace_file_label: str | None = None) -> int:
     """Runs `script` with `arguments` under `watch()`, then writes the report.
 
     Args:
@@ -30,6 +31,10 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         err: Where the report (without `output`) and the script's traceback go.
         html: Path of the HTML report to write as well; None for none.
         summary: Whether the text report leaves out the run-by-run detail.
+        verify_fixes: Whether to check the fix-its by replaying each retracing
+            function's recorded signatures (runs the script's functions again).
+        trace_file: Path of the trace file to write as the script runs; None for none.
+        trace_file_label: How reports name this process in the trace file.
 
     Returns:
         The exit code `python SCRIPT` would have had; 2 for a usage error.
@@ -43,6 +48,11 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         print(f"traceguard run: --html expects a file in an existing directory. Received: --html {html!r}",
               file=err)
         return 2
+    trace_directory = os.path.dirname(os.path.abspath(trace_file)) if trace_file is not None else ""
+    if trace_file is not None and (os.path.isdir(trace_file) or not os.path.isdir(trace_directory)):
+        print("traceguard run: --trace-file expects a file in an existing directory. "
+              f"Received: --trace-file {trace_file!r}", file=err)
+        return 2
     from traceguard._diagnosis.watch import watch
 
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
@@ -50,26 +60,30 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
     if sys.path:
         sys.path[0] = os.path.dirname(os.path.abspath(script))
     report = None
+    kept_alive: object = None
     try:
-        with watch() as report:
+        with watch(trace_file=trace_file, trace_file_label=trace_file_label) as report:
             report.title = f"run {os.path.basename(script)}"
             try:
-                runpy.run_path(script, run_name="__main__")
+                # The script's globals (or, if it raises, its traceback's frames) stay alive until
+                # the report is written: `--verify-fixes` replays the functions they hold.
+                kept_alive = runpy.run_path(script, run_name="__main__")
                 code = 0
             except SystemExit as exit_request:
-                code = _exit_code(exit_request, err)
+                code, kept_alive = _exit_code(exit_request, err), exit_request
             except Exception as error:
                 _print_script_traceback(error, script, err)
-                code = 1
+                code, kept_alive = 1, error
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None:
             sys.path[0] = saved_path0
         if report is not None:
-            _write_report(report.summary(brief=summary), output, err)
+            _write_report(report.summary(brief=summary) + _fixes_text(report, verify_fixes), output, err)
             if html is not None:
                 report.to_html(html)
-            print(_closing_line(report, output, html), file=err)
+            print(_closing_line(report, output, html, trace_file), file=err)
+        del kept_alive
     return code
 
 
@@ -94,6 +108,16 @@ def _print_script_traceback(error: BaseException, script: str, err: TextIO) -> N
     traceback.print_exception(type(error), error, entry, file=err)
 
 
+def _fixes_text(report: Explanation, verify: bool) -> str:
+    """The fix-its after the report, checked by replay when asked; empty when there are none."""
+    from traceguard._reports.fixes import format_fix_checks, format_fixes
+
+    if verify:
+        return "\n\n" + format_fix_checks(report.verify_fixes())
+    fixes = format_fixes(report.fixes())
+    return "\n\n" + fixes if fixes else ""
+
+
 def _write_report(text: str, output: str | None, err: TextIO) -> None:
     if output is None:
         print(f"\n{text}", file=err)
@@ -102,11 +126,13 @@ def _write_report(text: str, output: str | None, err: TextIO) -> None:
         file.write(text + "\n")
 
 
-def _closing_line(report: Explanation, output: str | None, html: str | None) -> str:
+def _closing_line(report: Explanation, output: str | None, html: str | None, trace_file: str | None) -> str:
     """How many functions and layers were watched and where the report is."""
     where = [f"report written to {output}" if output is not None else "report above"]
     if html is not None:
         where.append(f"HTML report written to {html}")
+    if trace_file is not None:
+        where.append(f"trace file written to {trace_file}")
     return (f"traceguard: watched {_plural(len(report.functions), 'function')} and "
             f"{_plural(len(report.layers), 'layer')}; {', '.join(where)}")
 

@@ -9,11 +9,13 @@ restores every Keras layer class.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from traceguard._diagnosis import instrument as _instrument
 from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import observing
 
 
@@ -80,7 +82,8 @@ def explain(target: Callable[..., Any], *args: Any, **kwargs: Any) -> Explanatio
 
 
 @contextlib.contextmanager
-def watch() -> Iterator[Explanation]:
+def watch(trace_file: str | os.PathLike[str] | None = None,
+          trace_file_label: str | None = None) -> Iterator[Explanation]:
     """Records every Keras layer's body runs while the block runs.
 
     Every Keras layer class (the subclasses of Keras's `Layer` that exist when
@@ -90,9 +93,25 @@ def watch() -> Iterator[Explanation]:
     logged, since a script may make millions. Runs made by other threads
     meanwhile are included.
 
+    Args:
+        trace_file: Path (str or path-like) of a trace file to write while the
+            block runs: one JSON line per layer body run and per function
+            trace, written and flushed as each happens, so a killed process
+            keeps what it wrote; the eager run counts are written on leaving
+            the block. `python -m traceguard report FILE` renders it, without
+            TensorFlow. An existing file is replaced; its directory must exist.
+            Defaults to `None`, no file.
+        trace_file_label: String, how reports name this process when they
+            merge several trace files. Defaults to `None`, `"<host>:<pid>"`.
+
     Returns:
         A context manager yielding a `traceguard.Explanation`, filled while the
         block runs.
+
+    Raises:
+        TypeError: If `trace_file` is not a str or path-like, or
+            `trace_file_label` not a str.
+        ValueError: If the directory of `trace_file` does not exist.
 
     Example:
 
@@ -103,5 +122,13 @@ def watch() -> Iterator[Explanation]:
     print(report)
     ```
     """
-    with _session(Explanation("watch()"), log_eager=False) as explanation:
-        yield explanation
+    explanation = Explanation("watch()")
+    if trace_file is not None:
+        path = check_trace_file_path(trace_file, trace_file_label, "watch")
+        explanation._trace_file = TraceFileWriter(path, trace_file_label)
+    try:
+        with _session(explanation, log_eager=False):
+            yield explanation
+    finally:
+        if explanation._trace_file is not None:
+            explanation._trace_file.close(explanation.layers.values())

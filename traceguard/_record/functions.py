@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import threading
 import types
+import weakref
 from collections import OrderedDict, deque
 from typing import Any
 
@@ -183,7 +184,7 @@ class FunctionRecords:
                 phase=tracing.phase, created_variables=tuple(tracing.created_variables),
                 relaxed=tracing.relaxed, raised=tracing.raised,
                 library_function=tracing.library_function, keras_call=tracing.keras_call,
-                lifted_variables=lifted)
+                lifted_variables=lifted, same_graph_as=getattr(tracing, "same_graph_as", None))
             self._records.append(record)
             self._code_of[index] = key
             self._owner_of[index] = object_key
@@ -274,6 +275,11 @@ class FunctionRecords:
             objects=records[-1].objects, seconds=sum(r.duration for r in records))
             for records in groups.values()]
         return sorted(costs, key=lambda cost: cost.seconds, reverse=True)
+
+    def function_reference(self, record: FunctionTrace) -> Any:
+        """A weak reference to the function object `record` traced (None once dropped, or on JAX)."""
+        owner = self._owner_of.get(record.index)
+        return owner if isinstance(owner, weakref.ref) else None
 
     def code_of(self, record: FunctionTrace) -> tuple | None:
         """The `code_key` of the function `record` traced (None once dropped)."""

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from traceguard._core.classify import EarlierTrace, same_trace
-from traceguard._record.log import TraceLog, eager_counter
+from traceguard._record.log import TraceLog, appender, eager_counter, index_reserver
 from traceguard._record.settings import TraceSettings
 
 STATE_ATTRIBUTE = "_traceguard_state"
@@ -27,6 +27,9 @@ class LayerTraceState:
         self.log = TraceLog(settings.trace_log_size, owner=owner)
         # Called at every eager step: a bound C method, looked up once.
         self.count_eager_call = eager_counter(self.log)
+        # Called at every logged run: the log's index counter (C) and its `_append`, bound once.
+        self.reserve_index = index_reserver(self.log)
+        self.append = appender(self.log)
         self.lock = threading.Lock()
         self.graph_traces = 0
         # Paths of the variables `build` just created as Keras built the layer in a call:

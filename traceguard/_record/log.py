@@ -233,14 +233,15 @@ def _value_of(counter: itertools.count[int]) -> int:
 
 
 # --- written by the recorder, read by the test helpers -------------------------------
-def append(log: TraceLog, entry: Any) -> None:
-    """Adds a finished run (or its `TraceEvent`) to `log`, in index order."""
-    log._append(entry)
+def index_reserver(log: TraceLog) -> Callable[[], int]:
+    """The callable that reserves the index of a run that starts now (atomic: no lock per
+    run); bound once per log, as every logged run calls it."""
+    return log._reserve_index
 
 
-def reserve_index(log: TraceLog) -> int:
-    """The index of a run that starts now; atomic, so no lock per run."""
-    return log._reserve_index()
+def appender(log: TraceLog) -> Callable[[Any], None]:
+    """The callable that adds a finished run (or its `TraceEvent`) to `log`, in index order."""
+    return log._append
 
 
 def eager_counter(log: TraceLog) -> Callable[[], int]:

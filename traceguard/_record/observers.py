@@ -26,7 +26,9 @@ class Observer(Protocol):
     """What the recorder calls on an observer; both may be called from any thread.
 
     An observer may also define `record_function(record)`, which receives each
-    `FunctionTrace` while it is registered.
+    `FunctionTrace` while it is registered, and `record_run(layer, run)`, which
+    receives the finished run instead of its event: the event's words are then made
+    when it first calls `run.event()`, not at once.
     """
 
     def record_event(self, layer: Any, event: TraceEvent) -> object:
@@ -77,9 +79,28 @@ def remove_observer(observer: Observer) -> None:
             function_records = _retracing_notes = None
 
 
+# `.active` on a thread while its function traces go unrecorded (`unrecorded()`).
+_unrecorded = threading.local()
+
+
+@contextlib.contextmanager
+def unrecorded() -> Iterator[None]:
+    """This thread's function traces inside the block are not recorded nor told to observers.
+
+    For traceguard's own traces: a fix-it's replay (`explanation.verify_fixes()`)
+    traces copies of the user's functions, which are no part of the user's run.
+    """
+    saved = getattr(_unrecorded, "active", False)
+    _unrecorded.active = True
+    try:
+        yield
+    finally:
+        _unrecorded.active = saved
+
+
 def _on_function_trace(tracing: Any) -> None:
     records = function_records
-    if records is None:
+    if records is None or getattr(_unrecorded, "active", False):
         return
     try:
         record = records.on_trace(tracing)
@@ -97,6 +118,15 @@ def _on_function_trace(tracing: Any) -> None:
                 verdict = error
     if verdict is not None:
         raise verdict
+
+
+def traced_function(record: Any) -> Any:
+    """A weak reference to the function object `record` traced, while function traces are observed.
+
+    For a fix-it's check (`explanation.verify_fixes()`); None outside observing.
+    """
+    records = function_records
+    return None if records is None else records.function_reference(record)
 
 
 def _retracing_note(function_text: str) -> str | None:
@@ -117,11 +147,20 @@ def observing(observer: Observer) -> Iterator[Observer]:
         remove_observer(observer)
 
 
-def notify_event(layer: Any, event: TraceEvent) -> None:
-    """Tells every observer of `event`; an error that stops the trace is raised after all of them."""
+def notify_run(layer: Any, run: Any) -> None:
+    """Tells every observer of a finished run (`runs.BodyRun`): its `record_run` if it
+    has one, else its `record_event` with the run's event, made once for all. An error
+    that stops the trace (`no_retrace`) is raised after all of them."""
+    event = None
     verdict = None
     for observer in observers:
         try:
+            record_run = getattr(observer, "record_run", None)
+            if record_run is not None:
+                record_run(layer, run)
+                continue
+            if event is None:
+                event = run.event()
             observer.record_event(layer, event)
         except Exception as error:
             if not _compat.stops_trace(error):

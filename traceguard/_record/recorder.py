@@ -24,7 +24,6 @@ from traceguard._core.errors import RetraceError
 from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent
 from traceguard._core.signature import signature_of
 from traceguard._record import layer_state as _layer_state
-from traceguard._record import log as _log
 from traceguard._record import observers as _observers
 from traceguard._record.internal_errors import log_internal_error
 from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
@@ -163,7 +162,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             earlier = state.earlier_traces(run.function_key)
             # Only for a function's first trace (runs of the trace in progress aside):
             # earlier traces of tf.functions wrapping the same code.
-            if all(same_trace(past.trace, run.trace) for past in earlier):
+            if not earlier or all(same_trace(past.trace, run.trace) for past in earlier):
                 same_origin = state.earlier_traces_of_origin(run.origin)
             else:  # A retrace: its hint depends on the Keras method, if any.
                 keras_call = _compat.keras_call(graph)
@@ -178,8 +177,12 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
                                    state.graph_traces > 0)
         run.kind = run.verdict.kind
         run.replica = _compat.current_replica(graph)
-        run.variables_before = _compat.layer_variables(layer)
-        run.index = _log.reserve_index(state.log)
+        # In a trace on TensorFlow the creation watch below sees every variable the body
+        # creates; in a symbolic pass (whose Keras 3 variables come later) and on JAX the
+        # layer's variables before and after the run tell.
+        run.variables_before = (None if run.context is RunContext.GRAPH and not _compat.IS_JAX
+                                else _compat.layer_variables(layer))
+        run.index = state.reserve_index()
         run.started = time.time()
     except Exception:  # Bookkeeping must never break the user's call.
         log_internal_error("starting to record a run")
@@ -236,20 +239,21 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         run.duration = time.time() - run.started
         run.created_variables = _created_variables(run)
         # Whether the layer's weights came from this trace, when its `build` is not seen.
-        made_in_trace = (bool(run.created_variables) or _compat.any_created_in_a_trace(run.variables_before)
-                         if not state.sees_build and run.in_creation_phase else None)
-        run.thread = threading.current_thread().name
+        made_in_trace = None
+        if not state.sees_build and run.in_creation_phase:
+            made_in_trace = bool(run.created_variables) or _compat.any_created_in_a_trace(
+                _compat.layer_variables(run.layer) if run.variables_before is None else run.variables_before)
+        run.thread = _thread_name()
         run.error = None if error is None else repr(error)
         layer = run.layer
-        # The log keeps the run: drop what would keep tensors and variables alive.
-        run.layer = run.args = run.kwargs = run.variables_before = run.created = None
+        # The log keeps the run: drop what would keep tensors, variables and the layer's state alive.
+        run.owner = state.log.owner
+        run.layer = run.args = run.kwargs = run.variables_before = run.created = run.state = None
         run.creation_watch = None
+        # The event is made when first read: the log and most observers keep the run.
+        state.append(run)
         if _observers.observers:
-            event = run.event()
-            _log.append(state.log, event)
-            _observers.notify_event(layer, event)
-        else:
-            _log.append(state.log, run)
+            _observers.notify_run(layer, run)
         if run.kind not in GRAPH_TRACE_KINDS or error is not None:
             return
         # Several runs in one trace (replicas, a layer called twice) count as one trace.
@@ -272,12 +276,27 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         _enforce_budget(state, run.event())
 
 
+def _thread_name() -> str:
+    """This thread's name, looked up once per thread (a Python call per logged run otherwise)."""
+    try:
+        return _local.thread_name  # type: ignore[no-any-return]
+    except AttributeError:
+        _local.thread_name = threading.current_thread().name
+        return _local.thread_name  # type: ignore[no-any-return]
+
+
 def _created_variables(run: BodyRun) -> tuple[str, ...]:
     """Variables created in the run: by Keras building the layer just before, and in the body."""
     state = run.state
     built, state.built_variables = state.built_variables, ()
-    current = _compat.layer_variables(run.layer)
     before = run.variables_before
+    if before is None:  # Every variable created was seen (`_begin`).
+        if not run.created:
+            return built
+        current = _compat.layer_variables(run.layer)
+        in_body = _new_variable_paths(current, {id(v) for v in current}, run.created)
+        return (*built, *[path for path in in_body if path not in built])
+    current = _compat.layer_variables(run.layer)
     if run.context is RunContext.SYMBOLIC:
         # Keras 3 on TF creates their `tf.Variable`s after this run, before the next one.
         state.built_variables = _compat.deferred_variable_paths(current)

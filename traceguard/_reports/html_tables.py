@@ -14,6 +14,7 @@ from html import escape
 from typing import Any, Protocol
 
 from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._reports.fixes import same_graph_text
 
 # The Okabe-Ito palette, readable with every common colour-vision deficiency: cool colours
 # for the expected runs, warm ones for the retraces worth fixing.
@@ -231,6 +232,15 @@ def log_html(log: EventLog, max_rows: int = 60) -> str:
             f"</div>{table}</div>")
 
 
+def _waste(event: Any, numbers: Mapping[int, int]) -> str:
+    """A retrace that built the same graph as an earlier one: why it was waste, what to relax."""
+    if getattr(event, "same_graph_as", None) is None:
+        return ""
+    earlier = numbers.get(event.same_graph_as)
+    text = same_graph_text(event.changes, f"#{earlier}" if earlier else "an earlier trace")
+    return f'<div class="tg-text tg-fix"><b>Waste:</b> {prose(text)}</div>'
+
+
 def functions_table(functions: Sequence[Any]) -> str:
     """The traced functions (`FunctionRuns`), the most expensive first, and each one's retraces.
 
@@ -241,10 +251,11 @@ def functions_table(functions: Sequence[Any]) -> str:
     rows = []
     for runs in sorted(functions, key=lambda runs: runs.seconds, reverse=True):
         retraces = runs.events[1:]
+        numbers = {event.serial: number for number, event in enumerate(runs.events, 1)}
         detail = "".join(
             f"<div>#{number} {kind_badge(event.kind.value)} "
             f"{'<br>'.join(_code(change) for change in event.changes) or escape(event.reason)}"
-            f"{_why_and_fix('', event.hint) if event.hint else ''}</div>"
+            f"{_waste(event, numbers)}{_why_and_fix('', event.hint) if event.hint else ''}</div>"
             for number, event in enumerate(runs.events, 1) if number > 1)
         rows.append(f"<tr><td>{_code(runs.function)}<br><small>{escape(runs.definition or '')}</small></td>"
                     f'<td class="num">{len(runs.events)}</td>'

@@ -7,10 +7,11 @@ import functools
 import itertools
 import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent
+from traceguard._reports.fixes import same_graph_text
 
 _WIDTH = 100
 
@@ -188,14 +189,20 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
         lines += ["", f"Function `{runs.function}` ({name}defined at {_short_site(runs.definition)}): "
                   f"{format_counts(runs.events)}; tracing took {runs.seconds:.2f} s"]
         hints_shown: set[str | None] = set()
+        numbers = {event.serial: number for number, event in enumerate(runs.events, 1)}
         for number, event in enumerate(runs.events, 1):
-            lines.append(format_function_event(event, number, "  ", show_hint=event.hint not in hints_shown))
+            lines.append(format_function_event(event, number, "  ", show_hint=event.hint not in hints_shown,
+                                               numbers=numbers))
             hints_shown.add(event.hint)
     return lines
 
 
-def format_function_event(event: Any, number: int, indent: str = "", show_hint: bool = True) -> str:
-    """One function trace (a `FunctionEvent`) as a header line and its why / changed / fix lines."""
+def format_function_event(event: Any, number: int, indent: str = "", show_hint: bool = True,
+                          numbers: Mapping[int, int] | None = None) -> str:
+    """One function trace (a `FunctionEvent`) as a header line and its why / changed / fix lines.
+
+    `numbers`: the report's number of each trace of the function, by serial.
+    """
     signature = ", ".join(f"{name}={spec}" for name, spec in event.signature.items()) or "-"
     where = f", called at {_short_site(event.call_site)}" if event.call_site else ""
     lines = [f"{indent}#{number} {event.kind.value}  ({signature}){where}  {event.duration_s * 1000:.0f} ms"]
@@ -207,6 +214,9 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
         more = f", ... {len(event.created_variables)} in all" if len(event.created_variables) > 6 else ""
         add("created", shown + more)
     add("why", event.reason)
+    if event.same_graph_as is not None:
+        earlier = (numbers or {}).get(event.same_graph_as)
+        add("waste", same_graph_text(event.changes, f"#{earlier}" if earlier else "an earlier trace"))
     if event.hint:
         add("fix", event.hint if show_hint else "as above.")
     return "\n".join(lines)

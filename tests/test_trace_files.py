@@ -1,0 +1,342 @@
+"""Trace files: written as records happen by watch(), TraceMonitor and `run --trace-file`; read
+back, merged and exported by `python -m traceguard report` without TensorFlow."""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import jsonschema
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import keras
+
+import traceguard as tg
+from traceguard._diagnosis.report_files import report_files
+from traceguard._diagnosis.trace_file import SCHEMA_VERSION
+from traceguard._diagnosis.trace_file_reader import (
+    TraceFileError,
+    merged_explanation,
+    read_trace_file,
+    unique_labels,
+)
+from traceguard._reports.trace_events import trace_events
+from traceguard.callbacks import TraceMonitor
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
+
+# The Trace Event Format's JSON Object Format, as documented ("Trace Event Format",
+# Google, the document Perfetto's and chrome://tracing's JSON importers follow): the
+# events this export writes, complete events ("X": ts and dur in microseconds) and
+# metadata events ("M": process_name and thread_name with args.name).
+TRACE_EVENT_SCHEMA = {
+    "type": "object",
+    "required": ["traceEvents"],
+    "properties": {
+        "displayTimeUnit": {"enum": ["ms", "ns"]},
+        "traceEvents": {"type": "array", "items": {"oneOf": [
+            {"type": "object", "required": ["ph", "name", "pid", "tid", "ts", "dur", "cat", "args"],
+             "properties": {"ph": {"const": "X"}, "name": {"type": "string"}, "cat": {"type": "string"},
+                            "pid": {"type": "integer"}, "tid": {"type": "integer"},
+                            "ts": {"type": "number", "minimum": 0}, "dur": {"type": "number", "minimum": 0},
+                            "args": {"type": "object"}}},
+            {"type": "object", "required": ["ph", "name", "pid", "args"],
+             "properties": {"ph": {"const": "M"}, "name": {"enum": ["process_name", "thread_name"]},
+                            "pid": {"type": "integer"}, "tid": {"type": "integer"},
+                            "args": {"type": "object", "required": ["name"],
+                                     "properties": {"name": {"type": "string"}}}}},
+        ]}},
+    },
+}
+
+
+def parsed_trace_events(path):
+    """The export at `path`, checked against the format; its complete events by (pid, track name)."""
+    with open(path, encoding="utf-8") as file:
+        exported = json.load(file)
+    jsonschema.validate(exported, TRACE_EVENT_SCHEMA)
+    events = exported["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    by_track = {}
+    for event in events:
+        if event["ph"] == "X":
+            track = (processes[event["pid"]], tracks[event["pid"], event["tid"]])
+            by_track.setdefault(track, []).append(event)
+    for marks in by_track.values():  # One track's complete events never overlap.
+        marks.sort(key=lambda mark: mark["ts"])
+        assert all(a["ts"] + a["dur"] <= b["ts"] + 1 for a, b in zip(marks, marks[1:]))
+    return by_track
+
+
+def fit_twice(model_name, callbacks=()):
+    inputs = keras.Input((8,))
+    model = keras.Model(inputs, keras.layers.Dense(4, name="dense")(inputs), name=model_name)
+    model.compile(optimizer="sgd", loss="mse")
+    rng = np.random.default_rng(0)
+    model.fit(rng.random((64, 8)), rng.random((64, 4)), batch_size=32, verbose=0, callbacks=list(callbacks))
+    model.fit(rng.random((70, 8)), rng.random((70, 4)), batch_size=32, verbose=0, callbacks=list(callbacks))
+    return model
+
+
+def test_watch_trace_file_reads_back_as_the_report_it_wrote(tmp_path):
+    path = tmp_path / "watch.jsonl"
+    step = tf.function(lambda x: x * 2)
+    with tg.watch(trace_file=path, trace_file_label="worker-0") as report:
+        fit_twice("partial")
+        step(tf.ones((2,)))
+        step(tf.ones((3,)))
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    header = lines[0]
+    assert (header["type"], header["schema"], header["version"]) == ("header", "traceguard.trace-file", 1)
+    assert (header["label"], header["pid"], header["backend"]) == ("worker-0", os.getpid(), "tensorflow")
+    assert header["versions"]["tensorflow"] == tf.__version__ and header["traceguard"] == tg.__version__
+    assert lines[-1]["type"] == "end"
+    assert sum(line["type"] == "layer_run" for line in lines) == len(report.events)
+    assert sum(line["type"] == "function_trace" for line in lines) == \
+        sum(len(runs.events) for runs in report.functions.values())
+
+    trace_file = read_trace_file(str(path))
+    assert trace_file.complete and trace_file.label == "worker-0"
+    restored = merged_explanation([trace_file])
+    assert restored.title == "trace file worker-0"
+    assert restored.events == report.events
+    assert {name: runs.counts() for name, runs in restored.layers.items()} == \
+        {name: runs.counts() for name, runs in report.layers.items()}
+    assert restored.functions == report.functions
+    assert restored.summary().replace("trace file worker-0", "watch()") == report.summary()
+
+
+def test_trace_monitor_trace_file_marks_the_end_of_each_fit(tmp_path):
+    path = tmp_path / "monitor.jsonl"
+    monitor = TraceMonitor(trace_file=str(path), trace_file_label="monitor")
+    assert not path.exists()  # Opened by the first call.
+    with tg.watch(), pytest.warns(UserWarning, match="retraced tf.function"):  # watch(): plain layers too.
+        fit_twice("monitored", [monitor])
+    types = [json.loads(line)["type"] for line in path.read_text().splitlines()]
+    assert types.count("end") == 2 and types[-1] == "end"
+    restored = merged_explanation([read_trace_file(str(path))])
+    assert [(event.layer, event.kind.value) for event in restored.filter("retrace")] == \
+        [(event.layer, event.kind.value) for event in monitor.report.filter("retrace")]
+    assert restored.count("retrace", layer="dense") == 1
+    assert restored.layers["dense"].eager_calls == monitor.report.layers["dense"].eager_calls
+
+
+def test_two_files_merge_into_one_report_each_labelled(tmp_path):
+    paths = []
+    for label in ("worker-0", "worker-1"):
+        paths.append(str(tmp_path / f"{label}.jsonl"))
+        with tg.watch(trace_file=paths[-1], trace_file_label=label):
+            fit_twice(f"model_{label[-1]}")
+    trace_files = [read_trace_file(path) for path in paths]
+    merged = merged_explanation(trace_files)
+    assert merged.title == "2 trace files: worker-0, worker-1"
+    assert merged.count("retrace", layer="worker-0: dense") == 1
+    assert merged.count("retrace", layer="worker-1: dense") == 1
+    assert {runs.name.split(":")[0] for runs in merged.functions.values()} == {"worker-0", "worker-1"}
+    exported = tmp_path / "trace.json"
+    exported.write_text(json.dumps(trace_events(trace_files, unique_labels(trace_files))))
+    by_track = parsed_trace_events(exported)
+    for label, trace_file in zip(("worker-0", "worker-1"), trace_files):
+        marks = by_track[label, "layer dense"]
+        assert [(mark["args"]["run"], mark["args"]["kind"]) for mark in marks] == \
+            [(event.index, event.kind.value) for event in trace_file.layers["dense"].events]
+        for runs in trace_file.functions.values():
+            assert [mark["args"]["serial"] for mark in by_track[label, f"function {runs.function}"]] == \
+                [event.serial for event in runs.events]
+    assert any(mark["args"]["kind"] == "retrace" and mark["cat"] == "function_trace"
+               for (label, _), marks in by_track.items() if label == "worker-1" for mark in marks)
+
+
+def test_same_label_twice_names_the_files(tmp_path):
+    paths = [str(tmp_path / name) for name in ("a.jsonl", "b.jsonl")]
+    for path in paths:
+        with tg.watch(trace_file=path, trace_file_label="same"):
+            keras.layers.Dense(1, name="dense")(tf.ones((1, 2)))
+    labels = unique_labels([read_trace_file(path) for path in paths])
+    assert labels == [f"same ({paths[0]})", f"same ({paths[1]})"]
+
+
+# --- bad input ---
+def written_file(tmp_path):
+    path = tmp_path / "good.jsonl"
+    with tg.watch(trace_file=path):
+        fit_twice("bad_input")
+    return path
+
+
+def test_cut_last_line_warns_naming_file_and_line_and_keeps_the_rest(tmp_path):
+    path = written_file(tmp_path)
+    lines = path.read_text().splitlines()
+    layer_runs = [n for n, line in enumerate(lines) if '"layer_run"' in line]
+    kept = lines[: layer_runs[-1]] + [lines[layer_runs[-1]][:40]]  # Killed while writing a run.
+    path.write_text("\n".join(kept))
+    with pytest.warns(UserWarning, match=rf"{path}:{len(kept)}: the last line is cut short"):
+        trace_file = read_trace_file(str(path))
+    assert not trace_file.complete
+    assert sum(len(runs.events) for runs in trace_file.layers.values()) == len(layer_runs) - 1
+
+
+def test_corrupt_middle_line_is_an_error_naming_file_and_line(tmp_path):
+    path = written_file(tmp_path)
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2][:30]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFileError, match=rf"^{path}:3: not a JSON record"):
+        read_trace_file(str(path))
+
+
+def test_unknown_record_is_an_error_naming_file_and_line(tmp_path):
+    path = written_file(tmp_path)
+    with open(path, "a", encoding="utf-8") as file:
+        file.write('{"type": "layer_rn"}\n')
+    line = len(path.read_text().splitlines())
+    with pytest.raises(TraceFileError, match=rf"^{path}:{line}: not a valid traceguard record .*'layer_rn'"):
+        read_trace_file(str(path))
+
+
+def test_newer_schema_says_which_version_and_to_upgrade(tmp_path):
+    path = written_file(tmp_path)
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["version"] = SCHEMA_VERSION + 1
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    message = (rf"^{path}:1: written with trace file schema version {SCHEMA_VERSION + 1} .* "
+               rf"reads versions up to {SCHEMA_VERSION}\. Upgrade traceguard")
+    with pytest.raises(TraceFileError, match=message):
+        read_trace_file(str(path))
+
+
+@pytest.mark.parametrize("text, message", [("", "empty file"),
+                                           ('{"type": "layer_run"}\n', "not a traceguard trace file")])
+def test_file_without_header_is_an_error(tmp_path, text, message):
+    path = tmp_path / "other.jsonl"
+    path.write_text(text)
+    with pytest.raises(TraceFileError, match=rf"^{path}(:1)?: {message}"):
+        read_trace_file(str(path))
+
+
+def test_report_command_names_the_bad_file_and_writes_nothing(tmp_path, capsys):
+    good = written_file(tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    html = tmp_path / "report.html"
+    assert report_files([str(good), str(bad)], sys.stdout, sys.stderr, html=str(html)) == 1
+    assert capsys.readouterr().err.startswith(f"traceguard report: {bad}:1: not a JSON record")
+    assert not html.exists()
+
+
+@pytest.mark.parametrize("arguments, error, message", [
+    ({"trace_file": 3}, TypeError, r"`watch\(trace_file=...\)` expects the path .* Received: trace_file=3"),
+    ({"trace_file": "/no/such/dir/t.jsonl"}, ValueError, "expects a file in an existing directory"),
+    ({"trace_file": "t.jsonl", "trace_file_label": 0}, TypeError, "Received: trace_file_label=0"),
+])
+def test_watch_rejects_a_bad_trace_file_argument(arguments, error, message):
+    with pytest.raises(error, match=message):
+        with tg.watch(**arguments):
+            pass
+
+
+def test_trace_monitor_rejects_a_trace_file_in_a_missing_directory():
+    with pytest.raises(ValueError, match=r"`TraceMonitor\(trace_file=...\)` expects a file in an existing"):
+        TraceMonitor(trace_file="/no/such/dir/t.jsonl")
+
+
+# --- real processes ---
+FIT_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from tensorflow import keras
+
+    batch = int(sys.argv[1])
+    inputs = keras.Input((8,))
+    model = keras.Model(inputs, keras.layers.Dense(4, name="dense")(inputs))
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(np.ones((64, 8)), np.ones((64, 4)), batch_size=32, verbose=0)
+    model.fit(np.ones((64 + batch, 8)), np.ones((64 + batch, 4)), batch_size=32, verbose=0)
+""")
+
+
+@pytest.mark.slow  # Two Python processes that import TensorFlow.
+def test_run_trace_files_of_two_processes_render_as_one_report_without_tensorflow(tmp_path):
+    script = tmp_path / "fit.py"
+    script.write_text(FIT_SCRIPT)
+    runs = [subprocess.Popen([sys.executable, "-m", "traceguard", "run", "--summary", "--trace-file",
+                              str(tmp_path / f"w{batch}.jsonl"), "--trace-file-label", f"worker-{batch}",
+                              str(script), str(batch)], env=ENV, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+            for batch in (6, 10)]
+    for run in runs:
+        _, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr
+        assert f"trace file written to {tmp_path}" in stderr
+    code = ("import sys\nfrom traceguard._cli import main\ncode = main(sys.argv[1:])\n"
+            "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
+            "sys.exit(code)\n")
+    result = subprocess.run(
+        [sys.executable, "-c", code, "report", str(tmp_path / "w6.jsonl"), str(tmp_path / "w10.jsonl"),
+         "--html", str(tmp_path / "report.html"), "--trace-events", str(tmp_path / "trace.json")],
+        env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.startswith("traceguard report for 2 trace files: worker-6, worker-10:")
+    assert "worker-6: dense #2 in one_step_on_data: inputs: dim 0 32 -> None" in result.stdout
+    assert "worker-10: dense #2 in one_step_on_data: inputs: dim 0 32 -> None" in result.stdout
+    assert "worker-10: dense" in (tmp_path / "report.html").read_text()
+    by_track = parsed_trace_events(tmp_path / "trace.json")
+    assert {process for process, _ in by_track} == {"worker-6", "worker-10"}
+    assert [mark["args"]["kind"] for mark in by_track["worker-10", "layer dense"]] == ["trace", "retrace"]
+
+
+KILLED_SCRIPT = textwrap.dedent("""
+    import sys
+    import tensorflow as tf
+    from tensorflow import keras
+    import traceguard
+
+    dense = keras.layers.Dense(2, name="dense")
+    dense.build((None, 3))
+    step = tf.function(lambda x: dense(x))
+    with traceguard.watch(trace_file=sys.argv[1], trace_file_label="killed"):
+        for rows in range(1, 100_000):  # A new shape, so a new trace, each time: until killed.
+            step(tf.ones((rows, 3)))
+""")
+
+
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_trace_file_of_a_process_killed_halfway_renders_what_it_holds(tmp_path):
+    script, path = tmp_path / "loop.py", tmp_path / "killed.jsonl"
+    script.write_text(KILLED_SCRIPT)
+    process = subprocess.Popen([sys.executable, str(script), str(path)], env=ENV, cwd=ROOT,
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not (path.exists() and path.read_text().count('"type": "function_trace"') >= 12):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    out, err = tmp_path / "report.txt", tmp_path / "stderr.txt"
+    with open(out, "w") as out_file, open(err, "w") as err_file:
+        assert report_files([str(path)], out_file, err_file) == 0
+    assert f"{path} has no end line: its process did not close it" in err.read_text()
+    traced = read_trace_file(str(path))
+    steps = [runs for runs in traced.functions.values() if runs.function.startswith("<lambda>")]
+    assert len(steps) == 1 and len(steps[0].events) >= 12
+    assert [event.kind.value for event in steps[0].events[:3]] == ["trace", "retrace", "retrace"]
+    assert "dense #2 in <lambda>: inputs: dim 0 1 -> 2" in out.read_text()
+
+
+def test_bytes_that_are_not_utf8_are_an_error_naming_the_line(tmp_path):
+    path = written_file(tmp_path)
+    with open(path, "ab") as file:
+        file.write(b'{"type": "end", "ended": \xff}\n')
+    line = len(path.read_bytes().splitlines())
+    with pytest.raises(TraceFileError, match=rf"^{path}:{line}: not a JSON record"):
+        read_trace_file(str(path))

@@ -1,0 +1,190 @@
+"""Fix-its: the `tf.function` change that stops a function's retraces, from its recorded signatures.
+
+`propose_fix` reads only the `FunctionTrace` records of one function (specs,
+never tensors) and proposes, in this order of preference:
+
+- `"input_signature"`: every argument is a tensor of one dtype (or a Python
+  number that changed, to be passed as a tensor): one `tf.TensorSpec` per
+  argument, `None` exactly at the dimensions seen changing;
+- `"reduce_retracing"`: only shapes changed, but a signature cannot be written
+  (a Python value or a nested structure among the arguments);
+- `"tensor_argument"`: Python numbers changed and a signature cannot be
+  written: pass them as tensors (`tf.constant(n)`), with `reduce_retracing`
+  when shapes changed too.
+
+None when nothing can be proposed: a single signature, a dtype that changed,
+Python values that are not numbers (a `bool` choosing a branch traces each
+branch on purpose), Keras's own step functions, `tf.data` and `jax.jit`
+functions. `fix_checks.verify_fix` then checks a proposal by replaying.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from traceguard._core.functions import FunctionTrace
+from traceguard._core.signature import Spec
+
+# The fixes `propose_fix` proposes, most specific first.
+FIX_KINDS = ("input_signature", "reduce_retracing", "tensor_argument")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgumentSpec:
+    """One argument of a proposed `input_signature`: `tf.TensorSpec(shape=dims, dtype=dtype)`.
+
+    `dims` is None for an unknown rank; `from_number` is True for a Python
+    number the user is to pass as a tensor (its dims are then `()`).
+    """
+
+    name: str
+    dtype: str
+    dims: tuple[int | None, ...] | None
+    from_number: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class FixIt:
+    """A proposed fix for one function's retraces, and the signatures it is checked with.
+
+    Attributes:
+        function: The backend's name for the function, e.g. `"f"`.
+        qualname: Its qualified name.
+        definition: `"file:line"` of its `def`, if found.
+        kind: One of `FIX_KINDS`.
+        arguments: For `"input_signature"`, one `ArgumentSpec` per argument, in
+            order; else `()`.
+        to_tensors: The arguments that were Python numbers and changed: pass
+            each as a tensor (`tf.constant(...)`).
+        reduce_retracing: Whether the fix includes `reduce_retracing=True`.
+        traces: How many traces of the function were recorded.
+        signatures: The distinct recorded signatures (specs), oldest first.
+        examples: For each name in `to_tensors`, one value it was seen with.
+        tensor_dtype: The dtype to give those tensors: `"int32"` (what
+            `tf.constant` makes of an int) or `"float32"`.
+        wrapped_object: For a `tf.function` of a callable object (a layer),
+            what it is, e.g. `"Dense 'scripted'"`; None for a function.
+    """
+
+    function: str
+    qualname: str
+    definition: str | None
+    kind: str
+    arguments: tuple[ArgumentSpec, ...]
+    to_tensors: tuple[str, ...]
+    reduce_retracing: bool
+    traces: int
+    signatures: tuple[Mapping[str, Spec], ...]
+    examples: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    tensor_dtype: str = "int32"
+    wrapped_object: str | None = None
+
+    def with_float_tensors(self) -> FixIt:
+        """The same fix with the Python numbers passed as `float32` tensors."""
+        arguments = tuple(dataclasses.replace(a, dtype="float32") if a.from_number else a
+                          for a in self.arguments)
+        return dataclasses.replace(self, arguments=arguments, tensor_dtype="float32")
+
+    def __str__(self) -> str:
+        from traceguard._reports.fixes import format_fix
+
+        return format_fix(self)
+
+
+def number_of(spec: Spec) -> int | float | None:
+    """The Python int or float a value spec records (not a bool); None for anything else."""
+    if spec[0] != "value" or spec[2] is not None:
+        return None
+    try:
+        value = ast.literal_eval(spec[1])
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return value if type(value) in (int, float) else None
+
+
+def propose_fix(records: Sequence[FunctionTrace]) -> FixIt | None:
+    """The fix for the retraces among `records` (one function's, oldest first), or None."""
+    if not records or any(r.library_function or r.origin != "tf.function" for r in records):
+        return None
+    signatures = list({tuple(r.signature.items()): r.signature for r in records}.values())
+    if len(signatures) < 2:
+        return None
+    names = list(signatures[0])
+    if not all(list(signature) == names for signature in signatures):
+        return None  # Arguments given in some calls only: no one signature, nothing to relax.
+    found = _arguments(names, signatures)
+    if found is None:
+        return None
+    arguments, examples, writable, shapes_changed, others_changed = found
+    to_tensors = tuple(examples)
+    if writable:
+        kind = "input_signature"
+    elif others_changed:
+        return None
+    elif to_tensors:
+        kind = "tensor_argument"
+    elif shapes_changed:
+        kind = "reduce_retracing"
+    else:
+        return None
+    last = records[-1]
+    return FixIt(
+        function=last.name, qualname=last.qualname, definition=last.definition, kind=kind,
+        arguments=tuple(arguments) if kind == "input_signature" else (), to_tensors=to_tensors,
+        reduce_retracing=kind == "reduce_retracing" or (kind == "tensor_argument" and shapes_changed),
+        traces=len(records), signatures=tuple(signatures), examples=examples,
+        tensor_dtype="float32" if any(a.from_number and a.dtype == "float32" for a in arguments) else "int32")
+
+
+def _arguments(names: list[str], signatures: list[Mapping[str, Spec]]) -> tuple | None:
+    """Each argument's `ArgumentSpec`, the changed numbers (name -> a value), whether every
+    argument has a spec, whether shapes changed, whether anything else did; None when a
+    dtype changed."""
+    arguments: list[ArgumentSpec] = []
+    examples: dict[str, Any] = {}
+    writable, shapes_changed, others_changed = True, False, False
+    for name in names:
+        specs = [signature[name] for signature in signatures]
+        if all(spec[0] == "tensor" and spec[1] == "" for spec in specs):
+            if len({spec[2] for spec in specs}) > 1:
+                return None  # A dtype that changes: no one signature; the user decides which dtype.
+            dims = _relaxed_dims([spec[3] for spec in specs])
+            shapes_changed |= dims != specs[0][3]
+            arguments.append(ArgumentSpec(name, specs[0][2], dims))
+            continue
+        numbers = [number_of(spec) for spec in specs]
+        if len(set(specs)) > 1 and all(number is not None for number in numbers):
+            examples[name] = numbers[-1]
+            is_float = any(type(number) is float for number in numbers)
+            arguments.append(ArgumentSpec(name, "float32" if is_float else "int32", (), from_number=True))
+            continue
+        writable = False
+        if len(set(specs)) > 1:
+            if all(spec[0] in ("seq", "map") for spec in specs) and _only_shapes(specs):
+                shapes_changed = True
+            else:
+                others_changed = True
+    return arguments, examples, writable, shapes_changed, others_changed
+
+
+def _relaxed_dims(all_dims: list[Any]) -> tuple[int | None, ...] | None:
+    """The dims of every spec, `None` where they differ; None (unknown rank) if ranks differ."""
+    if any(dims is None for dims in all_dims) or len({len(dims) for dims in all_dims}) > 1:
+        return None
+    return tuple(dims[0] if len(set(dims)) == 1 else None for dims in zip(*all_dims))
+
+
+def _only_shapes(specs: list[Spec]) -> bool:
+    """Whether nested specs differ only in their tensors' dimensions."""
+    def skeleton(spec: Spec) -> Any:
+        if spec[0] == "tensor":
+            return ("tensor", spec[1], spec[2], None if spec[3] is None else len(spec[3]))
+        if spec[0] == "seq":
+            return ("seq", spec[1], tuple(skeleton(child) for child in spec[2]), spec[3], spec[4])
+        if spec[0] == "map":
+            return ("map", tuple((key, skeleton(child)) for key, child in spec[1]), spec[2], spec[3])
+        return spec
+    return len({skeleton(spec) for spec in specs}) == 1

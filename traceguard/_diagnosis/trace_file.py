@@ -1,0 +1,139 @@
+"""Trace files: every record of an `Explanation`, written as JSON Lines as it happens.
+
+`watch(trace_file=...)`, `TraceMonitor(trace_file=...)` and `python -m traceguard run
+--trace-file` hand a `TraceFileWriter` to their `Explanation`, which passes it each
+layer run and each function trace it records. One line per record, flushed at once,
+so a process that is killed keeps every line written before. Writing happens when a
+body runs as a trace or a function traces, never per eager call: eager runs are
+counted by the `Explanation` and written as counts when the file is closed (and at
+the end of each `TraceMonitor` call), each followed by an end line.
+
+The schema (`SCHEMA`, version `SCHEMA_VERSION`) is documented field by field in
+docs/trace-files.md; `trace_file_reader` reads it back without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from typing import IO, Any
+
+from traceguard._version import __version__
+
+SCHEMA = "traceguard.trace-file"
+# Raised when a record's fields change meaning or a field a reader needs is added;
+# a new optional field keeps the version (readers ignore what they do not know).
+SCHEMA_VERSION = 1
+RECORD_TYPES = ("header", "layer_run", "function_trace", "eager_runs", "end")
+_PACKAGES = ("tensorflow", "keras", "tf_keras", "jax")
+
+
+def check_trace_file_path(path: object, label: object, caller: str) -> str:
+    """`path` as a str when it can name a trace file to write and `label` is a str or None, else a
+    clear error naming `caller`'s argument (`caller` is e.g. `"watch"`)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`{caller}(trace_file=...)` expects the path of the trace file to write (str or "
+                        f"path-like), or None. Received: trace_file={path!r}")
+    text = str(os.fspath(path))
+    directory = os.path.dirname(os.path.abspath(text))
+    if os.path.isdir(text) or not os.path.isdir(directory):
+        raise ValueError(f"`{caller}(trace_file=...)` expects a file in an existing directory. "
+                         f"Received: trace_file={path!r}")
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"`{caller}(trace_file_label=...)` expects a str, or None. "
+                        f"Received: trace_file_label={label!r}")
+    return text
+
+
+class TraceFileWriter:
+    """Writes one JSON object per line to `path`, flushed per record; thread-safe.
+
+    Args:
+        path: The file to write; an existing file is replaced.
+        label: How reports name this process; defaults to `"<host>:<pid>"`.
+    """
+
+    def __init__(self, path: str, label: str | None = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._file: IO[str] | None = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
+        host, pid = socket.gethostname(), os.getpid()
+        self._write({"type": "header", "schema": SCHEMA, "version": SCHEMA_VERSION,
+                     "label": label if label is not None else f"{host}:{pid}", "pid": pid, "host": host,
+                     "started": time.time(), "argv": list(sys.argv), "traceguard": __version__,
+                     "backend": _backend(), "stack": _stack(), "versions": _versions()})
+
+    def layer_run(self, runs: Any, event: Any) -> None:
+        """Writes one layer body run: its layer (`LayerRuns`) and its `TraceEvent`."""
+        self._write({"type": "layer_run", "layer": runs.name, "class_name": runs.class_name,
+                     "trace_aware": runs.trace_aware, "event": event.to_dict()})
+
+    def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
+        """Writes one function trace: its `FunctionRuns` (`key` in `Explanation.functions`), its
+        `FunctionTrace` and the `FunctionEvent` made of it. Called as the trace ends."""
+        ended = time.time()
+        keras_call = record.keras_call
+        self._write({
+            "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
+            "objects": runs.objects, "started": ended - record.duration, "event": event.to_dict(),
+            "trace": {"index": record.index, "origin": record.origin, "kind": record.kind,
+                      "closest": record.closest, "caller": record.caller, "entry": record.entry,
+                      "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,
+                      "raised": record.raised, "library_function": record.library_function,
+                      "lifted_variables": list(record.lifted_variables),
+                      "keras_call": None if keras_call is None else vars(keras_call).copy()}})
+
+    def mark_end(self, layers: Any) -> None:
+        """Writes the eager runs counted so far for each `LayerRuns` of `layers`, then the end line.
+
+        Records may follow (`TraceMonitor` marks the end of each call): a reader
+        takes the file as complete when its last record is an end line.
+        """
+        for runs in layers:
+            if runs.eager_calls:
+                self._write({"type": "eager_runs", "layer": runs.name, "class_name": runs.class_name,
+                             "trace_aware": runs.trace_aware, "count": runs.eager_calls})
+        self._write({"type": "end", "ended": time.time()})
+
+    def close(self, layers: Any) -> None:
+        """Marks the end (see `mark_end`) and closes the file."""
+        self.mark_end(layers)
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def reopen(self) -> None:
+        """Opens the closed file again, to append (`TraceMonitor`'s next call)."""
+        with self._lock:
+            if self._file is None:
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, default=str) + "\n"
+        with self._lock:
+            if self._file is not None:
+                self._file.write(line)
+                self._file.flush()
+
+
+def _backend() -> str:
+    from traceguard import _compat
+
+    return _compat.BACKEND
+
+
+def _stack() -> str:
+    from traceguard import _compat
+
+    return _compat.describe_versions()
+
+
+def _versions() -> dict[str, str]:
+    """The versions of the frameworks this process imported."""
+    return {name: str(getattr(sys.modules[name], "__version__", "?"))
+            for name in _PACKAGES if name in sys.modules}

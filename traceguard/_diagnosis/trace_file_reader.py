@@ -1,0 +1,189 @@
+"""Reading trace files back: one `Explanation` from the records of one or many files.
+
+Imports neither TensorFlow nor JAX: a trace file holds the worded events, so the
+text and HTML reports (`_reports`) render them as they would in the process that
+wrote them. Bad input is reported by file and line: a line that is not JSON, a
+record that is not one of `RECORD_TYPES`, a file of a newer schema. The one
+exception is a cut last line, what a killed process leaves: it is reported as a
+warning and the lines before it are kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from traceguard._core.events import TraceEvent, TraceKind
+from traceguard._diagnosis.explanation import Explanation, LayerRuns
+from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
+from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
+
+
+class TraceFileError(ValueError):
+    """A trace file that cannot be read: the message names the file and line."""
+
+
+@dataclasses.dataclass
+class TraceFile:
+    """The records of one trace file.
+
+    Attributes:
+        path: The file read.
+        header: Its header line, as a dict (label, pid, host, versions, ...).
+        layers: Layer name to its `LayerRuns`, in the order of their first run.
+        functions: Function key to its `FunctionRuns`.
+        function_starts: `FunctionEvent.serial` to when its trace started (epoch seconds).
+        complete: Whether the file's last record is an end line (the process closed
+            it, or a `TraceMonitor` call ended).
+    """
+
+    path: str
+    header: dict[str, Any]
+    layers: dict[str, LayerRuns] = dataclasses.field(default_factory=dict)
+    functions: dict[str, FunctionRuns] = dataclasses.field(default_factory=dict)
+    function_starts: dict[int, float] = dataclasses.field(default_factory=dict)
+    complete: bool = False
+
+    @property
+    def label(self) -> str:
+        return str(self.header.get("label") or os.path.basename(self.path))
+
+
+def read_trace_file(path: str) -> TraceFile:
+    """Reads one trace file.
+
+    Raises:
+        TraceFileError: If the file is empty, has no header, is of another schema or
+            a newer version, or a line before the last is not a valid record.
+        OSError: If the file cannot be opened.
+    """
+    # Trace files are ASCII (`json.dumps` escapes the rest): other bytes fail as a line's JSON.
+    with open(path, encoding="utf-8", errors="replace") as file:
+        lines = file.read().split("\n")
+    ends_with_newline = lines[-1] == ""
+    if ends_with_newline:
+        lines.pop()
+    if not lines:
+        raise TraceFileError(f"{path}: empty file; a trace file starts with its header line.")
+    trace_file: TraceFile | None = None
+    for number, line in enumerate(lines, start=1):
+        last = number == len(lines)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            if last and not ends_with_newline and number > 1:  # The write a kill cut short.
+                warnings.warn(f"{path}:{number}: the last line is cut short ({error.msg}), as when the "
+                              "process was killed while writing it; it is skipped and the lines before "
+                              "it are read.", UserWarning, stacklevel=2)
+                break
+            raise TraceFileError(f"{path}:{number}: not a JSON record ({error}). "
+                                 f"Received: {_shorten(line)}") from None
+        if trace_file is None:
+            trace_file = TraceFile(path, _checked_header(record, path))
+            continue
+        try:
+            _add_record(trace_file, record)
+        except (KeyError, TypeError, ValueError) as error:
+            raise TraceFileError(f"{path}:{number}: not a valid traceguard record ({type(error).__name__}: "
+                                 f"{error}). Received: {_shorten(line)}") from None
+    assert trace_file is not None  # The first line is a header or raised.
+    return trace_file
+
+
+def _checked_header(record: Any, path: str) -> dict[str, Any]:
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+        raise TraceFileError(f"{path}:1: not a traceguard trace file: its first line is not a header of "
+                             f"schema {SCHEMA!r}. Received: {_shorten(json.dumps(record))}")
+    version = record.get("version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise TraceFileError(
+            f"{path}:1: written with trace file schema version {version!r} (traceguard "
+            f"{record.get('traceguard', '?')}); this traceguard reads versions up to {SCHEMA_VERSION}. "
+            "Upgrade traceguard to read it.")
+    return record
+
+
+def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
+    kind = record["type"]
+    trace_file.complete = kind == "end"
+    if kind == "layer_run":
+        event = _trace_event(record["event"])
+        _layer(trace_file, record).events.append(event)
+    elif kind == "eager_runs":
+        runs = _layer(trace_file, record)
+        runs.eager_calls = max(runs.eager_calls, int(record["count"]))  # Each line counts from the start.
+    elif kind == "function_trace":
+        function_event = _function_event(record["event"])
+        function = trace_file.functions.get(record["key"])
+        if function is None:
+            function = trace_file.functions[record["key"]] = FunctionRuns(
+                record["qualname"], function_event.function, function_event.definition,
+                bool(record["keras_step"]))
+        function.events.append(function_event)
+        function.objects = max(function.objects, int(record["objects"]))
+        trace_file.function_starts[function_event.serial] = float(record["started"])
+    elif kind != "end":
+        raise ValueError(f"unknown record type {kind!r}; one of {', '.join(RECORD_TYPES[1:])} expected")
+
+
+def _layer(trace_file: TraceFile, record: dict[str, Any]) -> LayerRuns:
+    runs = trace_file.layers.get(record["layer"])
+    if runs is None:
+        runs = trace_file.layers[record["layer"]] = LayerRuns(
+            record["layer"], record["class_name"], bool(record["trace_aware"]))
+    return runs
+
+
+def _trace_event(fields: dict[str, Any]) -> TraceEvent:
+    known = {field.name for field in dataclasses.fields(TraceEvent)}
+    values = {name: value for name, value in fields.items() if name in known}  # Newer optional fields.
+    values.update(kind=TraceKind(fields["kind"]), changes=tuple(fields["changes"]),
+                  created_variables=tuple(fields["created_variables"]),
+                  messages=tuple(fields.get("messages", ())))
+    return TraceEvent(**values)
+
+
+def _function_event(fields: dict[str, Any]) -> FunctionEvent:
+    known = {field.name for field in dataclasses.fields(FunctionEvent)}
+    values = {name: value for name, value in fields.items() if name in known}
+    values.update(kind=TraceKind(fields["kind"]), changes=tuple(fields["changes"]),
+                  created_variables=tuple(fields["created_variables"]))
+    return FunctionEvent(**values)
+
+
+def _shorten(line: str) -> str:
+    return repr(line if len(line) <= 120 else line[:117] + "...")
+
+
+def merged_explanation(trace_files: Sequence[TraceFile]) -> Explanation:
+    """One report of every file's records; with several files, each name starts with its file's label."""
+    labels = unique_labels(trace_files)
+    title = ("trace file " + labels[0] if len(trace_files) == 1
+             else f"{len(trace_files)} trace files: {', '.join(labels)}")
+    explanation = Explanation(title)
+    layers: list[tuple[int, float, LayerRuns]] = []
+    functions: dict[str, FunctionRuns] = {}
+    for number, (label, trace_file) in enumerate(zip(labels, trace_files)):
+        prefix = f"{label}: " if len(trace_files) > 1 else ""
+        for runs in trace_file.layers.values():
+            first = min((event.timestamp for event in runs.events), default=float("inf"))
+            layers.append((number, first, dataclasses.replace(runs, name=prefix + runs.name)))
+        for key, function in trace_file.functions.items():
+            events = [dataclasses.replace(event, function=prefix + event.function)
+                      for event in function.events]
+            functions[prefix + key] = dataclasses.replace(
+                function, name=prefix + function.name, function=prefix + function.function, events=events)
+    # Each file's layers together, in the order of their first run.
+    explanation._restore([runs for _, _, runs in sorted(layers, key=lambda item: item[:2])], functions)
+    return explanation
+
+
+def unique_labels(trace_files: Sequence[TraceFile]) -> list[str]:
+    """Each file's label; the file's name is added where two files have the same label."""
+    labels = [trace_file.label for trace_file in trace_files]
+    return [label if labels.count(label) == 1 else f"{label} ({trace_file.path})"
+            for label, trace_file in zip(labels, trace_files)]

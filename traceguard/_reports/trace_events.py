@@ -1,0 +1,71 @@
+"""The Trace Event Format export: function traces and layer runs on the timeline of Perfetto.
+
+The JSON object format of Chrome's Trace Event Format (the one the TensorFlow
+profiler, `chrome://tracing` and ui.perfetto.dev open): `{"traceEvents": [...],
+"displayTimeUnit": "ms"}`. Each trace file is a process (`pid`, named by its label);
+each traced function and each layer is a thread of it (`tid`, named by the function
+or layer), so that no two marks of one track overlap; each function trace and each
+layer body run is a complete event (`"ph": "X"`) with its start (`ts`) and length
+(`dur`) in microseconds since the epoch, and its kind, reason, fix, changes and
+signature as `args`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+
+class _TraceFileLike(Protocol):
+    """What the export reads of a trace file (`_diagnosis.trace_file_reader.TraceFile`)."""
+
+    @property
+    def layers(self) -> Mapping[str, Any]: ...  # Layer name to its `LayerRuns`.
+
+    @property
+    def functions(self) -> Mapping[str, Any]: ...  # Key to its `FunctionRuns`.
+
+    @property
+    def function_starts(self) -> Mapping[int, float]: ...  # A function event's serial to its start.
+
+
+def _microseconds(seconds: float) -> float:
+    return round(seconds * 1e6, 3)
+
+
+def _thread_name(pid: int, tid: int, name: str) -> dict[str, Any]:
+    return {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
+
+
+def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -> dict[str, Any]:
+    """The Trace Event Format object of `trace_files`, each a process named by its label in `labels`."""
+    events: list[dict[str, Any]] = []
+    for pid, (trace_file, label) in enumerate(zip(trace_files, labels), start=1):
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
+        tid = 0
+        for runs in trace_file.functions.values():
+            tid += 1
+            events.append(_thread_name(pid, tid, f"function {runs.function}"))
+            for event in runs.events:
+                start = trace_file.function_starts.get(event.serial)
+                if start is None:
+                    continue
+                events.append({
+                    "ph": "X", "cat": "function_trace", "name": f"{event.function} ({event.kind.value})",
+                    "pid": pid, "tid": tid, "ts": _microseconds(start),
+                    "dur": _microseconds(event.duration_s),
+                    "args": {"kind": event.kind.value, "reason": event.reason, "hint": event.hint,
+                             "changes": list(event.changes), "signature": dict(event.signature),
+                             "call_site": event.call_site, "serial": event.serial}})
+        for runs in trace_file.layers.values():
+            tid += 1
+            events.append(_thread_name(pid, tid, f"layer {runs.name}"))
+            for event in runs.events:
+                events.append({
+                    "ph": "X", "cat": "layer_run", "name": f"{runs.name} ({event.kind.value})",
+                    "pid": pid, "tid": tid, "ts": _microseconds(event.timestamp),
+                    "dur": _microseconds(event.duration_s),
+                    "args": {"kind": event.kind.value, "run": event.index, "function": event.function,
+                             "reason": event.reason, "hint": event.hint, "changes": list(event.changes),
+                             "signature": dict(event.signature), "function_trace": event.function_trace}})
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
