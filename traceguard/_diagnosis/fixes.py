@@ -23,10 +23,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from traceguard._core.functions import FunctionTrace
-from traceguard._core.signature import Spec
+if TYPE_CHECKING:  # Only annotations: `report` reads trace files without TensorFlow.
+    from traceguard._core.functions import FunctionTrace
+    from traceguard._core.signature import Spec
 
 # The fixes `propose_fix` proposes, most specific first.
 FIX_KINDS = ("input_signature", "reduce_retracing", "tensor_argument")

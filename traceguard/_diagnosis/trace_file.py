@@ -32,6 +32,14 @@ RECORD_TYPES = ("header", "layer_run", "function_trace", "eager_runs", "end")
 _PACKAGES = ("tensorflow", "keras", "tf_keras", "jax")
 
 
+def change_fields(changes: Any) -> list[dict[str, Any] | None]:
+    """What each of `event.changes` is made of (a `Change`'s fields), so that a report read back
+    words its hints as the live one did; None for a change that is text only."""
+    return [{"argument": change.argument, "aspect": change.aspect.value, "old": change.old,
+             "new": change.new, "axis": change.axis} if hasattr(change, "aspect") else None
+            for change in changes]
+
+
 def check_trace_file_path(path: object, label: object, caller: str) -> str:
     """`path` as a str when it can name a trace file to write and `label` is a str or None, else a
     clear error naming `caller`'s argument (`caller` is e.g. `"watch"`)."""
@@ -70,7 +78,8 @@ class TraceFileWriter:
     def layer_run(self, runs: Any, event: Any) -> None:
         """Writes one layer body run: its layer (`LayerRuns`) and its `TraceEvent`."""
         self._write({"type": "layer_run", "layer": runs.name, "class_name": runs.class_name,
-                     "trace_aware": runs.trace_aware, "event": event.to_dict()})
+                     "trace_aware": runs.trace_aware, "event": event.to_dict(),
+                     "change_fields": change_fields(event.changes)})
 
     def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
         """Writes one function trace: its `FunctionRuns` (`key` in `Explanation.functions`), its
@@ -80,6 +89,7 @@ class TraceFileWriter:
         self._write({
             "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
             "objects": runs.objects, "started": ended - record.duration, "event": event.to_dict(),
+            "change_fields": change_fields(event.changes),
             "trace": {"index": record.index, "origin": record.origin, "kind": record.kind,
                       "closest": record.closest, "caller": record.caller, "entry": record.entry,
                       "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,

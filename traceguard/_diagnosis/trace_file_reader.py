@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from traceguard._core.changes import Aspect, Change
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._diagnosis.explanation import Explanation, LayerRuns
 from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
@@ -111,13 +112,13 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
     kind = record["type"]
     trace_file.complete = kind == "end"
     if kind == "layer_run":
-        event = _trace_event(record["event"])
+        event = _trace_event(record["event"], record.get("change_fields"))
         _layer(trace_file, record).events.append(event)
     elif kind == "eager_runs":
         runs = _layer(trace_file, record)
         runs.eager_calls = max(runs.eager_calls, int(record["count"]))  # Each line counts from the start.
     elif kind == "function_trace":
-        function_event = _function_event(record["event"])
+        function_event = _function_event(record["event"], record.get("change_fields"))
         function = trace_file.functions.get(record["key"])
         if function is None:
             function = trace_file.functions[record["key"]] = FunctionRuns(
@@ -138,19 +139,28 @@ def _layer(trace_file: TraceFile, record: dict[str, Any]) -> LayerRuns:
     return runs
 
 
-def _trace_event(fields: dict[str, Any]) -> TraceEvent:
+def _changes(texts: list[str], fields: list[dict[str, Any] | None] | None) -> tuple[str, ...]:
+    """The changes as `Change`s where the file has their fields (`change_fields`), else as text."""
+    if not fields or len(fields) != len(texts):
+        return tuple(texts)
+    return tuple(text if made is None else Change(made["argument"], Aspect(made["aspect"]), made["old"],
+                                                  made["new"], made["axis"], text=text)
+                 for text, made in zip(texts, fields))
+
+
+def _trace_event(fields: dict[str, Any], change_fields: Any = None) -> TraceEvent:
     known = {field.name for field in dataclasses.fields(TraceEvent)}
     values = {name: value for name, value in fields.items() if name in known}  # Newer optional fields.
-    values.update(kind=TraceKind(fields["kind"]), changes=tuple(fields["changes"]),
+    values.update(kind=TraceKind(fields["kind"]), changes=_changes(fields["changes"], change_fields),
                   created_variables=tuple(fields["created_variables"]),
                   messages=tuple(fields.get("messages", ())))
     return TraceEvent(**values)
 
 
-def _function_event(fields: dict[str, Any]) -> FunctionEvent:
+def _function_event(fields: dict[str, Any], change_fields: Any = None) -> FunctionEvent:
     known = {field.name for field in dataclasses.fields(FunctionEvent)}
     values = {name: value for name, value in fields.items() if name in known}
-    values.update(kind=TraceKind(fields["kind"]), changes=tuple(fields["changes"]),
+    values.update(kind=TraceKind(fields["kind"]), changes=_changes(fields["changes"], change_fields),
                   created_variables=tuple(fields["created_variables"]))
     return FunctionEvent(**values)
 
