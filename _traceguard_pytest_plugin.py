@@ -1,20 +1,38 @@
-"""traceguard's pytest plugin: the `trace_budget` fixture and `@pytest.mark.max_traces(n)`.
+"""traceguard's pytest plugin: `trace_budget`, `@pytest.mark.max_traces(n)`,
+`@pytest.mark.no_retrace` and the trace snapshots of `--traceguard-snapshot`.
 
 Registered through the `pytest11` entry point, so pytest imports it at every
 start in any environment where traceguard is installed. It is a top-level
 module, outside the `traceguard` package, because importing a submodule imports
 its package first, and `traceguard` imports TensorFlow; hypothesis keeps its
 plugin in `_hypothesis_pytestplugin.py` for the same reason. traceguard itself
-is imported only when a test uses the fixture or the marker.
+is imported only when a test uses the fixture or a marker, or the snapshot mode
+is on.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
 
 MARKER = "max_traces"
+NO_RETRACE_MARKER = "no_retrace"
+SNAPSHOT_OPTION = "--traceguard-snapshot"
+UPDATE_OPTION = "--traceguard-snapshot-update"
+_SESSION = pytest.StashKey[Any]()
+_WRITTEN = pytest.StashKey[list[str]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("traceguard")
+    group.addoption(SNAPSHOT_OPTION, action="store_true", default=False,
+                    help="compare the traces each test makes (every function and layer, with their "
+                         "signatures) with its snapshot in __trace_snapshots__/<module>.traces beside "
+                         "the test file; a change fails the test with the difference.")
+    group.addoption(UPDATE_OPTION, action="store_true", default=False,
+                    help=f"like {SNAPSHOT_OPTION}, but rewrite the snapshots of the tests that ran.")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -23,6 +41,12 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(n): fail the test if any traceguard TraceAwareLayer traces (trace, retrace, "
         "variable_retrace) more than n times while the test runs, counted per layer.",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{NO_RETRACE_MARKER}(on_retrace='raise'): fail the test at any retrace of a function "
+        "(tf.function, Keras step, jax.jit) while it runs; each function's first trace is its warm-up.",
+    )
+    config.stash[_SESSION] = None
 
 
 @pytest.fixture
@@ -33,27 +57,86 @@ def trace_budget() -> Any:
     return assert_max_traces
 
 
+def _arguments(marker: pytest.Mark) -> str:
+    return ", ".join([*map(repr, marker.args), *(f"{k}={v!r}" for k, v in marker.kwargs.items())])
+
+
 def _budget_of(marker: pytest.Mark) -> int:
     n = marker.args[0] if len(marker.args) == 1 and not marker.kwargs else marker.kwargs.get("n")
     valid = (len(marker.args) + len(marker.kwargs) == 1 and isinstance(n, int)
              and not isinstance(n, bool) and n >= 0)
     if not valid or not isinstance(n, int):  # The second, for type checkers: `valid` says as much.
-        arguments = ", ".join([*map(repr, marker.args), *(f"{k}={v!r}" for k, v in marker.kwargs.items())])
         pytest.fail(f"`@pytest.mark.{MARKER}(n)` expects one non-negative integer n. "
-                    f"Received: {MARKER}({arguments})", pytrace=False)
+                    f"Received: {MARKER}({_arguments(marker)})", pytrace=False)
     return n
+
+
+def _on_retrace_of(marker: pytest.Mark) -> str:
+    on_retrace = marker.kwargs.get("on_retrace", "raise")
+    if marker.args or set(marker.kwargs) - {"on_retrace"} or on_retrace not in ("raise", "warn"):
+        pytest.fail(f"`@pytest.mark.{NO_RETRACE_MARKER}` expects no arguments, or on_retrace= one of "
+                    f"'raise', 'warn'. Received: {NO_RETRACE_MARKER}({_arguments(marker)})", pytrace=False)
+    return str(on_retrace)
+
+
+def _snapshots(config: pytest.Config) -> Any:
+    """The session's `SnapshotSession`, made at the first test: None if the mode is off."""
+    update = config.getoption(UPDATE_OPTION)
+    if not (update or config.getoption(SNAPSHOT_OPTION)):
+        return None
+    session = config.stash[_SESSION]
+    if session is None:
+        from traceguard._diagnosis.snapshots import SnapshotSession
+
+        session = config.stash[_SESSION] = SnapshotSession(update, config.rootpath)
+    return session
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
     marker = item.get_closest_marker(MARKER)
-    if marker is None:
+    guard_marker = item.get_closest_marker(NO_RETRACE_MARKER)
+    snapshots = _snapshots(item.config)
+    if marker is None and guard_marker is None and snapshots is None:
         return (yield)
-    n = _budget_of(marker)
-    from traceguard.testing import _per_layer_budget
+    failure: list[str] = []
+    with contextlib.ExitStack() as stack:
+        if marker is not None:
+            n = _budget_of(marker)
+            from traceguard.testing import _per_layer_budget
 
-    with _per_layer_budget(n) as failure:
+            failure = stack.enter_context(_per_layer_budget(n))
+        if snapshots is not None:
+            from traceguard import watch
+
+            report = stack.enter_context(watch())
+        if guard_marker is not None:
+            on_retrace = _on_retrace_of(guard_marker)
+            from traceguard import no_retrace
+
+            stack.enter_context(no_retrace(on_retrace=on_retrace, allow_first_traces=True))
         result = yield
     if failure:
         pytest.fail(failure[0], pytrace=False)
+    if snapshots is not None:
+        from traceguard._reports.snapshot_file import SnapshotFileError
+
+        try:
+            difference = snapshots.check(item.path, item.nodeid.split("::", 1)[-1], report)
+        except SnapshotFileError as error:  # Named by file and line; the traceback adds nothing.
+            difference = str(error)
+        if difference:
+            pytest.fail(difference, pytrace=False)
     return result
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    snapshots = session.config.stash.get(_SESSION, None)
+    if snapshots is not None:
+        session.config.stash[_WRITTEN] = [snapshots._shown(path) for path in snapshots.finish()]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    written = config.stash.get(_WRITTEN, None)
+    if written:
+        terminalreporter.write_line("traceguard: rewrote the trace snapshots " + ", ".join(written))

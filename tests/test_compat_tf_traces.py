@@ -362,3 +362,41 @@ def test_graphs_of_dead_function_objects_are_dropped_past_the_bound(records, mon
         tf.function(lambda x: x + 1.0)(tf.ones([2]))
         gc.collect()
     assert len(_graph_fingerprint._graphs) <= 2
+
+
+def test_a_listener_error_that_stops_the_trace_leaves_nothing_cached():
+    # `no_retrace` relies on it: an error raised from the hook, after the graph was
+    # built, reaches the caller as itself and TensorFlow caches no concrete function.
+    class Stop(Exception):
+        stops_trace = True
+
+    def stop(tracing):
+        raise Stop(tracing.name)
+
+    body_runs = []
+
+    @tf.function
+    def f(x):
+        body_runs.append(x.shape)  # Runs only when TensorFlow traces.
+        return x + 1
+
+    with _function_tracing.listening(stop):
+        for _ in range(2):
+            with pytest.raises(Stop) as raised:
+                f(tf.ones((2,)))
+            assert type(raised.value) is Stop
+        assert _function_tracing.running_traces() == ()
+    assert len(body_runs) == 2  # The second call traced again: nothing was cached.
+    assert f(tf.ones((2,))).numpy().tolist() == [2.0, 2.0]
+    f(tf.ones((2,)))
+    assert len(body_runs) == 3  # Traced once more, then cached.
+
+
+def test_a_listener_error_without_stops_trace_is_logged_and_the_call_goes_on(caplog):
+    def broken(tracing):
+        raise ValueError("broken listener")
+
+    f = tf.function(lambda x: x * 3)
+    with _function_tracing.listening(broken):
+        assert f(tf.ones((1,))).numpy().tolist() == [3.0]
+    assert "A function-trace listener failed on the trace of" in caplog.text

@@ -10,6 +10,7 @@ import sys
 import jax
 import jax.numpy as jnp
 import keras
+import pytest
 from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
 from traceguard import _compat
@@ -138,3 +139,24 @@ def test_tf_use_legacy_keras_means_tensorflow_without_asking_keras():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env={**os.environ, "KERAS_BACKEND": "jax"}, timeout=300)
     assert result.stdout.split() == ["tensorflow"], result.stderr
+
+
+def test_a_listener_error_that_stops_the_trace_reaches_the_jitted_call_and_nothing_is_cached():
+    from traceguard._compat import _function_tracing
+
+    class Stop(Exception):
+        stops_trace = True
+
+    def stop(tracing):
+        raise Stop(tracing.name)
+
+    @jax.jit
+    def double(x):
+        return x * 2
+
+    with _function_tracing.listening(stop):
+        for _ in range(2):  # JAX cached nothing: the second call traces, and stops, again.
+            with pytest.raises(Stop):
+                double(jnp.ones((2,)))
+        assert _function_tracing.running_traces() == ()
+    assert double(jnp.ones((2,))).tolist() == [2.0, 2.0]

@@ -100,3 +100,37 @@ def test_forecast_words_name_the_batches_and_the_variables_owners():
     assert set(_OUTSIDE) == set(Unforeseeable)
     assert all(words.format(detail="x").endswith(".") for words in _OUTSIDE.values())
     assert Outside(Unforeseeable.BACKEND, "Keras 3 on JAX").detail == "Keras 3 on JAX"
+
+
+def test_no_retrace_failure_reads_as_a_short_report():
+    from traceguard._reports.guards import format_guard_failure
+
+    text = format_guard_failure(
+        "`train_step`", "retrace", "inside the `traceguard.no_retrace()` block",
+        signature={"x": "float32[6,4]"}, changes=["x: dim 0 32 -> 6"], reason="It traced again.",
+        hint="Drop the partial batch.", call_site="train.py:12", layers=["'dense' (retrace)"])
+    assert text == (
+        "`train_step` retraced inside the `traceguard.no_retrace()` block.\n"
+        "   called at: train.py:12\n"
+        "   signature: x=float32[6,4]\n"
+        "   changed: x: dim 0 32 -> 6\n"
+        "   why: It traced again.\n"
+        "   fix: Drop the partial batch.\n"
+        "   layers traced in it: 'dense' (retrace)")
+
+
+def test_snapshot_difference_names_the_count_the_kind_and_what_changed():
+    from traceguard._reports.snapshot_file import SnapshotTrace, describe_changes
+
+    old = {"layer dense in train_step": [SnapshotTrace("trace", "inputs=float32[32,4]")],
+           "function gone": [SnapshotTrace("trace", "x=1")]}
+    new = {"layer dense in train_step": [SnapshotTrace("trace", "inputs=float32[32,4]"),
+                                         SnapshotTrace("retrace", "inputs=float32[6,4]",
+                                                       ("inputs: dim 0 32 -> 6",))],
+           "function f": [SnapshotTrace("trace", "x=float32[3]")]}
+    assert describe_changes(old, new) == [
+        "layer 'dense' in `train_step`: 1 -> 2 traces: retrace, inputs: dim 0 32 -> 6",
+        "function `f`: 0 -> 1 trace: trace, x=float32[3]",
+        "function `gone`: 1 -> 0 traces: no longer trace (x=1)",
+    ]
+    assert describe_changes(old, old) == []

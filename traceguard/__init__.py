@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from traceguard._diagnosis.explanation import Explanation, LayerRuns
     from traceguard._diagnosis.forecast import Forecast, ForecastCheck, forecast
     from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
+    from traceguard._diagnosis.no_retrace import no_retrace
     from traceguard._diagnosis.watch import explain, watch
     from traceguard._record.layer import TraceAwareLayer, TraceAwareMixin
     from traceguard._record.log import TraceLog
@@ -46,6 +47,7 @@ __all__ = [
     "callbacks",
     "explain",
     "forecast",
+    "no_retrace",
     "print",
     "side_effects",
     "testing",
@@ -73,6 +75,7 @@ _MODULES = {
     "callbacks": "traceguard.callbacks",
     "explain": "traceguard._diagnosis.watch",
     "forecast": "traceguard._diagnosis.forecast",
+    "no_retrace": "traceguard._diagnosis.no_retrace",
     "print": "traceguard._side_effects.tf_print",
     "side_effects": "traceguard._side_effects.side_effects",
     "testing": "traceguard.testing",

@@ -19,6 +19,7 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.no_retrace import RetraceGuard
 from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import add_observer, remove_observer
 from traceguard._reports.tensorboard import TensorBoardWriter
@@ -29,6 +30,8 @@ __all__ = ["TraceMonitor", "TraceMonitorMixin"]
 logger = logging.getLogger("traceguard")
 
 _METHODS = {"train": "fit", "test": "evaluate", "predict": "predict"}
+# When `TraceMonitor(no_retrace_after=...)` starts failing retraces.
+NO_RETRACE_AFTER = ("epoch", "call")
 
 
 class _Observer:
@@ -44,6 +47,7 @@ class _Observer:
             remove_observer(self)
         else:
             monitor._on_event(layer, event)
+            monitor._guard.record_event(layer, event)
 
     def record_eager(self, layer: Any) -> None:
         monitor = self._monitor()
@@ -52,8 +56,11 @@ class _Observer:
 
     def record_function(self, record: Any) -> None:
         monitor = self._monitor()
-        if monitor is not None:
+        if monitor is None:
+            remove_observer(self)
+        else:
             monitor.report.record_function(record)
+            monitor._guard.record_function(record)
 
 
 class TraceMonitorMixin:
@@ -66,8 +73,18 @@ class TraceMonitorMixin:
     def __init__(self, html: str | os.PathLike[str] | None = None,
                  log_dir: str | os.PathLike[str] | None = None,
                  trace_file: str | os.PathLike[str] | None = None,
-                 trace_file_label: str | None = None) -> None:
+                 trace_file_label: str | None = None, no_retrace_after: str | None = None) -> None:
         super().__init__()  # The Keras `Callback`.
+        if no_retrace_after is not None and no_retrace_after not in NO_RETRACE_AFTER:
+            raise ValueError("`TraceMonitor(no_retrace_after=...)` expects one of "
+                             f"{', '.join(map(repr, NO_RETRACE_AFTER))}, or None. "
+                             f"Received: no_retrace_after={no_retrace_after!r}")
+        self.no_retrace_after = no_retrace_after
+        # Armed during the calls after warm-up; each function's first trace is its own warm-up.
+        monitor = weakref.ref(self)  # The guard must not keep the monitor alive (see `_Observer`).
+        self._guard = RetraceGuard("raise", allow_first_traces=True,
+                                   where=lambda: monitor()._guard_place())  # type: ignore[union-attr]
+        self._guard.armed = False
         self.html = _checked_html_path(html)
         self.trace_file = None if trace_file is None else \
             check_trace_file_path(trace_file, trace_file_label, "TraceMonitor")
@@ -123,6 +140,7 @@ class TraceMonitorMixin:
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         self._epoch = epoch
+        self._arm()
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         self._warn_late_retraces()
@@ -144,13 +162,18 @@ class TraceMonitorMixin:
         elif self.trace_file is not None:
             self.report._trace_file = TraceFileWriter(self.trace_file, self._trace_file_label)
         add_observer(self._observer)
+        self._arm()
 
     def _end(self) -> None:
         method = self._active.pop() if self._active else "?"
         self._warn_late_retraces()
         if self._active:
             return
-        remove_observer(self._observer)
+        self._guard.armed = False
+        if self.no_retrace_after is None:
+            remove_observer(self._observer)
+        # Else the monitor goes on recording between calls: a later call's traces then
+        # compare with the earlier calls' (the function records last while it listens).
         logger.info("TraceMonitor: layer body runs after %s (call %d):\n%s",
                     method, self._calls, self.report.table())
         if self._tensorboard is not None and method != "fit":  # fit wrote at each epoch's end.
@@ -159,6 +182,16 @@ class TraceMonitorMixin:
             self._write_html()
         if self.report._trace_file is not None:
             self.report._trace_file.close(self.report.layers.values())
+
+    def _arm(self) -> None:
+        after = self.no_retrace_after
+        self._guard.armed = bool(self._active) and (
+            (after == "call" and self._calls > 1)
+            or (after == "epoch" and (self._calls > 1 or self._epoch > 0)))
+
+    def _guard_place(self) -> str:
+        return f"after the first {self.no_retrace_after} (`TraceMonitor(no_retrace_after=" \
+               f"{self.no_retrace_after!r})`), during {self._where()}"
 
     def _write_html(self) -> None:
         assert self.html is not None  # Called only then.
@@ -264,6 +297,16 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             exist. Defaults to `None`, no file.
         trace_file_label: String, how reports name this process when they
             merge several trace files. Defaults to `None`, `"<host>:<pid>"`.
+        no_retrace_after: When a retrace fails the call, with
+            `traceguard.RetraceError` raised from the step that retraced (as in
+            a `traceguard.no_retrace()` block). One of `{"epoch", "call"}`:
+            after the first epoch of the first `fit` (and in every later
+            call), or in the calls after the first one. Each function's first
+            trace is its warm-up, wherever it happens (a first `predict`
+            passes); a retrace of a step fails (a partial last batch, a new
+            shape). The monitor then keeps recording between calls, so that a
+            later call's traces compare with the earlier ones'. Defaults to
+            `None`: retraces are reported with a warning only.
 
     Raises:
         TypeError: If `html`, `log_dir` or `trace_file` is not a str or
@@ -271,7 +314,10 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             `fit`, `evaluate` or `predict` call begins, if the model is of
             another Keras.
         ValueError: If the directory of `html` or `trace_file` does not
-            exist, or `log_dir` is an existing file.
+            exist, or `log_dir` is an existing file, or `no_retrace_after` is
+            not one of the accepted values.
+        traceguard.RetraceError: With `no_retrace_after`, from the `fit`,
+            `evaluate` or `predict` call whose step retraced.
 
     Example:
 

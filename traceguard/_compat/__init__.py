@@ -56,6 +56,7 @@ from traceguard._compat._frames import (
 from traceguard._compat._function_tracing import (
     FunctionTracing,
     innermost_tracing,
+    stops_trace,
     tracing_of_graph,
 )
 from traceguard._compat._function_tracing import add_listener as add_trace_listener
@@ -125,6 +126,6 @@ __all__ = [
     "keras_call", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
     "mark_keras_default_method", "parse_version", "present_signature", "print_at_each_execution",
     "remove_trace_listener",
-    "retracing_warning_notes", "run_unconverted", "tracing_of_graph", "user_stacklevel",
+    "retracing_warning_notes", "run_unconverted", "stops_trace", "tracing_of_graph", "user_stacklevel",
     "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
 ]

@@ -290,15 +290,33 @@ def end(tracing: FunctionTracing, graph: Any = None) -> None:
         stack.remove(tracing)
     if graph is not None:
         _running_by_graph.pop(id(graph), None)
+    verdict: BaseException | None = None
     try:
         for listener in _listeners:
             try:
                 listener(tracing)
-            except Exception:  # A listener's failure must not fail the user's trace.
+            except Exception as error:
+                if stops_trace(error):  # Meant for the user (`no_retrace`): raised after the others.
+                    verdict = verdict or error
+                    continue
+                # A listener's failure must not fail the user's trace.
                 _log.exception("A function-trace listener failed on the trace of %s", tracing.name)
     finally:
         tracing.arguments = None
         tracing.python_function = None
+    if verdict is not None:
+        raise verdict
+
+
+def stops_trace(error: BaseException) -> bool:
+    """Whether a listener's `error` is meant for the user: it fails the trace it was told of.
+
+    Such errors (traceguard's `RetraceError` from a `no_retrace` block) set a true
+    `stops_trace` attribute; any other error of a listener is logged and dropped.
+    The hooks raise it from the backend's tracing call, before the traced graph
+    is cached: the next call traces again.
+    """
+    return getattr(error, "stops_trace", False) is True
 
 
 def tracing_of_graph(graph: Any) -> FunctionTracing | None:

@@ -1,13 +1,66 @@
 """The exceptions traceguard raises at its public boundary."""
 
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping, Sequence
+
 
 class RetraceError(Exception):
-    """Raised when a layer traces more often than its `max_traces` budget.
+    """Raised when something traces that should not: over a layer's `max_traces`
+    budget, or inside a `traceguard.no_retrace()` block.
+
+    `str()` is the full explanation. The facts it is made of are attributes, so
+    code can branch on them; each is `None` (or empty) when it does not apply,
+    as for a budget's error, which names a layer only.
 
     A direct `Exception` subclass on purpose: TensorFlow re-raises those through
     `tf.function` as they are, while it wraps some other classes (such as
     `RuntimeError` subclasses) in a `StagingError`.
+
+    Attributes:
+        function: The backend's name of the function that traced
+            (`"one_step_on_data"`, `"train_step"`), else `None`.
+        layer: The layer's name, for a layer's trace, else `None`.
+        kind: The trace's kind: `"first"`, `"retrace"`, `"new_function"`
+            or `"variable_retrace"` for a function (see
+            `traceguard.FunctionEvent`), the `TraceKind` value for a layer.
+        changes: What differs from the closest earlier signature, one string
+            per difference (`"x: dim 0 32 -> 6"`); empty if none was recorded.
+        signature: The new trace's argument specs, by argument name.
+        call_site: `"file:line"` of the user's code that made the trace.
+        reason: One sentence: why it traced.
+        hint: How to avoid it, or `None`.
     """
+
+    # Raised by an observer of a trace, it fails that trace (see `_compat.stops_trace`).
+    stops_trace = True
+    # The facts, set by `retrace_error`. No `__init__` of its own on purpose: AutoGraph
+    # re-creates an error raised in converted code as `type(error)(message)` only when
+    # the class keeps `Exception.__init__` (tensorflow/python/autograph/pyct/
+    # error_utils.py, `ErrorMetadataBase.create_exception`); else it raises a
+    # `StagingError`. Pickling keeps them (`BaseException.__reduce__` carries `__dict__`).
+    function: str | None = None
+    layer: str | None = None
+    kind: str | None = None
+    changes: tuple[str, ...] = ()
+    signature: Mapping[str, str] = types.MappingProxyType({})
+    call_site: str | None = None
+    reason: str | None = None
+    hint: str | None = None
+
+
+def retrace_error(message: str, *, function: str | None = None, layer: str | None = None,
+                  kind: str | None = None, changes: Sequence[str] = (),
+                  signature: Mapping[str, str] | None = None, call_site: str | None = None,
+                  reason: str | None = None, hint: str | None = None) -> RetraceError:
+    """A `RetraceError` with `message` and the facts it is made of."""
+    error = RetraceError(message)
+    error.function, error.layer, error.kind = function, layer, kind
+    error.changes = tuple(changes)
+    error.signature = dict(signature or {})
+    error.call_site, error.reason, error.hint = call_site, reason, hint
+    return error
 
 
 RetraceError.__module__ = "traceguard"

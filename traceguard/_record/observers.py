@@ -107,11 +107,17 @@ def _on_function_trace(tracing: Any) -> None:
     except Exception:
         log_internal_error("recording a function trace", "the trace goes on unrecorded")
         return
+    verdict = None
     for observer in function_observers:
         try:
             observer.record_function(record)
-        except Exception:
-            log_internal_error("reporting a function trace")
+        except Exception as error:
+            if not _compat.stops_trace(error):
+                log_internal_error("reporting a function trace")
+            elif verdict is None:  # A `no_retrace` block's failure: raised once every observer knows.
+                verdict = error
+    if verdict is not None:
+        raise verdict
 
 
 def traced_function(record: Any) -> Any:
@@ -143,8 +149,10 @@ def observing(observer: Observer) -> Iterator[Observer]:
 
 def notify_run(layer: Any, run: Any) -> None:
     """Tells every observer of a finished run (`runs.BodyRun`): its `record_run` if it
-    has one, else its `record_event` with the run's event, made once for all."""
+    has one, else its `record_event` with the run's event, made once for all. An error
+    that stops the trace (`no_retrace`) is raised after all of them."""
     event = None
+    verdict = None
     for observer in observers:
         try:
             record_run = getattr(observer, "record_run", None)
@@ -154,8 +162,13 @@ def notify_run(layer: Any, run: Any) -> None:
             if event is None:
                 event = run.event()
             observer.record_event(layer, event)
-        except Exception:
-            log_internal_error("reporting a run")
+        except Exception as error:
+            if not _compat.stops_trace(error):
+                log_internal_error("reporting a run")
+            elif verdict is None:
+                verdict = error
+    if verdict is not None:
+        raise verdict
 
 
 def notify_eager(layer: Any) -> None:

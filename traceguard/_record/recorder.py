@@ -309,7 +309,9 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             state.graph_traces += 1
             excess = (state.settings.max_traces is not None
                       and state.graph_traces > state.settings.max_traces)
-    except Exception:
+    except Exception as failure:
+        if _compat.stops_trace(failure):  # An observer's verdict (`no_retrace`): the trace fails.
+            raise
         log_internal_error("finishing the record of a run")
         return
     if excess:

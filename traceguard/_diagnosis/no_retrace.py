@@ -1,0 +1,223 @@
+"""`no_retrace()`: nothing traces after warm-up, or the trace fails with its explanation.
+
+A `RetraceGuard` is an observer (`_record.observers`) with `record_function`:
+while it is registered, the backend's hook reports every trace of a whole
+function (`tf.function`, a Keras step, `jax.jit`) when it ends, still inside the
+backend's tracing call. The guard raises `RetraceError` there (its `stops_trace`
+lets it through the observers and the hook), so the error reaches the user's
+call through `tf.function`, `fit` and `jax.jit` as itself, and the graph is not
+cached: the next call traces, and fails, again. A layer's traces inside a
+function's trace are named in that function's failure; a layer's retrace
+outside any function trace fails on its own. `TraceMonitor(no_retrace_after=...)`
+and the pytest marker use the same guard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import warnings
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from traceguard import _compat
+from traceguard._core.errors import retrace_error
+from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._core.functions import FunctionTrace
+from traceguard._diagnosis.function_runs import function_event, is_reported
+from traceguard._record import observers as _observers
+from traceguard._reports.guards import format_guard_failure
+
+ON_RETRACE_MODES = ("raise", "warn")
+# The function trace kinds that fail once each function's first trace is its warm-up.
+_KINDS_AFTER_FIRST = frozenset({"retrace", "new_function"})
+_LAYERS_KEPT = 1000  # Function traces whose layers are remembered until the trace ends.
+# The traces a guard failed, per `FunctionRecords`: record index -> the record as failed. The
+# backend cached nothing, so the next call traces the same signature again; the records read
+# that as a retrace with nothing changed, and the guard reads it as the failed trace once more.
+_failed: weakref.WeakKeyDictionary[Any, dict[int, FunctionTrace]] = weakref.WeakKeyDictionary()
+_FAILED_KEPT = 1000
+
+
+def check_on_retrace(on_retrace: object, where: str) -> str:
+    if on_retrace not in ON_RETRACE_MODES:
+        raise ValueError(f"`{where}` expects one of {', '.join(map(repr, ON_RETRACE_MODES))}. "
+                         f"Received: on_retrace={on_retrace!r}")
+    return str(on_retrace)
+
+
+class RetraceGuard:
+    """The observer that fails a trace made while it is armed.
+
+    Args:
+        on_retrace: One of `ON_RETRACE_MODES`.
+        allow_first_traces: Whether a function's first trace seen (and the
+            variable retrace TensorFlow follows it with) is its warm-up.
+        where: The end of a failure's first line, or a function giving it then.
+        baseline_recorded: Whether traceguard recorded the traces before the
+            guard (an enclosing `watch()`), so a retrace can name what changed.
+    """
+
+    def __init__(self, on_retrace: str, allow_first_traces: bool, where: str | Callable[[], str],
+                 baseline_recorded: bool = True) -> None:
+        self.on_retrace = on_retrace
+        self.allow_first_traces = allow_first_traces
+        self.armed = True
+        self._where = where
+        self._baseline_recorded = baseline_recorded
+        self._layers: dict[int, list[str]] = {}  # Function trace serial -> its layers' traces.
+
+    # --- the observer ---
+    def record_eager(self, layer: Any) -> None:
+        pass
+
+    def record_event(self, layer: Any, event: TraceEvent) -> None:
+        if not self.armed or event.kind not in GRAPH_TRACE_KINDS or event.error is not None:
+            return  # A body that raised: its own exception goes on.
+        if event.function_trace is not None:  # The function's failure names it.
+            if len(self._layers) < _LAYERS_KEPT or event.function_trace in self._layers:
+                self._layers.setdefault(event.function_trace, []).append(
+                    f"'{event.layer}' ({event.kind.value})")
+            return
+        if event.kind is not TraceKind.RETRACE:
+            return
+        self._fail(format_guard_failure(
+            f"Layer '{event.layer}'", "retrace", self._place(), signature=event.signature,
+            changes=event.changes, reason=event.reason, hint=event.hint, call_site=None),
+            layer=event.layer, function=event.function, kind=event.kind.value, changes=event.changes,
+            signature=event.signature, reason=event.reason, hint=event.hint)
+
+    def record_function(self, record: FunctionTrace) -> None:
+        layers = self._layers.pop(record.serial, ())
+        record = _as_failed_before(record)
+        if record.raised:  # The backend cached nothing: the next call repeats this trace.
+            _remember_failed(record)
+            return
+        if not self.armed or record.saving or not is_reported(record):
+            return
+        if self.allow_first_traces and (record.kind not in _KINDS_AFTER_FIRST
+                                        or _is_first_of_its_method(record)):
+            return
+        event = function_event(record, _closest_signature(record))
+        if self.on_retrace == "raise":  # Then the backend caches nothing (a warning lets it go on).
+            _remember_failed(record)
+        step = f" (the step of `{record.keras_call.method}`)" if record.keras_call is not None else ""
+        self._fail(format_guard_failure(
+            f"`{record.name}`{step}", record.kind, self._place(), signature=event.signature,
+            changes=event.changes, reason=event.reason, hint=event.hint, call_site=event.call_site,
+            layers=layers, baseline_recorded=self._baseline_recorded),
+            function=record.name, kind=record.kind, changes=event.changes, signature=event.signature,
+            call_site=event.call_site, reason=event.reason, hint=event.hint)
+
+    # --- failing ---
+    def _place(self) -> str:
+        return self._where() if callable(self._where) else self._where
+
+    def _fail(self, message: str, **facts: Any) -> None:
+        if self.on_retrace == "raise":
+            raise retrace_error(message, **facts)
+        warnings.warn(message, UserWarning, stacklevel=_compat.user_stacklevel())
+
+
+def _as_failed_before(record: FunctionTrace) -> FunctionTrace:
+    """`record`, or the trace a guard failed before if `record` repeats it (same signature)."""
+    records = _observers.function_records
+    failed = _failed.get(records, {}) if records is not None else {}
+    earlier = failed.get(record.closest) if record.closest is not None and not record.changes else None
+    if earlier is None or record.kind != "retrace":
+        return record
+    return dataclasses.replace(record, kind=earlier.kind, changes=earlier.changes, closest=earlier.closest)
+
+
+def _remember_failed(record: FunctionTrace) -> None:
+    records = _observers.function_records
+    if records is None:
+        return
+    failed = _failed.setdefault(records, {})
+    if len(failed) >= _FAILED_KEPT:
+        failed.pop(next(iter(failed)))
+    failed[record.index] = record
+
+
+def _closest_record(record: FunctionTrace) -> FunctionTrace | None:
+    """The record `record`'s changes are from, if the records still hold it."""
+    records = _observers.function_records
+    if record.closest is None or records is None:
+        return None
+    return next((r for r in records.records() if r.index == record.closest), None)
+
+
+def _closest_signature(record: FunctionTrace) -> Any:
+    closest = _closest_record(record)
+    return None if closest is None else closest.signature
+
+
+def _is_first_of_its_method(record: FunctionTrace) -> bool:
+    """A Keras step's first trace for its method, which the records take for a new object.
+
+    Keras 3 makes the steps of `fit`, `evaluate` and `predict` from one `def`
+    (`multi_step_on_iterator`), so the first `evaluate` after `fit` reads as a new
+    function object of the train step's code.
+    """
+    if record.kind != "new_function" or record.keras_call is None:
+        return False
+    closest = _closest_record(record)
+    return closest is not None and closest.keras_call is not None \
+        and closest.keras_call.method != record.keras_call.method
+
+
+@contextlib.contextmanager
+def no_retrace(on_retrace: str = "raise", allow_first_traces: bool = False) -> Iterator[None]:
+    """Fails any trace made inside the block: the code in it must have been warmed up before.
+
+    Every trace of a whole function inside the block (a `tf.function`, a
+    Keras `fit`/`evaluate`/`predict` step, a `jax.jit` function) is a
+    tracing-cache miss: the warm-up before the block did not cover it. It
+    fails during that trace, inside the call that made it, with the
+    explanation: the function, the call site, its signature, what changed
+    from the closest earlier signature, why it traced and the fix, and the
+    layers that traced inside it. A function traced for the first time inside
+    the block fails too (warm up everything the block runs: a first `evaluate`
+    after `fit` traces Keras's test step), unless `allow_first_traces`.
+
+    What changed is known when traceguard recorded the warm-up: run it inside
+    `traceguard.watch()` (or with a `TraceMonitor`); otherwise a retrace reads
+    as the first trace traceguard saw. Traces by every thread count; saving
+    (SavedModel, `model.export`) and TensorFlow's and Keras's own helper
+    functions (`tf.data` pipelines) do not.
+
+    Args:
+        on_retrace: What a trace does. One of `{"raise", "warn"}`: raise
+            `traceguard.RetraceError` from the call that traced, or issue a
+            `UserWarning` and go on. Defaults to `"raise"`.
+        allow_first_traces: Boolean, whether a function's first trace seen
+            inside the block is allowed (its warm-up), so that only retraces
+            fail: a new signature, or a new function object of the same
+            code. Defaults to `False`.
+
+    Raises:
+        ValueError: If `on_retrace` or `allow_first_traces` is not one of the
+            accepted values.
+        RetraceError: Inside the block, from the call that traced. The error
+            passes through `tf.function`, `fit` and `jax.jit` unchanged; its
+            attributes hold the facts (`function`, `kind`, `changes`,
+            `call_site`, ...).
+
+    Example:
+
+    ```python
+    with traceguard.watch():
+        model.fit(x, y, batch_size=32, epochs=1)  # Warm-up.
+        with traceguard.no_retrace():
+            model.fit(x, y, batch_size=32, epochs=5)
+    ```
+    """
+    check_on_retrace(on_retrace, "no_retrace(on_retrace=...)")
+    if not isinstance(allow_first_traces, bool):
+        raise ValueError("`no_retrace(allow_first_traces=...)` expects a bool. "
+                         f"Received: allow_first_traces={allow_first_traces!r}")
+    guard = RetraceGuard(on_retrace, allow_first_traces, "inside the `traceguard.no_retrace()` block",
+                         baseline_recorded=_observers.function_records is not None)
+    with _observers.observing(guard):
+        yield

@@ -1,0 +1,50 @@
+"""The words of a `no_retrace` failure: what traced, where, what changed, why, the fix."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+
+_WIDTH = 100
+
+# What a function trace's kind says in a failure's first line.
+_TRACED = {
+    "first": "traced for the first time",
+    "retrace": "retraced",
+    "new_function": "traced again, as a new function object from the same code,",
+    "variable_retrace": "traced again after its first trace created variables",
+}
+
+
+def format_guard_failure(subject: str, kind: str, where: str, *,
+                         signature: Mapping[str, str], changes: Sequence[str], reason: str,
+                         hint: str | None, call_site: str | None, layers: Sequence[str] = (),
+                         baseline_recorded: bool = True) -> str:
+    """The text of a `RetraceError` (or warning) from a `no_retrace` block or `TraceMonitor`.
+
+    `subject` reads "`train_step`" or "Layer 'dense'"; `where` ends the first line
+    ("inside the `traceguard.no_retrace()` block"); `layers` are the layers that
+    traced inside the function's trace, already worded ("'dense' (retrace)").
+    """
+    traced = _TRACED.get(kind, kind)
+    lines = [f"{subject} {traced} {where}."]
+
+    def add(label: str, text: str) -> None:
+        lines.extend(textwrap.wrap(text, _WIDTH, initial_indent=f"   {label}: ",
+                                   subsequent_indent=" " * (len(label) + 5)))
+
+    if call_site:
+        add("called at", call_site)
+    add("signature", ", ".join(f"{arg}={spec}" for arg, spec in signature.items()) or "-")
+    if changes:
+        add("changed", "; ".join(changes))
+    elif kind == "first" and not baseline_recorded:
+        add("changed", "unknown: traceguard was not recording before the block, so it knows no "
+                       "earlier trace to compare with. Run the warm-up inside `traceguard.watch()` "
+                       "to see what changed.")
+    add("why", reason)
+    if hint:
+        add("fix", hint)
+    if layers:
+        add("layers traced in it", ", ".join(layers))
+    return "\n".join(lines)
