@@ -117,6 +117,54 @@ def test_closure_functions_and_constants_tell_codes_apart():
     assert code_key(make(train, 1)) != code_key(make(train, 2))
 
 
+def test_steps_held_through_wrappers_and_tf_functions_tell_codes_apart():
+    # Keras 3.15's `multi_step_on_iterator` (wrapped by `functools.wraps`-style decorators)
+    # holds a wrapper of the `tf.function` of `one_step_on_data`, which holds the step.
+    import functools
+
+    class StepFunction:  # A stand-in for a tf.function: `python_function` is public.
+        def __init__(self, python_function):
+            self.python_function = python_function
+
+        def __call__(self, *args):
+            return self.python_function(*args)
+
+    def make(step_function):
+        def one_step_on_data(data):
+            return step_function(data)
+
+        compiled = StepFunction(one_step_on_data)
+
+        @functools.wraps(compiled)
+        def converted(data):
+            return compiled(data)
+
+        def multi_step_on_iterator(iterator):
+            return converted(next(iterator))
+
+        @functools.wraps(multi_step_on_iterator)
+        def outer(iterator):
+            return multi_step_on_iterator(iterator)
+
+        return outer
+
+    def train(data):
+        return data
+
+    def test(data):
+        return data
+
+    assert code_key(make(train)) == code_key(make(train))  # A rebuilt model's step.
+    assert code_key(make(train)) != code_key(make(test))  # `evaluate`'s step after `fit`'s.
+
+
+def test_a_function_that_holds_itself_has_a_key():
+    def recursive(n):
+        return n if n < 1 else recursive(n - 1)
+
+    assert code_key(recursive) == code_key(recursive)
+
+
 def test_variable_creation_retrace_is_told_from_a_retrace():
     records = FunctionRecords()
     owner = Function()

@@ -83,6 +83,21 @@ def test_model_rebuilt_per_iteration_names_the_new_step_objects_and_the_fix():
     assert shared[-1].function_trace == step[0].events[-1].serial
 
 
+def test_evaluate_after_fit_is_a_first_trace_of_the_test_step_not_a_new_object():
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile("sgd", "mse")
+    x, y = np.zeros((64, 4)), np.zeros((64, 2))
+    with tg.watch() as explanation:
+        model.fit(x, y, batch_size=32, verbose=0)
+        model.evaluate(x, y, batch_size=32, verbose=0)
+    events = [event for runs in explanation.functions.values() if runs.keras_step for event in runs.events]
+    assert len(events) >= 2  # The train step's first trace, then the test step's.
+    # Keras 2's optimizer creates its slots in the train step's first trace: a variable retrace.
+    assert {event.kind.value for event in events} <= {"trace", "variable_retrace"}
+    assert events[-1].kind.value == "trace"
+    assert not any("function object" in str(change) for event in events for change in event.changes)
+
+
 def test_layer_retrace_names_the_enclosing_functions_python_argument():
     dense = keras.layers.Dense(2, name="inner")
     dense.build((4, 3))

@@ -96,8 +96,7 @@ class RetraceGuard:
             return
         if not self.armed or record.saving or not is_reported(record):
             return
-        if self.allow_first_traces and (record.kind not in _KINDS_AFTER_FIRST
-                                        or _is_first_of_its_method(record)):
+        if self.allow_first_traces and record.kind not in _KINDS_AFTER_FIRST:
             return
         event = function_event(record, _closest_signature(record))
         if self.on_retrace == "raise":  # Then the backend caches nothing (a warning lets it go on).
@@ -151,20 +150,6 @@ def _closest_record(record: FunctionTrace) -> FunctionTrace | None:
 def _closest_signature(record: FunctionTrace) -> Any:
     closest = _closest_record(record)
     return None if closest is None else closest.signature
-
-
-def _is_first_of_its_method(record: FunctionTrace) -> bool:
-    """A Keras step's first trace for its method, which the records take for a new object.
-
-    Keras 3 makes the steps of `fit`, `evaluate` and `predict` from one `def`
-    (`multi_step_on_iterator`), so the first `evaluate` after `fit` reads as a new
-    function object of the train step's code.
-    """
-    if record.kind != "new_function" or record.keras_call is None:
-        return False
-    closest = _closest_record(record)
-    return closest is not None and closest.keras_call is not None \
-        and closest.keras_call.method != record.keras_call.method
 
 
 @contextlib.contextmanager

@@ -27,6 +27,9 @@ from traceguard._core.changes import Aspect, Change
 from traceguard._core.functions import FunctionCost, FunctionTrace
 from traceguard._core.signature import Spec, diff_signatures, spec_of
 
+# How deep `code_key` follows functions in closures, and wrappers: Keras 3's
+# `multi_step_on_iterator` holds a wrapper of the `tf.function` of a function that holds the step.
+_CLOSURE_DEPTH = 4
 # How many distinct earlier signatures of one code (and of one object) are kept to compare with.
 _MAX_COMPARED = 256
 
@@ -47,14 +50,16 @@ class _Compared:
 
 
 # --- a function's identity ------------------------------------------------------------
-def code_key(function: Any) -> tuple:
+def code_key(function: Any, _depth: int = 0) -> tuple:
     """A key equal for functions from the same code: the same `def` and closure functions.
 
-    The closure's functions count by their own code, its numbers and strings by
-    value, other objects not at all: Keras makes each model's train and test
-    steps from one `def` whose closure holds the model and its `train_step` or
-    `test_step`, so the steps differ by the step's code, and a rebuilt model's
-    steps equal the old model's.
+    The closure's functions count by their own code (a `tf.function` or `jax.jit`
+    in it by the key of the function it wraps), its numbers and strings by value,
+    other objects not at all: Keras makes each model's train and test steps from
+    one `def` whose closure holds the model and its `train_step` or `test_step`
+    (Keras 3's `multi_step_on_iterator` holds the `tf.function` of that step), so
+    the steps differ by the step's code, and a rebuilt model's steps equal the old
+    model's.
     """
     function = _plain_function(function)
     code = getattr(function, "__code__", None)
@@ -67,12 +72,25 @@ def code_key(function: Any) -> tuple:
             value = cell.cell_contents
         except ValueError:  # An empty cell.
             continue
-        value = _plain_function(value)
+        value = _unwrapped(value)
         if isinstance(value, types.FunctionType):
-            closure.append(value.__code__)
+            # With its own closure, a few levels down (a closure may hold itself).
+            closure.append(code_key(value, _depth + 1) if _depth < _CLOSURE_DEPTH else value.__code__)
         elif value is None or isinstance(value, (bool, int, float, str, bytes)):
             closure.append(value)
     return (code, tuple(closure))
+
+
+def _unwrapped(value: Any) -> Any:
+    """`value` without its wrappers: what a `tf.function` (`python_function`, public), a
+    `jax.jit` or a `functools.wraps` decorator (`__wrapped__`) wraps, a few levels down."""
+    for _ in range(_CLOSURE_DEPTH):
+        value = _plain_function(value)
+        wrapped = getattr(value, "python_function", None) or getattr(value, "__wrapped__", None)
+        if not callable(wrapped):
+            break
+        value = wrapped
+    return value
 
 
 def _plain_function(function: Any) -> Any:
