@@ -4,6 +4,7 @@ back, merged and exported by `python -m traceguard report` without TensorFlow.""
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -285,12 +286,16 @@ def test_run_trace_files_of_two_processes_render_as_one_report_without_tensorflo
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout.startswith("traceguard report for 2 trace files: worker-6, worker-10:")
-    assert "worker-6: dense #2 in one_step_on_data: inputs: dim 0 32 -> None" in result.stdout
-    assert "worker-10: dense #2 in one_step_on_data: inputs: dim 0 32 -> None" in result.stdout
+    # The step is `one_step_on_data` on Keras 3, `train_function` on Keras 2 (with a symbolic run
+    # and a variable retrace before the partial batch's retrace).
+    for worker in ("worker-6", "worker-10"):
+        assert re.search(rf"{worker}: dense #\d+ in (one_step_on_data|train_function): "
+                         r"inputs: dim 0 32 -> None", result.stdout), result.stdout
     assert "worker-10: dense" in (tmp_path / "report.html").read_text()
     by_track = parsed_trace_events(tmp_path / "trace.json")
     assert {process for process, _ in by_track} == {"worker-6", "worker-10"}
-    assert [mark["args"]["kind"] for mark in by_track["worker-10", "layer dense"]] == ["trace", "retrace"]
+    kinds = [mark["args"]["kind"] for mark in by_track["worker-10", "layer dense"]]
+    assert [kind for kind in kinds if kind in ("trace", "retrace")] == ["trace", "retrace"]
 
 
 KILLED_SCRIPT = textwrap.dedent("""
