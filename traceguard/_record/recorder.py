@@ -241,7 +241,7 @@ class _Site:
 
 
 def _site_of(graph: Any) -> _Site:
-    """The `_Site` of `graph` (None on JAX: no graph, so nothing is kept)."""
+    """The `_Site` of `graph`; on JAX, where there is no graph (None), a new one each run."""
     records = _observers.function_records
     try:
         site = _local.site
