@@ -10,7 +10,7 @@ import tensorflow as tf
 from conftest import SeedLayer, keras, kinds
 
 import traceguard as tg
-from traceguard import _compat
+from traceguard import TraceKind, _compat
 from traceguard._record import internal_errors as _internal_errors
 from traceguard._record import layer_state as _layer_state
 from traceguard._record import recorder as _recorder
@@ -164,15 +164,12 @@ def _raise(*args, **kwargs):
 # call (`_compat.enclosing_tf_function()`); the log record asserted below shows it took.
 INTERNALS = [
     (_recorder, "signature_of", "starting to record a run"),
-    (_recorder, "classify_run", "starting to record a run"),
     (_compat, "enclosing_tf_function", "starting to record a run"),
     (_compat, "in_symbolic_build", "starting to record a run"),
     (_compat, "current_replica", "starting to record a run"),
     (_compat, "default_graph", "starting to record a run"),
-    (_recorder, "_created_variables", "finishing the record of a run"),
-    (_recorder, "_thread_name", "finishing the record of a run"),
     (_layer_state.LayerTraceState, "remember", "finishing the record of a run"),
-    (_compat, "variable_creation_watch", "watching variable creation"),
+    (_compat, "start_creation_watch", "watching variable creation"),
 ]
 
 
@@ -195,6 +192,19 @@ def test_bookkeeping_failure_is_logged_once_and_the_call_goes_on(
     assert records[0].getMessage().startswith(f"traceguard failed while {where}; the call goes on")
     assert _compat.describe_versions() in records[0].getMessage()
     assert records[0].exc_info[1].args == ("bookkeeping broke",)
+
+
+def test_classification_failure_shows_the_run_by_its_place_when_the_log_is_read(
+        monkeypatch, caplog, fresh_error_reports, seed_input):
+    layer = SeedLayer()
+    monkeypatch.setattr(_runs, "classify_run", _raise)
+    result = tf.function(layer)(seed_input)  # Classified when read, not as the body runs.
+    np.testing.assert_array_equal(result, layer(seed_input))
+    with caplog.at_level(logging.ERROR, logger="traceguard"):
+        kinds = [event.kind for event in layer.trace_log]
+    assert TraceKind.TRACE in kinds and TraceKind.VARIABLE_RETRACE not in kinds
+    assert [r.getMessage()[:77] for r in caplog.records if r.name == "traceguard"] == [
+        "traceguard failed while classifying a run; the run is shown by its place only"]
 
 
 def test_bookkeeping_failure_on_the_eager_path_does_not_break_the_call(

@@ -82,7 +82,7 @@ def test_recorder_memory_is_flat_over_thousands_of_retraces():
     assert len(log) == 100 and log.dropped == 1900
     assert log[-1].kind is tg.TraceKind.RETRACE and log[-1].changes == ("k: 1998 -> 1999",)
     state = layer.__dict__[STATE_ATTRIBUTE]
-    assert [len(traces) for traces in state._memory.values()] == [REMEMBERED_TRACES]
+    assert [len(traces) for traces in state.traces_by_function.values()] == [REMEMBERED_TRACES]
     assert third - second < FLAT_BYTES, f"grew by {third - second} bytes over 1,000 retraces"
     assert second - first < FLAT_BYTES, f"grew by {second - first} bytes over 500 retraces"
 
@@ -93,9 +93,9 @@ def test_classification_memory_keeps_a_bounded_number_of_functions():
     for _ in range(REMEMBERED_FUNCTIONS + 10):
         tf.function(layer)(tf.ones((1,)))  # A new function each time: one trace each time.
     state = layer.__dict__[STATE_ATTRIBUTE]
-    assert len(state._memory) == REMEMBERED_FUNCTIONS
+    assert len(state.traces_by_function) == REMEMBERED_FUNCTIONS
     # All wrap the same layer: one origin, its traces bounded too.
-    assert [len(traces) for traces in state._by_origin.values()] == [REMEMBERED_TRACES]
+    assert [len(traces) for traces in state.traces_by_origin.values()] == [REMEMBERED_TRACES]
     assert layer.trace_log.count(["trace", "retrace"]) == REMEMBERED_FUNCTIONS + 10
     assert state.graph_traces == REMEMBERED_FUNCTIONS + 10
 

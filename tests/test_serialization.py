@@ -275,7 +275,7 @@ def test_state_copies_are_fresh_with_the_same_settings():
     for copied in (copy.deepcopy(state), copy.copy(state), pickle.loads(pickle.dumps(state))):
         assert copied.settings == settings and copied.log.owner == "scale"
         assert len(copied.log) == 0 and copied.graph_traces == 0 and copied.log is not state.log
-        assert copied.log.maxlen == 5 and copied.earlier_traces("f") == []
+        assert copied.log.maxlen == 5 and copied.earlier_traces("f") == ()
 
 
 def test_keras_copies_never_copy_the_state_itself(keras_flavor, model, monkeypatch):

@@ -97,6 +97,9 @@ if TYPE_CHECKING:
         print_at_each_execution,
         retracing_warning_notes,
         run_unconverted,
+        start_creation_watch,
+        stop_creation_watch,
+        tensor_spec_reader,
         variable_creation_watch,
         wrap_call,
     )
@@ -126,6 +129,7 @@ __all__ = [
     "keras_call", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
     "mark_keras_default_method", "parse_version", "present_signature", "print_at_each_execution",
     "remove_trace_listener",
-    "retracing_warning_notes", "run_unconverted", "stops_trace", "tracing_of_graph", "user_stacklevel",
+    "retracing_warning_notes", "run_unconverted", "start_creation_watch", "stop_creation_watch",
+    "stops_trace", "tensor_spec_reader", "tracing_of_graph", "user_stacklevel",
     "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
 ]

@@ -239,6 +239,22 @@ def variable_path(variable: Any) -> str:
     return path[:-2] if path.endswith(":0") else path
 
 
+def keras_tensor_spec_reader(type_: type) -> Callable[[Any], tuple[str, Any]] | None:
+    """The reader of Keras 3's `KerasTensor` (its symbolic pass's tensors), else None.
+
+    It holds its shape, a tuple of ints and None, and its dtype's name in `_shape` and
+    `_dtype`, which the public properties return (keras/src/backend/common/keras_tensor.py).
+    """
+    keras3 = _flavors.get("keras3")
+    if keras3 is None or type_ is not keras3.keras.KerasTensor:
+        return None
+    return _keras_tensor_spec
+
+
+def _keras_tensor_spec(tensor: Any) -> tuple[str, Any]:
+    return tensor._dtype, tensor._shape
+
+
 def backing_variable(variable: Any) -> Any:
     """The TF variable behind a Keras variable, without forcing initialisation.
 

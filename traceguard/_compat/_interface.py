@@ -61,6 +61,18 @@ class Backend(Protocol):
     def variable_creation_watch(self, on_create: Callable[[Any], None], graph: Any = None) -> Any:
         """A context manager calling `on_create(variable)` for each variable created inside."""
 
+    def start_creation_watch(self, on_create: Callable[[Any], None], graph: Any = None) -> Any:
+        """Calls `on_create(variable)` for each variable this thread creates from now on,
+        until `stop_creation_watch` gets the token returned."""
+
+    def stop_creation_watch(self, token: Any) -> None:
+        """Ends the watch `start_creation_watch` returned `token` for."""
+
+    def tensor_spec_reader(self, type_: type) -> Callable[[Any], tuple[str, Any]] | None:
+        """For a tensor type read without its public properties: a function giving an
+        instance's `(dtype name, dims)` (dims a tuple of ints and None, or None for an
+        unknown rank). None for other types."""
+
     def any_created_in_a_trace(self, variables: list[Any]) -> bool:
         """Whether any of `variables` was created by a tf.function's first trace."""
 

@@ -141,6 +141,17 @@ def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None)
     return contextlib.nullcontext()
 
 
+def start_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
+    return None
+
+
+def stop_creation_watch(token: Any) -> None:
+    pass
+
+
+tensor_spec_reader = _flavors.keras_tensor_spec_reader
+
+
 def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:
     # A jitted trace creates no variables: values come when the symbolic pass ends.
     return ()

@@ -21,6 +21,7 @@ from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function_module
+from tensorflow.python.framework import ops as _tf_ops
 
 from traceguard._compat import _flavors, _frames
 from traceguard._compat._backend import parse_version
@@ -116,30 +117,19 @@ if not isinstance(getattr(tf.Graph, "_variable_creator_stack", None), property):
 
 
 class _CreationWatch:
-    """What `graph._variable_creator_scope(creator)` does, as a plain class.
+    """`variable_creation_watch`'s context manager: `start_creation_watch` to `stop_creation_watch`."""
 
-    The same steps as that generator (tensorflow/python/framework/ops.py, TF 2.12 to
-    2.21): the thread's creator stack, copied with `creator` added at the default
-    priority, then restored. Every logged run enters one, and the generator and
-    `contextlib` around it cost it more Python calls than the rest of the watch.
-    """
+    __slots__ = ("_on_create", "_graph", "_token")
 
-    __slots__ = ("_local", "_old", "_new")
-
-    def __init__(self, graph: Any, creator: Callable[..., Any]) -> None:
-        self._old = graph._variable_creator_stack  # Creates the thread's stack if needed.
-        self._new = [*self._old, (_DEFAULT_CREATOR_PRIORITY, creator)]
-        self._new.sort(key=_priority)  # Stable: the newest last among equal priorities.
-        self._local = graph._thread_local
+    def __init__(self, graph: Any, on_create: Callable[[Any], None]) -> None:
+        self._graph, self._on_create = graph, on_create
 
     def __enter__(self) -> _CreationWatch:
-        self._local._variable_creator_stack = self._new
+        self._token = start_creation_watch(self._on_create, self._graph)
         return self
 
     def __exit__(self, *exception: Any) -> None:
-        if self._local._variable_creator_stack is not self._new:
-            raise RuntimeError("Exiting variable_creator_scope without proper nesting.")
-        self._local._variable_creator_stack = self._old
+        stop_creation_watch(self._token)
 
 
 _DEFAULT_CREATOR_PRIORITY = 100  # `_variable_creator_scope`'s default `priority`.
@@ -151,13 +141,65 @@ def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None)
 
     `graph`: the default graph, if known.
     """
+    return _CreationWatch(default_graph() if graph is None else graph, on_create)
+
+
+def start_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
+    """Calls `on_create(variable)` for each TF variable created on this thread from now on.
+
+    What entering `graph._variable_creator_scope(creator)` does, in one call: the
+    thread's creator stack, copied with the creator added at the default priority
+    (tensorflow/python/framework/ops.py, TF 2.12 to 2.21). Every logged run starts one,
+    and the generator and `contextlib` around TF's cost more Python calls than the
+    rest of the watch. Returns the token `stop_creation_watch` takes.
+    """
 
     def creator(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
         variable = next_creator(**kwargs)
         on_create(variable)
         return variable
 
-    return _CreationWatch(default_graph() if graph is None else graph, creator)
+    local = (default_graph() if graph is None else graph)._thread_local
+    try:
+        old = local._variable_creator_stack
+    except AttributeError:  # The thread's first: what the `_variable_creator_stack` property does.
+        old = local._variable_creator_stack = []
+    new = [*old, (_DEFAULT_CREATOR_PRIORITY, creator)]
+    if old and old[-1][0] > _DEFAULT_CREATOR_PRIORITY:  # The stack is kept sorted; stable.
+        new.sort(key=_priority)
+    local._variable_creator_stack = new
+    return local, old, new
+
+
+def stop_creation_watch(token: Any) -> None:
+    """Restores the creator stack `start_creation_watch` changed, as TF's scope does on exit."""
+    local, old, new = token
+    if local._variable_creator_stack is not new:
+        raise RuntimeError("Exiting variable_creator_scope without proper nesting.")
+    local._variable_creator_stack = old
+
+
+# --- tensors ------------------------------------------------------------------------------
+# A tensor in a trace's graph holds its dtype and its shape as `([dims], unknown rank)` in
+# C (`pywrap_tf_session.PyTensor`), which its public `shape` turns into a `TensorShape`
+# at a dozen Python calls (tensorflow/python/framework/tensor.py). TF 2.12 has no such class.
+_GRAPH_TENSOR = getattr(_tf_ops, "SymbolicTensor", None)
+_dtype_names: dict[Any, str] = {}
+
+
+def _graph_tensor_spec(tensor: Any) -> tuple[str, Any]:
+    dtype = tensor._dtype
+    name = _dtype_names.get(dtype)
+    if name is None:
+        name = _dtype_names[dtype] = dtype.name
+    dims, unknown_rank = tensor._shape
+    return name, None if unknown_rank else tuple(dims)
+
+
+def tensor_spec_reader(type_: type) -> Callable[[Any], tuple[str, Any]] | None:
+    if type_ is _GRAPH_TENSOR and _GRAPH_TENSOR is not None:
+        return _graph_tensor_spec
+    return _flavors.keras_tensor_spec_reader(type_)
 
 
 # `tf.function`'s first trace creates its variables as `UnliftedInitializerVariable`s

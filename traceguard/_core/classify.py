@@ -12,7 +12,7 @@ import dataclasses
 import enum
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from traceguard._compat._keras_calls import KerasCall
 from traceguard._compat._keras_names import variable_owner
@@ -31,9 +31,12 @@ class RunContext(enum.Enum):
     GRAPH = "graph"
 
 
-@dataclasses.dataclass(frozen=True)
-class EarlierTrace:
-    """What classification remembers of one earlier trace of a function."""
+class EarlierTrace(NamedTuple):
+    """What classification remembers of one earlier trace of a function.
+
+    A named tuple: the recorder makes one per trace, and a frozen dataclass costs
+    a call per field more.
+    """
 
     signature: Signature
     in_creation_phase: bool  # Traced by tf.function's first, variable-creating configuration.

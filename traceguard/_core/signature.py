@@ -21,6 +21,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from traceguard._compat import tensor_spec_reader
 from traceguard._compat._keras_names import DENSE_TENSOR_TYPES
 from traceguard._core.changes import Aspect, Change
 
@@ -62,9 +63,9 @@ def _dtype_name(dtype: Any) -> str:
     return str(getattr(dtype, "name", dtype))
 
 
-# Tensor types seen so far, to their label: a type whose class has `shape` and `dtype`
-# attributes is a tensor type for all its instances.
-_tensor_labels: dict[type, str] = {}
+# Tensor types seen so far, to the function that makes an instance's spec: a type whose
+# class has `shape` and `dtype` attributes is a tensor type for all its instances.
+_tensor_specs: dict[type, Callable[[Any], Spec]] = {}
 
 
 def _tensor_label(type_: type) -> str:
@@ -72,19 +73,30 @@ def _tensor_label(type_: type) -> str:
     return "" if name in DENSE_TENSOR_TYPES or "Variable" in name else name
 
 
+def _tensor_spec_maker(type_: type) -> Callable[[Any], Spec]:
+    """How to make the spec of a `type_` tensor: through the backend's reader when it has
+    one (a graph tensor's public `shape` costs a dozen Python calls), else `shape` and `dtype`."""
+    label = _tensor_label(type_)
+    read = tensor_spec_reader(type_)
+    if read is not None:
+        head = ("tensor", label)
+        return lambda value: head + read(value)
+    return lambda value: ("tensor", label, _dtype_name(value.dtype), _dims(value.shape))
+
+
 def spec_of(value: Any, _enclosing: tuple[int, ...] = ()) -> Spec:
     """The spec of one argument value."""
-    label = _tensor_labels.get(type(value))
-    if label is not None:  # Tensors are the usual argument: the first test to make.
-        return ("tensor", label, _dtype_name(value.dtype), _dims(value.shape))
+    make = _tensor_specs.get(type(value))
+    if make is not None:  # Tensors are the usual argument: the first test to make.
+        return make(value)
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return _value_spec(value)
     if hasattr(value, "shape") and hasattr(value, "dtype"):
-        label = _tensor_label(type(value))
-        if hasattr(type(value), "shape") and hasattr(type(value), "dtype") \
-                and len(_tensor_labels) < _MAX_TENSOR_TYPES:
-            _tensor_labels[type(value)] = label
-        return ("tensor", label, _dtype_name(value.dtype), _dims(value.shape))
+        type_ = type(value)
+        make = _tensor_spec_maker(type_)
+        if hasattr(type_, "shape") and hasattr(type_, "dtype") and len(_tensor_specs) < _MAX_TENSOR_TYPES:
+            _tensor_specs[type_] = make
+        return make(value)
     is_sequence, is_mapping = isinstance(value, (list, tuple)), isinstance(value, Mapping)
     if (not is_sequence and not is_mapping) or id(value) in _enclosing:  # Or contains itself.
         return _value_spec(value)

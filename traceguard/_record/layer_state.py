@@ -35,10 +35,12 @@ class LayerTraceState:
         # Paths of the variables `build` just created as Keras built the layer in a call:
         # the next run of the body, that call's, takes them.
         self.built_variables: tuple[str, ...] = ()
-        self._memory: collections.OrderedDict[Any, collections.deque[EarlierTrace]] = \
+        # The traces of each function, oldest first. A run takes the tuple as it starts, with
+        # no copy and no lock: `remember` replaces tuples whole.
+        self.traces_by_function: collections.OrderedDict[Any, tuple[EarlierTrace, ...]] = \
             collections.OrderedDict()
         # The same traces by what their tf.function wraps, to recognise a tf.function made anew.
-        self._by_origin: collections.OrderedDict[Any, collections.deque[EarlierTrace]] = \
+        self.traces_by_origin: collections.OrderedDict[Any, tuple[EarlierTrace, ...]] = \
             collections.OrderedDict()
 
     # Copies (deepcopy, pickle, clone) start with an empty log of their own.
@@ -48,35 +50,33 @@ class LayerTraceState:
     def __reduce__(self) -> tuple:
         return (LayerTraceState, (self.settings, self.log.owner, self.sees_build))
 
-    def earlier_traces(self, key: Any) -> list[EarlierTrace]:
-        with self.lock:
-            return list(self._memory.get(key, ()))
-
-    def earlier_traces_of_origin(self, origin: Any) -> list[EarlierTrace]:
-        with self.lock:
-            return list(self._by_origin.get(origin, ())) if origin is not None else []
+    def earlier_traces(self, key: Any) -> tuple[EarlierTrace, ...]:
+        return self.traces_by_function.get(key, ())
 
     def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> bool:
         """Remembers a trace of the function `key`; False when its trace was already seen."""
         with self.lock:
-            new_trace = _append_bounded(self._memory, key, trace)
+            new_trace = _append_bounded(self.traces_by_function, key, trace)
             if origin is not None:
-                _append_bounded(self._by_origin, origin, trace)
+                _append_bounded(self.traces_by_origin, origin, trace)
             return new_trace
 
 
 def _append_bounded(memory: collections.OrderedDict, key: Any, trace: EarlierTrace) -> bool:
-    """Appends `trace` under `key` unless its trace has this signature already; False if seen."""
-    traces = memory.pop(key, None)
+    """Appends `trace` under `key` unless its trace has this signature already; False if seen.
+
+    The newest `REMEMBERED_TRACES` of the `REMEMBERED_FUNCTIONS` functions used last."""
+    traces = memory.get(key)
     if traces is None:
-        traces = collections.deque(maxlen=REMEMBERED_TRACES)
+        traces = ()
         if len(memory) >= REMEMBERED_FUNCTIONS:
             memory.popitem(last=False)
-    memory[key] = traces
-    seen = [] if trace.trace is None else [
+    else:
+        memory.move_to_end(key)
+    seen = () if trace.trace is None or not traces else [
         past for past in traces if same_trace(past.trace, trace.trace)]
     if not any(past.signature == trace.signature for past in seen):
-        traces.append(trace)
+        memory[key] = (*traces[1 - REMEMBERED_TRACES:], trace) if traces else (trace,)
     return not seen
 
 

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from traceguard import _compat
-from traceguard._core.classify import EarlierTrace, EnclosingTrace, RunContext, classify_run, same_trace
+from traceguard._core.classify import EarlierTrace, EnclosingTrace, RunContext
 from traceguard._core.errors import RetraceError
-from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent
+from traceguard._core.events import TraceEvent
 from traceguard._core.signature import signature_of
 from traceguard._record import layer_state as _layer_state
 from traceguard._record import observers as _observers
@@ -133,47 +133,33 @@ def is_recorded(function: Any) -> bool:
 
 def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
            args: tuple, kwargs: dict, eager: bool) -> BodyRun:
+    """Starts the record of a run: what classification needs, taken now; the verdict is made
+    when first asked (`BodyRun.verdict`)."""
     run = BodyRun(layer, state, original, args, kwargs)
     try:
-        graph = _compat.default_graph()
         if eager:  # With `log_eager=True`: the run becomes an event.
             _count_eager_run(layer, state)
-            run.context = RunContext.EAGER
-            run.function = run.function_key = run.in_creation_phase = run.origin = frame = None
-            run.trace = run.function_trace = None
+            graph = None
+            site = run.site = _EAGER_SITE
         else:
-            site = _site_of(graph)
-            run.context, run.function, run.function_key = site.context, site.function, site.function_key
-            run.in_creation_phase, run.origin, run.trace = site.in_creation_phase, site.origin, site.trace
-            run.function_trace = site.function_trace
-            frame = site.frame
+            graph = _compat.default_graph()
+            site = run.site = _site_of(graph)
         run.signature = signature_of(original, args, kwargs)
-        earlier: list[EarlierTrace] = []
-        same_origin: list[EarlierTrace] = []
-        keras_call = None
-        if run.context is RunContext.GRAPH:
-            earlier = state.earlier_traces(run.function_key)
-            # Only for a function's first trace (runs of the trace in progress aside):
-            # earlier traces of tf.functions wrapping the same code.
-            if not earlier or all(same_trace(past.trace, run.trace) for past in earlier):
-                same_origin = state.earlier_traces_of_origin(run.origin)
-            else:  # A retrace: its hint depends on the Keras method, if any.
-                keras_call = _compat.keras_call(graph)
-        if eager:
-            enclosing, keras_step, control_flow = None, False, None
+        if site.context is RunContext.GRAPH:
+            # Tuples replaced whole by `remember`: taken as they are, no copy, no lock.
+            run.earlier = earlier = state.traces_by_function.get(site.function_key, ())
+            run.same_origin = () if site.origin is None else state.traces_by_origin.get(site.origin, ())
+            run.traced_before = state.graph_traces > 0
+            if earlier and site.keras_call is _UNASKED:  # A retrace's hint names the Keras method.
+                site.keras_call = _compat.keras_call(graph)
+            # In a trace on TensorFlow the creation watch below sees every variable the body
+            # creates; on JAX the layer's variables before and after the run tell.
+            run.variables_before = _compat.layer_variables(layer) if _compat.IS_JAX else None
         else:
-            enclosing, keras_step, control_flow = site.enclosing, site.keras_step, site.control_flow
-        run.verdict = classify_run(run.context, run.signature, frame.name if frame else None,
-                                   run.in_creation_phase, earlier, same_origin, run.trace,
-                                   _compat.BACKEND, keras_step, keras_call, control_flow, enclosing,
-                                   state.graph_traces > 0)
-        run.kind = run.verdict.kind
-        run.replica = _compat.current_replica(graph)
-        # In a trace on TensorFlow the creation watch below sees every variable the body
-        # creates; in a symbolic pass (whose Keras 3 variables come later) and on JAX the
-        # layer's variables before and after the run tell.
-        run.variables_before = (None if run.context is RunContext.GRAPH and not _compat.IS_JAX
-                                else _compat.layer_variables(layer))
+            run.earlier = run.same_origin = ()
+            run.traced_before = False
+            # In a symbolic pass, whose Keras 3 variables come later, the variables tell too.
+            run.variables_before = _compat.layer_variables(layer)
         run.index = state.reserve_index()
         run.started = time.time()
     except Exception:  # Bookkeeping must never break the user's call.
@@ -182,12 +168,13 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         return run
     try:
         # What the body creates, a `tf.Variable` the layer does not track included.
-        watch = _compat.variable_creation_watch(run.created.append, graph)
-        watch.__enter__()
-        run.creation_watch = watch
+        run.creation_watch = _compat.start_creation_watch(run.created.append, graph)
     except Exception:
         log_internal_error("watching variable creation")
     return run
+
+
+_UNASKED = object()  # A site's `keras_call` before a run needs it.
 
 
 class _Site:
@@ -196,24 +183,27 @@ class _Site:
     A graph is built in one place (a trace, Keras's symbolic pass, a SavedModel
     save) by one trace, so its runs (twenty, in a twenty-layer model) share one
     answer: the last graph's is kept per thread, and asked again only for another
-    graph, or once `watch()` starts or stops recording function traces.
+    graph, or once `watch()` starts or stops recording function traces. Each run
+    keeps its site, for its event.
     """
 
-    __slots__ = ("graph", "records", "frame", "context", "function", "function_key", "in_creation_phase",
-                 "origin", "trace", "function_trace", "enclosing", "keras_step", "control_flow")
+    __slots__ = ("graph", "records", "frame_name", "context", "function", "function_key",
+                 "in_creation_phase", "origin", "trace", "function_trace", "enclosing", "keras_step",
+                 "control_flow", "replica", "keras_call")
 
     def __init__(self, graph: Any, records: Any) -> None:
         self.graph = None if graph is None else weakref.ref(graph)
         # By weak reference: a thread's last site must not keep a finished `watch()`'s records.
         self.records = None if records is None else weakref.ref(records)
         # First: it keeps what every run of the trace shares, `in_save_context()` too.
-        frame = self.frame = _compat.enclosing_tf_function(graph)
+        frame = _compat.enclosing_tf_function(graph)
         if _compat.in_symbolic_build():
             self.context = RunContext.SYMBOLIC
         elif _compat.in_save_context(graph):
             self.context = RunContext.SAVE
         else:
             self.context = RunContext.GRAPH
+        self.frame_name = frame.name if frame else None
         self.function = frame.name if frame else _compat.current_graph_name()
         self.function_key = frame.key if frame else self.function
         self.in_creation_phase = frame.creates_variables if frame else None
@@ -224,6 +214,9 @@ class _Site:
         # Keras's own step: by its name, and, when the function's trace is seen, by its code's
         # place (a user's `train_step` is not Keras's).
         self.keras_step = _compat.is_keras_step_function(self.function) and library is not False
+        # A replica's runs are made by its own thread, whose sites are its own.
+        self.replica = _compat.current_replica(graph)
+        self.keras_call = _UNASKED
 
     def _enclosing_trace(self, graph: Any, records: Any) -> tuple[EnclosingTrace | None, bool | None]:
         """What the whole-function trace the runs are part of differs in, and whether the function
@@ -240,6 +233,18 @@ class _Site:
         return EnclosingTrace(kind, changes, objects), tracing.library_function
 
 
+class _EagerSite:
+    """The place of an eager run that is logged (`log_eager=True`)."""
+
+    context = RunContext.EAGER
+    frame_name = function = function_key = in_creation_phase = origin = trace = None
+    function_trace = enclosing = control_flow = replica = keras_call = None
+    keras_step = False
+
+
+_EAGER_SITE = _EagerSite()
+
+
 def _site_of(graph: Any) -> _Site:
     """The `_Site` of `graph`; on JAX, where there is no graph (None), a new one each run."""
     records = _observers.function_records
@@ -247,7 +252,7 @@ def _site_of(graph: Any) -> _Site:
         site = _local.site
         if site.graph is not None and site.graph() is graph \
                 and (site.records() if site.records is not None else None) is records:
-            return site
+            return site  # type: ignore[no-any-return]
     except AttributeError:
         pass
     site = _Site(graph, records)
@@ -276,16 +281,25 @@ def _count_eager_run(layer: Any, state: LayerTraceState) -> None:
 def _finish(run: BodyRun, error: BaseException | None) -> None:
     state = run.state
     if run.creation_watch is not None:
-        _stop_watching(run.creation_watch)
+        try:
+            _compat.stop_creation_watch(run.creation_watch)
+        except Exception:
+            log_internal_error("watching variable creation")
     try:
         run.duration = time.time() - run.started
-        run.created_variables = _created_variables(run)
-        # Whether the layer's weights came from this trace, when its `build` is not seen.
-        made_in_trace = None
-        if not state.sees_build and run.in_creation_phase:
-            made_in_trace = bool(run.created_variables) or _compat.any_created_in_a_trace(
-                _compat.layer_variables(run.layer) if run.variables_before is None else run.variables_before)
-        run.thread = _thread_name()
+        if run.variables_before is None and not run.created:  # Most traces: only `build`'s, if any.
+            created = state.built_variables
+            if created:
+                state.built_variables = ()
+        else:
+            created = _created_variables(run)
+        run.created_variables = created
+        site = run.site
+        made_in_trace = None if state.sees_build or not site.in_creation_phase else _made_in_trace(run)
+        try:
+            run.thread = _local.thread_name
+        except AttributeError:
+            run.thread = _thread_name()
         run.error = None if error is None else repr(error)
         layer = run.layer
         # The log keeps the run: drop what would keep tensors, variables and the layer's state alive.
@@ -296,14 +310,14 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         state.append(run)
         if _observers.observers:
             _observers.notify_run(layer, run)
-        if run.kind not in GRAPH_TRACE_KINDS or error is not None:
+        # Only a trace counts (its kind is one of `GRAPH_TRACE_KINDS`), and one that succeeded.
+        if site.context is not RunContext.GRAPH or error is not None:
             return
         # Several runs in one trace (replicas, a layer called twice) count as one trace.
-        if not state.remember(run.function_key,
-                              EarlierTrace(run.signature, bool(run.in_creation_phase), run.trace,
-                                           bool(run.created_variables) if state.sees_build
-                                           else made_in_trace),
-                              run.origin):
+        if not state.remember(site.function_key,
+                              EarlierTrace(run.signature, bool(site.in_creation_phase), site.trace,
+                                           bool(created) if state.sees_build else made_in_trace),
+                              site.origin):
             return
         with state.lock:
             state.graph_traces += 1
@@ -318,13 +332,16 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         _enforce_budget(state, run.event())
 
 
+def _made_in_trace(run: BodyRun) -> bool:
+    """Whether the layer's weights came from this trace, when its `build` is not seen."""
+    return bool(run.created_variables) or _compat.any_created_in_a_trace(
+        _compat.layer_variables(run.layer) if run.variables_before is None else run.variables_before)
+
+
 def _thread_name() -> str:
-    """This thread's name, looked up once per thread (a Python call per logged run otherwise)."""
-    try:
-        return _local.thread_name  # type: ignore[no-any-return]
-    except AttributeError:
-        _local.thread_name = threading.current_thread().name
-        return _local.thread_name  # type: ignore[no-any-return]
+    """This thread's name, looked up once per thread (`_finish` reads `_local.thread_name`)."""
+    _local.thread_name = threading.current_thread().name
+    return _local.thread_name  # type: ignore[no-any-return]
 
 
 def _created_variables(run: BodyRun) -> tuple[str, ...]:
@@ -339,7 +356,7 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
         in_body = _new_variable_paths(current, {id(v) for v in current}, run.created)
         return (*built, *[path for path in in_body if path not in built])
     current = _compat.layer_variables(run.layer)
-    if run.context is RunContext.SYMBOLIC:
+    if run.site.context is RunContext.SYMBOLIC:
         # Keras 3 on TF creates their `tf.Variable`s after this run, before the next one.
         state.built_variables = _compat.deferred_variable_paths(current)
     # Most runs create nothing: the same variables, in the same order, and no TF variable.

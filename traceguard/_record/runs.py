@@ -12,8 +12,11 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from traceguard._compat import BACKEND
+from traceguard._core.classify import Reason, RunContext, Verdict, classify_run
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._core.signature import Signature, format_signature, signature_of
+from traceguard._record.internal_errors import log_internal_error
 from traceguard._reports.messages import hint_text, reason_text
 
 if TYPE_CHECKING:
@@ -60,24 +63,67 @@ class EagerRun:
 
 
 class BodyRun(EagerRun):
-    """A run of a `call` body in progress on this thread that may become an event."""
+    """A run of a `call` body in progress on this thread that may become an event.
 
-    __slots__ = ("index", "kind", "context", "function", "function_key", "origin",
-                 "in_creation_phase", "trace", "messages", "started",
-                 "variables_before", "created", "creation_watch", "verdict",
+    It keeps what classification needs as the run starts (the place it runs in, a
+    `Site` shared by the runs in one graph, and the layer's earlier traces then) and
+    classifies the run when first asked: the verdict's changes and words are work
+    for the log's reader, and most logs are never read while a model traces.
+    """
+
+    __slots__ = ("index", "site", "earlier", "same_origin", "traced_before", "messages", "started",
+                 "variables_before", "created", "creation_watch", "_verdict",
                  # Filled in as the run finishes; `event()` makes its TraceEvent from them.
-                 "duration", "created_variables", "thread", "replica", "error", "function_trace",
-                 "owner", "_event")
+                 "duration", "created_variables", "thread", "error", "owner", "_event")
 
     def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
                  args: tuple, kwargs: dict) -> None:
         # `EagerRun.__init__`'s assignments, written out: one call less on every logged run.
         self.layer, self.state, self.original, self.args, self.kwargs = layer, state, original, args, kwargs
         self.index: int | None = None  # None: the run is not logged.
-        self.kind = TraceKind.EAGER
         self.messages: list[str] = []
         self.created: list[Any] = []  # The TF variables created while the body runs.
         self.creation_watch: Any = None
+
+    # The place, from the run's site.
+    @property
+    def context(self) -> RunContext:
+        return self.site.context  # type: ignore[no-any-return]
+
+    @property
+    def function(self) -> str | None:
+        return self.site.function  # type: ignore[no-any-return]
+
+    @property
+    def function_trace(self) -> int | None:
+        return self.site.function_trace  # type: ignore[no-any-return]
+
+    @property
+    def replica(self) -> int | None:
+        return self.site.replica  # type: ignore[no-any-return]
+
+    @property
+    def verdict(self) -> Verdict:
+        """The run's classification, made on first use from what was seen as it started."""
+        try:
+            return self._verdict
+        except AttributeError:
+            pass
+        site = self.site
+        try:
+            verdict = classify_run(
+                site.context, self.signature, site.frame_name, site.in_creation_phase, self.earlier,
+                self.same_origin, site.trace, BACKEND, site.keras_step, site.keras_call,
+                site.control_flow, site.enclosing, self.traced_before)
+        except Exception:  # Reading the log must never fail for it.
+            log_internal_error("classifying a run", "the run is shown by its place only")
+            verdict = _verdict_of_place(site)
+        self._verdict = verdict
+        return verdict
+
+    @property
+    def kind(self) -> TraceKind:  # type: ignore[override]
+        return self.verdict.kind
 
     def event(self) -> TraceEvent:
         """The finished run's `TraceEvent`, made on first use (the log is read rarely)."""
@@ -94,3 +140,11 @@ class BodyRun(EagerRun):
                 messages=tuple(self.messages), error=self.error, function_trace=self.function_trace,
             )
             return self._event
+
+
+def _verdict_of_place(site: Any) -> Verdict:
+    """What a run is known to be without its earlier traces: a trace, symbolic pass, save."""
+    kind = {RunContext.EAGER: TraceKind.EAGER, RunContext.SYMBOLIC: TraceKind.SYMBOLIC,
+            RunContext.SAVE: TraceKind.SAVE}.get(site.context, TraceKind.TRACE)
+    return Verdict(kind, (), Reason(kind.value) if kind is not TraceKind.TRACE else Reason.FIRST_TRACE,
+                   None, site.frame_name, BACKEND)
