@@ -378,3 +378,60 @@ def test_creation_watch_refuses_to_unwind_a_stack_it_did_not_leave():
     graph._thread_local._variable_creator_stack = []  # Someone else replaced it.
     with pytest.raises(RuntimeError, match="proper nesting"):
         watch.__exit__(None, None, None)
+
+
+# --- _tf_context: the default graph ---------------------------------------------------------
+def test_default_graph_is_what_tf_compat_v1_get_default_graph_returns():
+    seen = []
+
+    def ask():
+        seen.append((_compat.default_graph(), tf.compat.v1.get_default_graph()))
+
+    ask()  # Eager: the global graph.
+    tf.function(lambda: ask())()
+    with tf.Graph().as_default():
+        ask()
+    thread = threading.Thread(target=ask)
+    thread.start()
+    thread.join()
+    assert len(seen) == 4 and all(ours is theirs for ours, theirs in seen)
+    assert len({id(ours) for ours, _ in seen}) == 4  # A thread's global graph is its own.
+
+
+# --- _tensorflow: reading a graph tensor's spec --------------------------------------------
+@pytest.mark.skipif(_compat.TF_VERSION < (2, 16), reason="TF 2.12-2.15: the public properties are read")
+def test_graph_tensor_spec_reader_reads_what_the_public_properties_say():
+    # TF 2.16 to 2.21 hold a trace's tensors as `SymbolicTensor` with `_dtype` and `_shape`
+    # in C; when a release moves them, traceguard still works through `shape` and `dtype`,
+    # slower, and this check fails.
+    seen = []
+
+    @tf.function
+    def read(x):
+        read_spec = _compat.tensor_spec_reader(type(x))
+        assert read_spec is not None, f"no fast reader for {type(x)!r}"
+        dims = None if x.shape.rank is None else tuple(x.shape.as_list())
+        seen.append((read_spec(x), (x.dtype.name, dims)))
+        return x
+
+    read.get_concrete_function(tf.TensorSpec([2, 3], tf.float32))
+    read.get_concrete_function(tf.TensorSpec([None, 3], tf.int64))
+    read.get_concrete_function(tf.TensorSpec(None, tf.bool))
+    read.get_concrete_function(tf.TensorSpec([], tf.float16))
+    assert [fast for fast, _ in seen] == [public for _, public in seen]
+    assert seen[1][0] == ("int64", (None, 3)) and seen[2][0] == ("bool", None)
+
+
+def test_tensor_spec_reader_is_none_for_other_types(keras_flavor):
+    assert _compat.tensor_spec_reader(tf.RaggedTensor) is None
+    assert _compat.tensor_spec_reader(list) is None
+
+
+def test_keras_tensor_spec_reader_reads_what_the_public_properties_say():
+    keras3 = _compat.keras3_flavor() if _compat.TF_VERSION >= (2, 16) else None
+    if keras3 is None:
+        pytest.skip("Keras 3 needs TF 2.16 or newer")
+    tensor = keras3.keras.KerasTensor((None, 4, 2), dtype="float16")
+    read_spec = _compat.tensor_spec_reader(type(tensor))
+    assert read_spec is not None
+    assert read_spec(tensor) == (tensor.dtype, tuple(tensor.shape)) == ("float16", (None, 4, 2))

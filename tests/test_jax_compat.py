@@ -90,6 +90,15 @@ def test_the_tensorflow_questions_have_neutral_answers_on_jax():
     assert _compat.deferred_variable_paths(keras.layers.Dense(2).variables) == ()
     with _compat.variable_creation_watch(lambda variable: None):
         pass
+    _compat.stop_creation_watch(_compat.start_creation_watch(lambda variable: None))
+
+
+def test_keras_tensor_spec_reader_reads_what_the_public_properties_say():
+    # Keras's symbolic pass runs `call` on KerasTensors, whose `_shape` and `_dtype` are read.
+    tensor = keras.KerasTensor((None, 3), dtype="int32")
+    read_spec = _compat.tensor_spec_reader(keras.KerasTensor)
+    assert read_spec is not None and _compat.tensor_spec_reader(jax.Array) is None
+    assert read_spec(tensor) == (tensor.dtype, tuple(tensor.shape)) == ("int32", (None, 3))
 
 
 def test_compat_answers_with_the_jax_backend():

@@ -61,6 +61,9 @@ class Backend(Protocol):
     def variable_creation_watch(self, on_create: Callable[[Any], None], graph: Any = None) -> Any:
         """A context manager calling `on_create(variable)` for each variable created inside."""
 
+    def scratch_graph_outer(self, graph: Any) -> Any:
+        """The graph a Keras symbolic pass's scratch `graph` is nested in; None for other graphs."""
+
     def start_creation_watch(self, on_create: Callable[[Any], None], graph: Any = None) -> Any:
         """Calls `on_create(variable)` for each variable this thread creates from now on,
         until `stop_creation_watch` gets the token returned."""

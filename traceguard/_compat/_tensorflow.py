@@ -81,6 +81,7 @@ from traceguard._compat._tf_function import (  # noqa: E402, F401
     enclosing_tf_function,
     in_save_context,
     keras_call,
+    scratch_graph_outer,
 )
 from traceguard._compat._tf_retracing import retracing_warning_notes  # noqa: E402, F401
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.eager import context as _eager_context
+from tensorflow.python.framework import ops as _tf_ops
 from tensorflow.python.ops import control_flow_util as _control_flow_util
 from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
 
@@ -38,16 +39,15 @@ KERAS2_SCRATCH_GRAPH_SUFFIX = "_scratch_graph"
 
 # `tf.compat.v1` is a lazily loaded module: each attribute read goes through its
 # `__getattribute__`. Read once here; every logged run asks for the graph.
-_get_default_graph = tf.compat.v1.get_default_graph
-
-
-def default_graph() -> Any:
-    """This thread's default graph: a trace's FuncGraph, or the global graph when eager.
-
-    A logged run asks several of the functions below about it; it fetches the graph
-    once and hands it to each (`graph=`), where each would otherwise fetch it again.
-    """
-    return _get_default_graph()
+# This thread's default graph: a trace's FuncGraph, or the global graph when eager. A
+# logged run fetches it once and hands it to the functions below (`graph=`). What
+# `tf.compat.v1.get_default_graph()` returns through two more Python calls: the
+# thread-local stack's `get_default` (tensorflow/python/framework/ops.py, TF 2.12-2.21).
+_graph_stack = getattr(_tf_ops, "_default_graph_stack", None)
+if not callable(getattr(_graph_stack, "get_default", None)):
+    raise internal_missing("tensorflow.python.framework.ops._default_graph_stack.get_default")
+_get_default_graph = _graph_stack.get_default
+default_graph = _get_default_graph
 
 
 # The FuncGraphs TensorFlow builds for the branches of `tf.cond` and the condition and

@@ -151,6 +151,18 @@ _facts_of_trace: weakref.WeakKeyDictionary[Any, _TraceFacts] = weakref.WeakKeyDi
 _KERAS_SCRATCH_GRAPH_PREFIX = "scratch_graph"
 
 
+def scratch_graph_outer(graph: Any) -> Any:
+    """The graph a Keras 3 scratch graph (a symbolic pass's) is nested in; None for other graphs.
+
+    Keras 3 runs each layer's symbolic pass in a new `FuncGraph` named so
+    (keras/src/backend/tensorflow/core.py, `compute_output_spec`), nested in the graph
+    it was made in: a trace's, when a model is built in its first trace.
+    """
+    if not getattr(graph, "name", "").startswith(_KERAS_SCRATCH_GRAPH_PREFIX):
+        return None
+    return getattr(graph, "outer_graph", None)
+
+
 def _known_facts(graph: Any) -> _TraceFacts | None:
     """The facts of the trace whose graph is `graph`, or holds Keras's scratch `graph`."""
     facts = _facts_of_trace.get(graph)

@@ -63,9 +63,11 @@ def _dtype_name(dtype: Any) -> str:
     return str(getattr(dtype, "name", dtype))
 
 
-# Tensor types seen so far, to the function that makes an instance's spec: a type whose
-# class has `shape` and `dtype` attributes is a tensor type for all its instances.
-_tensor_specs: dict[type, Callable[[Any], Spec]] = {}
+# Tensor types seen so far: a type whose class has `shape` and `dtype` attributes is a
+# tensor type for all its instances. Each maps to its spec's head, `("tensor", label)`,
+# and the backend's reader of `(dtype name, dims)` for it (a graph tensor's public
+# `shape` costs a dozen Python calls), or None to read `dtype` and `shape`.
+_tensor_types: dict[type, tuple[Spec, Callable[[Any], tuple[str, Any]] | None]] = {}
 
 
 def _tensor_label(type_: type) -> str:
@@ -73,30 +75,22 @@ def _tensor_label(type_: type) -> str:
     return "" if name in DENSE_TENSOR_TYPES or "Variable" in name else name
 
 
-def _tensor_spec_maker(type_: type) -> Callable[[Any], Spec]:
-    """How to make the spec of a `type_` tensor: through the backend's reader when it has
-    one (a graph tensor's public `shape` costs a dozen Python calls), else `shape` and `dtype`."""
-    label = _tensor_label(type_)
-    read = tensor_spec_reader(type_)
-    if read is not None:
-        head = ("tensor", label)
-        return lambda value: head + read(value)
-    return lambda value: ("tensor", label, _dtype_name(value.dtype), _dims(value.shape))
-
-
 def spec_of(value: Any, _enclosing: tuple[int, ...] = ()) -> Spec:
     """The spec of one argument value."""
-    make = _tensor_specs.get(type(value))
-    if make is not None:  # Tensors are the usual argument: the first test to make.
-        return make(value)
+    known = _tensor_types.get(type(value))
+    if known is None and not (value is None or isinstance(value, (bool, int, float, str, bytes))) \
+            and hasattr(value, "shape") and hasattr(value, "dtype"):
+        type_ = type(value)
+        known = (("tensor", _tensor_label(type_)), tensor_spec_reader(type_))
+        if hasattr(type_, "shape") and hasattr(type_, "dtype") and len(_tensor_types) < _MAX_TENSOR_TYPES:
+            _tensor_types[type_] = known
+    if known is not None:  # Tensors are the usual argument.
+        head, read = known
+        if read is not None:
+            return head + read(value)
+        return (*head, _dtype_name(value.dtype), _dims(value.shape))
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return _value_spec(value)
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        type_ = type(value)
-        make = _tensor_spec_maker(type_)
-        if hasattr(type_, "shape") and hasattr(type_, "dtype") and len(_tensor_specs) < _MAX_TENSOR_TYPES:
-            _tensor_specs[type_] = make
-        return make(value)
     is_sequence, is_mapping = isinstance(value, (list, tuple)), isinstance(value, Mapping)
     if (not is_sequence and not is_mapping) or id(value) in _enclosing:  # Or contains itself.
         return _value_spec(value)
@@ -172,6 +166,10 @@ def signature_of(function: Callable[..., Any], args: tuple, kwargs: dict) -> dic
         # The usual `call(self, inputs, training=None, mask=None)`, bound by hand: the
         # result of `_bound_signature` in a fraction of `bind_partial`'s time.
         names, positional, training = layout
+        if not kwargs and len(args) == len(names) == 1:  # `call(self, inputs)` given a tensor.
+            known = _tensor_types.get(type(args[0]))
+            if known is not None and known[1] is not None:
+                return {names[0]: known[0] + known[1](args[0])}
         if not kwargs and len(args) == len(positional) == len(names):  # All given by position.
             return {name: spec_of(value) for name, value in zip(names, args)}
         if len(args) <= len(positional) and all(

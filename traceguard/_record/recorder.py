@@ -246,18 +246,34 @@ _EAGER_SITE = _EagerSite()
 
 
 def _site_of(graph: Any) -> _Site:
-    """The `_Site` of `graph`; on JAX, where there is no graph (None), a new one each run."""
+    """The `_Site` of `graph`; on JAX, where there is no graph (None), a new one each run.
+
+    Keras 3 runs each layer's symbolic pass in a scratch graph of its own: those nested
+    in one trace share a site, as their runs share the trace.
+    """
     records = _observers.function_records
     try:
         site = _local.site
-        if site.graph is not None and site.graph() is graph \
-                and (site.records() if site.records is not None else None) is records:
+        if site.graph() is graph and (site.records() if site.records is not None else None) is records:
+            return site  # type: ignore[no-any-return]
+    except AttributeError:
+        pass
+    if graph is None:
+        return _Site(graph, records)
+    outer = _compat.scratch_graph_outer(graph)
+    if outer is None:
+        site = _local.site = _Site(graph, records)
+        return site
+    try:
+        site = _local.scratch_site
+        if site.graph() is outer and (site.records() if site.records is not None else None) is records:
             return site  # type: ignore[no-any-return]
     except AttributeError:
         pass
     site = _Site(graph, records)
-    if graph is not None:
-        _local.site = site
+    if site.context is RunContext.SYMBOLIC and site.frame_name is not None:  # In a trace: shared.
+        site.graph = weakref.ref(outer)
+        _local.scratch_site = site
     return site
 
 
@@ -356,11 +372,12 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
         in_body = _new_variable_paths(current, {id(v) for v in current}, run.created)
         return (*built, *[path for path in in_body if path not in built])
     current = _compat.layer_variables(run.layer)
-    if run.site.context is RunContext.SYMBOLIC:
+    # Most runs create nothing: the same variables, in the same order, and no TF variable.
+    unchanged = not run.created and len(current) == len(before) and all(map(operator.is_, current, before))
+    if run.site.context is RunContext.SYMBOLIC and (built or not unchanged or not state.sees_build):
         # Keras 3 on TF creates their `tf.Variable`s after this run, before the next one.
         state.built_variables = _compat.deferred_variable_paths(current)
-    # Most runs create nothing: the same variables, in the same order, and no TF variable.
-    if not run.created and len(current) == len(before) and all(map(operator.is_, current, before)):
+    if unchanged:
         return built
     in_body = _new_variable_paths(current, {id(v) for v in before}, run.created)
     return (*built, *[path for path in in_body if path not in built])
