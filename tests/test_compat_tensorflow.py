@@ -435,3 +435,25 @@ def test_keras_tensor_spec_reader_reads_what_the_public_properties_say():
     read_spec = _compat.tensor_spec_reader(type(tensor))
     assert read_spec is not None
     assert read_spec(tensor) == (tensor.dtype, tuple(tensor.shape)) == ("float16", (None, 4, 2))
+
+
+def test_keras_3_lists_the_variables_its_symbolic_pass_defers():
+    # What `_record.recorder` reads instead of walking a layer's variables twice in each
+    # symbolic run: the weights made in the run, in Keras 3's per-thread list.
+    if _compat.TF_VERSION < (2, 16):
+        pytest.skip("Keras 3 needs TF 2.16 or newer")
+    keras = _compat.keras3_flavor().keras
+    from keras.src.backend.common.stateless_scope import StatelessScope
+
+    assert not _compat.defers_variables()
+    with StatelessScope():
+        assert _compat.defers_variables()
+        mark = _compat.deferred_variables_mark()
+        assert _compat.deferred_since(mark) == []
+        layer = keras.layers.Dense(2)
+        layer.build((None, 3))
+        made = _compat.deferred_since(mark)
+        assert [id(v) for v in made] == [id(v) for v in layer.variables]
+        assert _compat.deferred_variable_paths(made) == tuple(v.path for v in layer.variables)
+    assert _compat.deferred_since(mark) is None  # The scope's end replaced the list.
+    assert _compat.deferred_variable_paths(layer.variables) == ()

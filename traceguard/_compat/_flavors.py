@@ -37,6 +37,8 @@ class KerasFlavor:
     layer_base: type
     version: str
     symbolic_scope: Callable[[], bool] | None = None  # Keras 3 only.
+    stateless_scope: Callable[[], bool] | None = None  # Keras 3 only.
+    global_state: Any = None  # Keras 3 only: its per-thread global state.
     base_layer_utils: types.ModuleType | None = None  # Keras 2 only.
 
     @property
@@ -85,6 +87,8 @@ def _check_default_mark(layer_base: type, name: str) -> None:
 def _load_keras3() -> KerasFlavor:
     global _KERAS_EXPORT_DIRS
     import keras
+    from keras.src.backend.common import global_state
+    from keras.src.backend.common.stateless_scope import in_stateless_scope
     from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
     _check_default_mark(keras.layers.Layer, "Keras 3")
@@ -92,7 +96,8 @@ def _load_keras3() -> KerasFlavor:
     # enters TF's save context (measured on Keras 3.15): its frames tell.
     _KERAS_EXPORT_DIRS += (os.path.dirname(keras.src.export.__file__) + os.sep,)
     return KerasFlavor("keras3", keras, keras.layers.Layer, keras.__version__,
-                       symbolic_scope=in_symbolic_scope)
+                       symbolic_scope=in_symbolic_scope, stateless_scope=in_stateless_scope,
+                       global_state=global_state.GLOBAL_STATE_TRACKER)
 
 
 def _load_keras2(name: str) -> KerasFlavor:

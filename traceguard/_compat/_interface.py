@@ -61,6 +61,16 @@ class Backend(Protocol):
     def variable_creation_watch(self, on_create: Callable[[Any], None], graph: Any = None) -> Any:
         """A context manager calling `on_create(variable)` for each variable created inside."""
 
+    def defers_variables(self) -> bool:
+        """Whether the variables made now wait for the symbolic pass's end in a list
+        `deferred_since` reads (Keras 3 on TensorFlow, in its symbolic pass)."""
+
+    def deferred_variables_mark(self) -> Any:
+        """Where the list of deferred variables stands now, when `defers_variables()`."""
+
+    def deferred_since(self, mark: Any) -> list[Any] | None:
+        """The variables deferred since `mark`; None when that is not known."""
+
     def scratch_graph_outer(self, graph: Any) -> Any:
         """The graph a Keras symbolic pass's scratch `graph` is nested in; None for other graphs."""
 

@@ -141,6 +141,19 @@ def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None)
     return contextlib.nullcontext()
 
 
+def defers_variables() -> bool:
+    # On JAX a symbolic run's new variables are found by walking the layer's.
+    return False
+
+
+def deferred_variables_mark() -> Any:
+    return None
+
+
+def deferred_since(mark: Any) -> list[Any] | None:
+    return None
+
+
 def scratch_graph_outer(graph: Any) -> Any:
     return None
 

@@ -216,6 +216,35 @@ def any_created_in_a_trace(variables: list[Any]) -> bool:
     return any(isinstance(_flavors.backing_variable(v), _UNLIFTED_VARIABLE) for v in variables)
 
 
+def defers_variables() -> bool:
+    """Whether Keras 3 defers the variables made now: in its `StatelessScope` (a symbolic pass).
+
+    A weight made in the scope registers in a per-thread list (keras/src/backend/common/
+    variables.py, `register_uninitialized_variable`), which the outermost scope's exit
+    replaces: `deferred_since` reads what a run added, where walking the layer's
+    variables before and after would cost two walks.
+    """
+    keras3 = _flavors._flavors.get("keras3")
+    return keras3 is not None and keras3.stateless_scope()
+
+
+def deferred_variables_mark() -> Any:
+    """Where Keras 3's list of deferred variables stands now (`defers_variables()`)."""
+    waiting = getattr(_flavors._flavors["keras3"].global_state, "uninitialized_variables", None)
+    return waiting, 0 if waiting is None else len(waiting)
+
+
+def deferred_since(mark: Any) -> list[Any] | None:
+    """The variables deferred since `deferred_variables_mark()` returned `mark`; None if the
+    list was replaced since (the scope ended), when what was added is not known."""
+    keras3 = _flavors._flavors.get("keras3")
+    waiting, length = mark
+    now = getattr(keras3.global_state, "uninitialized_variables", None) if keras3 is not None else None
+    if now is waiting:
+        return [] if now is None else now[length:]
+    return list(now) if waiting is None else None
+
+
 def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:
     """The paths of the Keras 3 weights in `variables` whose `tf.Variable` is not created yet.
 

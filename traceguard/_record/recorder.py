@@ -158,8 +158,10 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         else:
             run.earlier = run.same_origin = ()
             run.traced_before = False
-            # In a symbolic pass, whose Keras 3 variables come later, the variables tell too.
-            run.variables_before = _compat.layer_variables(layer)
+            if site.defers_variables:  # Keras 3's symbolic pass lists the variables it makes.
+                run.deferred_mark = _compat.deferred_variables_mark()
+            else:  # Elsewhere the layer's variables before and after the run tell.
+                run.variables_before = _compat.layer_variables(layer)
         run.index = state.reserve_index()
         run.started = time.time()
     except Exception:  # Bookkeeping must never break the user's call.
@@ -189,7 +191,7 @@ class _Site:
 
     __slots__ = ("graph", "records", "frame_name", "context", "function", "function_key",
                  "in_creation_phase", "origin", "trace", "function_trace", "enclosing", "keras_step",
-                 "control_flow", "replica", "keras_call")
+                 "control_flow", "replica", "keras_call", "defers_variables")
 
     def __init__(self, graph: Any, records: Any) -> None:
         self.graph = None if graph is None else weakref.ref(graph)
@@ -217,6 +219,7 @@ class _Site:
         # A replica's runs are made by its own thread, whose sites are its own.
         self.replica = _compat.current_replica(graph)
         self.keras_call = _UNASKED
+        self.defers_variables = self.context is RunContext.SYMBOLIC and _compat.defers_variables()
 
     def _enclosing_trace(self, graph: Any, records: Any) -> tuple[EnclosingTrace | None, bool | None]:
         """What the whole-function trace the runs are part of differs in, and whether the function
@@ -239,7 +242,7 @@ class _EagerSite:
     context = RunContext.EAGER
     frame_name = function = function_key = in_creation_phase = origin = trace = None
     function_trace = enclosing = control_flow = replica = keras_call = None
-    keras_step = False
+    keras_step = defers_variables = False
 
 
 _EAGER_SITE = _EagerSite()
@@ -303,7 +306,8 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             log_internal_error("watching variable creation")
     try:
         run.duration = time.time() - run.started
-        if run.variables_before is None and not run.created:  # Most traces: only `build`'s, if any.
+        if run.variables_before is None and run.deferred_mark is None and not run.created:
+            # Most traces: only `build`'s, if any.
             created = state.built_variables
             if created:
                 state.built_variables = ()
@@ -321,6 +325,7 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         # The log keeps the run: drop what would keep tensors, variables and the layer's state alive.
         run.owner = state.log.owner
         run.layer = run.args = run.kwargs = run.variables_before = run.created = run.state = None
+        run.deferred_mark = None
         run.creation_watch = None
         # The event is made when first read: the log and most observers keep the run.
         state.append(run)
@@ -365,6 +370,8 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
     state = run.state
     built, state.built_variables = state.built_variables, ()
     before = run.variables_before
+    if run.deferred_mark is not None:
+        return _created_in_symbolic_pass(run, state, built)
     if before is None:  # Every variable created was seen (`_begin`).
         if not run.created:
             return built
@@ -380,6 +387,25 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
     if unchanged:
         return built
     in_body = _new_variable_paths(current, {id(v) for v in before}, run.created)
+    return (*built, *[path for path in in_body if path not in built])
+
+
+def _created_in_symbolic_pass(run: BodyRun, state: LayerTraceState,
+                              built: tuple[str, ...]) -> tuple[str, ...]:
+    """`_created_variables` for a run in Keras 3's symbolic pass, which lists the variables it makes.
+
+    Those of the layer's variables made in the run, and the paths of those whose
+    `tf.Variable` Keras creates after the run go to the next one.
+    """
+    new = _compat.deferred_since(run.deferred_mark)
+    if not new and not built and not run.created and state.sees_build and new is not None:
+        return built  # Nothing made: most runs.
+    current = _compat.layer_variables(run.layer)
+    state.built_variables = _compat.deferred_variable_paths(current)
+    if new is None:  # The pass ended in the run: what it made is not known.
+        return built
+    made = {id(v) for v in new}
+    in_body = _new_variable_paths(current, {id(v) for v in current if id(v) not in made}, run.created)
     return (*built, *[path for path in in_body if path not in built])
 
 

@@ -72,7 +72,7 @@ class BodyRun(EagerRun):
     """
 
     __slots__ = ("index", "site", "earlier", "same_origin", "traced_before", "messages", "started",
-                 "variables_before", "created", "creation_watch", "_verdict",
+                 "variables_before", "deferred_mark", "created", "creation_watch", "_verdict",
                  # Filled in as the run finishes; `event()` makes its TraceEvent from them.
                  "duration", "created_variables", "thread", "error", "owner", "_event")
 
@@ -84,6 +84,8 @@ class BodyRun(EagerRun):
         self.messages: list[str] = []
         self.created: list[Any] = []  # The TF variables created while the body runs.
         self.creation_watch: Any = None
+        self.variables_before: list[Any] | None = None  # Walked when variable creation is not seen.
+        self.deferred_mark: Any = None  # Where Keras 3's deferred variables stood (symbolic pass).
 
     # The place, from the run's site.
     @property
