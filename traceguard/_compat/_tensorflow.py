@@ -225,7 +225,7 @@ def defers_variables() -> bool:
     variables before and after would cost two walks.
     """
     keras3 = _flavors._flavors.get("keras3")
-    return keras3 is not None and keras3.stateless_scope()
+    return keras3 is not None and keras3.stateless_scope is not None and bool(keras3.stateless_scope())
 
 
 def deferred_variables_mark() -> Any:
@@ -242,7 +242,9 @@ def deferred_since(mark: Any) -> list[Any] | None:
     now = getattr(keras3.global_state, "uninitialized_variables", None) if keras3 is not None else None
     if now is waiting:
         return [] if now is None else now[length:]
-    return list(now) if waiting is None else None
+    if waiting is None:  # The list was made in the run: all of it is new.
+        return [] if now is None else list(now)
+    return None
 
 
 def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:
