@@ -168,6 +168,10 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         log_internal_error("starting to record a run")
         run.index = None
         return run
+    if site.defers_variables:
+        # Keras 3's symbolic pass makes no `tf.Variable`: it lists its weights for later
+        # (`deferred_mark`), and one the body makes itself is seen by its trace's run.
+        return run
     try:
         # What the body creates, a `tf.Variable` the layer does not track included.
         run.creation_watch = _compat.start_creation_watch(run.created.append, graph)
