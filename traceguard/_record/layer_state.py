@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from traceguard._core.classify import EarlierTrace, same_trace
+from traceguard._core.classify import EarlierTrace
 from traceguard._record.log import TraceLog, appender, eager_counter, index_reserver
 from traceguard._record.settings import TraceSettings
 
@@ -35,6 +35,8 @@ class LayerTraceState:
         # Paths of the variables `build` just created as Keras built the layer in a call:
         # the next run of the body, that call's, takes them.
         self.built_variables: tuple[str, ...] = ()
+        # Which of them Keras 3's symbolic pass left waiting for their `tf.Variable`, when known.
+        self.deferred_variables: tuple[Any, ...] = ()
         # The traces of each function, oldest first. A run takes the tuple as it starts, with
         # no copy and no lock: `remember` replaces tuples whole.
         self.traces_by_function: collections.OrderedDict[Any, tuple[EarlierTrace, ...]] = \
@@ -73,9 +75,10 @@ def _append_bounded(memory: collections.OrderedDict, key: Any, trace: EarlierTra
             memory.popitem(last=False)
     else:
         memory.move_to_end(key)
-    seen = () if trace.trace is None or not traces else [
-        past for past in traces if same_trace(past.trace, trace.trace)]
-    if not any(past.signature == trace.signature for past in seen):
+    token = trace.trace
+    # `same_trace`, written out: a call less per earlier trace.
+    seen = [past for past in traces if past.trace == token] if token is not None and traces else ()
+    if not seen or not any(past.signature == trace.signature for past in seen):
         memory[key] = (*traces[1 - REMEMBERED_TRACES:], trace) if traces else (trace,)
     return not seen
 

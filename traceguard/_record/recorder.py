@@ -57,7 +57,7 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
                 if _observers.observers:
                     _observers.notify_eager(layer)
                 if state.built_variables:  # Built in this call, which no event records.
-                    state.built_variables = ()
+                    state.built_variables = state.deferred_variables = ()
             except Exception:  # Bookkeeping must never break the user's call.
                 log_internal_error("counting an eager run")
             runs.append(EagerRun(layer, state, original, args, kwargs))
@@ -109,6 +109,7 @@ def record_build(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             current = _compat.layer_variables(layer)
             state.built_variables = tuple(_new_variable_paths(current, before, created))
+            state.deferred_variables = ()  # Which of them wait is not known: the next run walks.
         except Exception:
             log_internal_error("watching variable creation")
         return result
@@ -314,7 +315,7 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             # Most traces: only `build`'s, if any.
             created = state.built_variables
             if created:
-                state.built_variables = ()
+                state.built_variables = state.deferred_variables = ()
         else:
             created = _created_variables(run)
         run.created_variables = created
@@ -376,6 +377,7 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
     before = run.variables_before
     if run.deferred_mark is not None:
         return _created_in_symbolic_pass(run, state, built)
+    state.deferred_variables = ()
     if before is None:  # Every variable created was seen (`_begin`).
         if not run.created:
             return built
@@ -398,12 +400,22 @@ def _created_in_symbolic_pass(run: BodyRun, state: LayerTraceState,
                               built: tuple[str, ...]) -> tuple[str, ...]:
     """`_created_variables` for a run in Keras 3's symbolic pass, which lists the variables it makes.
 
-    Those of the layer's variables made in the run, and the paths of those whose
-    `tf.Variable` Keras creates after the run go to the next one.
+    The variables made while the body ran, and the paths of the layer's variables
+    whose `tf.Variable` Keras creates after the run, which go to the next run:
+    those made in it, and those the previous run left waiting that still wait.
+    Keras's list says what the run made; the layer's variables are walked only
+    when a build before the run was seen by its paths, or not seen at all.
     """
     new = _compat.deferred_since(run.deferred_mark)
-    if not new and not built and not run.created and state.sees_build and new is not None:
-        return built  # Nothing made: most runs.
+    carried, state.deferred_variables = state.deferred_variables, ()
+    if new is not None and state.sees_build and (carried or not built):
+        if not new and not built and not run.created:
+            return built  # Nothing made, nothing waiting: most runs.
+        waiting = [v for v in carried if _compat.backing_variable(v) is None] + new
+        state.deferred_variables = tuple(waiting)
+        state.built_variables = tuple([_compat.variable_path(v) for v in waiting])
+        in_body = _new_variable_paths([], set(), [*run.created, *new])
+        return (*built, *[path for path in in_body if path not in built])
     current = _compat.layer_variables(run.layer)
     state.built_variables = _compat.deferred_variable_paths(current)
     if new is None:  # The pass ended in the run: what it made is not known.
