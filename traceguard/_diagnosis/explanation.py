@@ -99,6 +99,9 @@ class Explanation:
         self._lock = threading.Lock()
         self._layers: dict[str, LayerRuns] = {}
         self._layer_of: weakref.WeakKeyDictionary[Any, LayerRuns] = weakref.WeakKeyDictionary()
+        # The same by `id(layer)`, with a weak reference to check it: every run looks its layer
+        # up, and a `WeakKeyDictionary` lookup is Python code.
+        self._layer_by_id: dict[int, tuple[weakref.ref[Any], LayerRuns]] = {}
         self._order: dict[int, int] = {}  # id(event) -> arrival number, to break timestamp ties.
         self._unmade = False  # Whether a layer's `events` holds a run whose event is not made yet.
         self._arrivals = itertools.count()
@@ -127,6 +130,7 @@ class Explanation:
             self._layers[name] = runs
             self._first_run[name] = time.time()
             self._layer_of[layer] = runs
+        self._layer_by_id[id(layer)] = (weakref.ref(layer), runs)
         return runs
 
     def record_event(self, layer: Any, event: TraceEvent) -> str:
@@ -145,7 +149,8 @@ class Explanation:
         with self._lock:
             if self._trace_file is not None and type(entry) is not TraceEvent:
                 entry = entry.event()  # A trace file is written as the runs happen.
-            runs = self._runs_of(layer)
+            known = self._layer_by_id.get(id(layer))
+            runs = known[1] if known is not None and known[0]() is layer else self._runs_of(layer)
             if len(runs.events) >= _EVENTS_PER_LAYER:
                 self._order.pop(id(runs.events.pop(0)), None)
                 runs.dropped += 1

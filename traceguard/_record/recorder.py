@@ -320,7 +320,6 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             created = _created_variables(run)
         run.created_variables = created
         site = run.site
-        made_in_trace = None if state.sees_build or not site.in_creation_phase else _made_in_trace(run)
         try:
             run.thread = _local.thread_name
         except AttributeError:
@@ -339,11 +338,12 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         # Only a trace counts (its kind is one of `GRAPH_TRACE_KINDS`), and one that succeeded.
         if site.context is not RunContext.GRAPH or error is not None:
             return
+        # Whether the layer's weights came from this trace: when its `build` is not seen, by their kind.
+        made_here = bool(created) if state.sees_build else (
+            _made_in_trace(run, layer) if site.in_creation_phase else None)
         # Several runs in one trace (replicas, a layer called twice) count as one trace.
-        if not state.remember(site.function_key,
-                              EarlierTrace(run.signature, bool(site.in_creation_phase), site.trace,
-                                           bool(created) if state.sees_build else made_in_trace),
-                              site.origin):
+        earlier = EarlierTrace(run.signature, bool(site.in_creation_phase), site.trace, made_here)
+        if not state.remember(site.function_key, earlier, site.origin):
             return
         with state.lock:
             state.graph_traces += 1
@@ -358,10 +358,9 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         _enforce_budget(state, run.event())
 
 
-def _made_in_trace(run: BodyRun) -> bool:
+def _made_in_trace(run: BodyRun, layer: Any) -> bool:
     """Whether the layer's weights came from this trace, when its `build` is not seen."""
-    return bool(run.created_variables) or _compat.any_created_in_a_trace(
-        _compat.layer_variables(run.layer) if run.variables_before is None else run.variables_before)
+    return bool(run.created_variables) or _compat.any_created_in_a_trace(_compat.layer_variables(layer))
 
 
 def _thread_name() -> str:
