@@ -213,7 +213,13 @@ if not isinstance(_UNLIFTED_VARIABLE, type):
 
 def any_created_in_a_trace(variables: list[Any]) -> bool:
     """Whether any of the (Keras or TF) `variables` was created by a tf.function's first trace."""
-    return any(isinstance(_flavors.backing_variable(v), _UNLIFTED_VARIABLE) for v in variables)
+    keras3 = _flavors._flavors.get("keras3")
+    if keras3 is None:  # Keras 2's variables are TF variables.
+        return any([isinstance(v, _UNLIFTED_VARIABLE) for v in variables])
+    # `_flavors.backing_variable`, written out: a call less per variable of a watched layer.
+    keras_variable = keras3.keras.Variable
+    return any([isinstance(v._value if isinstance(v, keras_variable) else v, _UNLIFTED_VARIABLE)
+                for v in variables])
 
 
 def defers_variables() -> bool:
@@ -253,10 +259,15 @@ def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:
     Weights made in Keras 3's symbolic pass (a `StatelessScope`) get their
     `tf.Variable` when the scope exits, after the pass's run of the body and
     before the run that follows in the same call (keras/src/backend/common/
-    stateless_scope.py, `initialize_all_variables`).
+    stateless_scope.py, `initialize_all_variables`). A Keras 3 variable's `_value`
+    is that `tf.Variable`, None until created (`_flavors.backing_variable`).
     """
+    keras3 = _flavors._flavors.get("keras3")
+    if keras3 is None:
+        return ()
+    keras_variable = keras3.keras.Variable
     return tuple([_flavors.variable_path(v) for v in variables
-                  if _flavors.backing_variable(v) is None])
+                  if isinstance(v, keras_variable) and v._value is None])
 
 
 # --- printing at each execution (the "tf.print" print mode) ---------------------------
