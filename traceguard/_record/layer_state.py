@@ -56,31 +56,32 @@ class LayerTraceState:
         return self.traces_by_function.get(key, ())
 
     def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> bool:
-        """Remembers a trace of the function `key`; False when its trace was already seen."""
+        """Remembers a trace of the function `key`, and of `origin` when given; False when its
+        trace was already seen.
+
+        Under each, the newest `REMEMBERED_TRACES` of the `REMEMBERED_FUNCTIONS` used last,
+        a trace not added again with a signature it has. One frame for both memories:
+        every traced run of every layer comes here.
+        """
+        token, new_trace = trace.trace, True
         with self.lock:
-            new_trace = _append_bounded(self.traces_by_function, key, trace)
-            if origin is not None:
-                _append_bounded(self.traces_by_origin, origin, trace)
-            return new_trace
-
-
-def _append_bounded(memory: collections.OrderedDict, key: Any, trace: EarlierTrace) -> bool:
-    """Appends `trace` under `key` unless its trace has this signature already; False if seen.
-
-    The newest `REMEMBERED_TRACES` of the `REMEMBERED_FUNCTIONS` functions used last."""
-    traces = memory.get(key)
-    if traces is None:
-        traces = ()
-        if len(memory) >= REMEMBERED_FUNCTIONS:
-            memory.popitem(last=False)
-    else:
-        memory.move_to_end(key)
-    token = trace.trace
-    # `same_trace`, written out: a call less per earlier trace.
-    seen = [past for past in traces if past.trace == token] if token is not None and traces else ()
-    if not seen or not any(past.signature == trace.signature for past in seen):
-        memory[key] = (*traces[1 - REMEMBERED_TRACES:], trace) if traces else (trace,)
-    return not seen
+            for memory, at in ((self.traces_by_function, key), (self.traces_by_origin, origin)):
+                if at is None and memory is self.traces_by_origin:
+                    break
+                traces = memory.get(at)
+                if traces is None:
+                    traces = ()
+                    if len(memory) >= REMEMBERED_FUNCTIONS:
+                        memory.popitem(last=False)
+                else:
+                    memory.move_to_end(at)
+                # Runs of this very trace (`same_trace`, written out).
+                seen = [past for past in traces if past.trace == token] if token is not None else ()
+                if not seen or not any(past.signature == trace.signature for past in seen):
+                    memory[at] = (*traces[1 - REMEMBERED_TRACES:], trace) if traces else (trace,)
+                if memory is self.traces_by_function:
+                    new_trace = not seen
+        return new_trace
 
 
 # Set while `watch()` or `explain()` instruments plain Keras layer classes: returns the

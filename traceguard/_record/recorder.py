@@ -144,7 +144,11 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             site = run.site = _EAGER_SITE
         else:
             graph = _compat.default_graph()
-            site = run.site = _site_of(graph)
+            site = _local.__dict__.get("site")  # `_site_of`'s first test, written out.
+            if site is None or site.graph() is not graph or \
+                    (site.records() if site.records is not None else None) is not _observers.function_records:
+                site = _site_of(graph)
+            run.site = site
         run.signature = signature_of(original, args, kwargs)
         if site.context is RunContext.GRAPH:
             # Tuples replaced whole by `remember`: taken as they are, no copy, no lock.
@@ -311,8 +315,9 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             log_internal_error("watching variable creation")
     try:
         run.duration = time.time() - run.started
-        if run.variables_before is None and run.deferred_mark is None and not run.created:
-            # Most traces: only `build`'s, if any.
+        if run.deferred_mark is not None:
+            created = _created_in_symbolic_pass(run, state)
+        elif run.variables_before is None and not run.created:  # Most traces: only `build`'s, if any.
             created = state.built_variables
             if created:
                 state.built_variables = state.deferred_variables = ()
@@ -320,10 +325,7 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             created = _created_variables(run)
         run.created_variables = created
         site = run.site
-        try:
-            run.thread = _local.thread_name
-        except AttributeError:
-            run.thread = _thread_name()
+        run.thread = _local.__dict__.get("thread_name") or _thread_name()
         run.error = None if error is None else repr(error)
         layer = run.layer
         # The log keeps the run: drop what would keep tensors, variables and the layer's state alive.
@@ -370,12 +372,13 @@ def _thread_name() -> str:
 
 
 def _created_variables(run: BodyRun) -> tuple[str, ...]:
-    """Variables created in the run: by Keras building the layer just before, and in the body."""
+    """Variables created in the run: by Keras building the layer just before, and in the body.
+
+    For a run whose variables were walked, or a trace that created a TF variable;
+    `_created_in_symbolic_pass` for Keras 3's symbolic pass."""
     state = run.state
     built, state.built_variables = state.built_variables, ()
     before = run.variables_before
-    if run.deferred_mark is not None:
-        return _created_in_symbolic_pass(run, state, built)
     state.deferred_variables = ()
     if before is None:  # Every variable created was seen (`_begin`).
         if not run.created:
@@ -395,8 +398,7 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
     return (*built, *[path for path in in_body if path not in built])
 
 
-def _created_in_symbolic_pass(run: BodyRun, state: LayerTraceState,
-                              built: tuple[str, ...]) -> tuple[str, ...]:
+def _created_in_symbolic_pass(run: BodyRun, state: LayerTraceState) -> tuple[str, ...]:
     """`_created_variables` for a run in Keras 3's symbolic pass, which lists the variables it makes.
 
     The variables made while the body ran, and the paths of the layer's variables
@@ -405,6 +407,7 @@ def _created_in_symbolic_pass(run: BodyRun, state: LayerTraceState,
     Keras's list says what the run made; the layer's variables are walked only
     when a build before the run was seen by its paths, or not seen at all.
     """
+    built, state.built_variables = state.built_variables, ()
     new = _compat.deferred_since(run.deferred_mark)
     carried, state.deferred_variables = state.deferred_variables, ()
     if new is not None and state.sees_build and (carried or not built):
