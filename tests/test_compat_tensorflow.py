@@ -231,18 +231,20 @@ def test_keras_symbolic_pass_runs_in_a_scratch_graph_inside_the_trace():
 
         def call(self, inputs):
             graph = tf.compat.v1.get_default_graph()
-            seen.append((_compat.in_symbolic_build(), graph, _compat.enclosing_tf_function()))
+            seen.append((_compat.in_symbolic_build(), graph, _compat.enclosing_tf_function(),
+                         _compat.scratch_graph_outer(graph)))
             return self.dense(inputs)
 
     layer = Probe()
     traced = []
     step = tf.function(lambda x: traced.append(tf.compat.v1.get_default_graph()) or layer(x))
     step(tf.ones((1, 1)))
-    symbolic, scratch, frame = seen[0]
+    symbolic, scratch, frame, outer = seen[0]
     assert symbolic and scratch.name.startswith(_tf_function._KERAS_SCRATCH_GRAPH_PREFIX)
     assert scratch.outer_graph is traced[0] and frame.key() is step
+    assert outer is traced[0]  # `scratch_graph_outer`: the runs of one trace's pass share a site.
     assert frame is _tf_function._facts_of_trace[traced[0]].function
-    assert seen[1][1] is traced[0] and seen[1][2] is frame
+    assert seen[1][1] is traced[0] and seen[1][2] is frame and seen[1][3] is None
 
 
 def test_function_origin_is_the_code_and_captured_objects():
