@@ -148,8 +148,11 @@ _KERAS2_TRAIN_FUNCTION = "train_function"
 
 
 @functools.lru_cache(maxsize=256)
-def _verdict_of_place(context: RunContext, function: str | None, backend: str) -> Verdict:
-    """The verdict of an eager, symbolic or save run, which depends on where it ran only."""
+def verdict_of_place(context: RunContext, function: str | None, backend: str) -> Verdict:
+    """The verdict of an eager, symbolic or save run, which depends on where it ran only; of a
+    graph run, what its place alone says (a trace), when its earlier traces cannot be read."""
+    if context is RunContext.GRAPH:
+        return Verdict(TraceKind.TRACE, (), Reason.FIRST_TRACE, None, function, backend)
     if context is RunContext.EAGER:
         return Verdict(TraceKind.EAGER, (), Reason.EAGER, None, function, backend)
     if context is RunContext.SYMBOLIC:
@@ -227,7 +230,7 @@ def _classify_layer_run(context: RunContext, signature: Signature, function: str
                         same_origin: Sequence[EarlierTrace], trace: Any, backend: str, keras_step: bool,
                         keras_call: KerasCall | None, control_flow: str | None) -> Verdict:
     if context is not RunContext.GRAPH:
-        return _verdict_of_place(context, function, backend)
+        return verdict_of_place(context, function, backend)
     if trace is not None:  # Runs of the trace in progress are not earlier traces.
         if control_flow and any(same_trace(past.trace, trace) and past.signature == signature
                                 for past in earlier):
@@ -379,7 +382,7 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
     """
     name = record.name
     if record.saving:
-        return _verdict_of_place(RunContext.SAVE, name, backend)
+        return verdict_of_place(RunContext.SAVE, name, backend)
     kind = _FUNCTION_KINDS.get(record.kind, TraceKind.RETRACE)
     if record.kind == "first":
         return Verdict(kind, (), Reason.FIRST_TRACE, None, name, backend)
@@ -413,4 +416,4 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
 
 
 __all__ = ["EarlierTrace", "Hint", "Reason", "RunContext", "Verdict", "classify_function_trace",
-           "classify_run", "closest_trace"]
+           "classify_run", "closest_trace", "verdict_of_place"]

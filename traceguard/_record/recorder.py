@@ -144,7 +144,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             site = run.site = _EAGER_SITE
         else:
             graph = _compat.default_graph()
-            site = _local.__dict__.get("site")  # `_site_of`'s first test, written out.
+            site = _local.__dict__.get("site")  # The thread's last graph's, most runs'.
             if site is None or site.graph() is not graph or \
                     (site.records() if site.records is not None else None) is not _observers.function_records:
                 site = _site_of(graph)
@@ -258,18 +258,13 @@ _EAGER_SITE = _EagerSite()
 
 
 def _site_of(graph: Any) -> _Site:
-    """The `_Site` of `graph`; on JAX, where there is no graph (None), a new one each run.
+    """The `_Site` of `graph` when this thread's last one (`_local.site`, which `_begin` tries
+    first) is not it; on JAX, where there is no graph (None), a new one each run.
 
     Keras 3 runs each layer's symbolic pass in a scratch graph of its own: those nested
     in one trace share a site, as their runs share the trace.
     """
     records = _observers.function_records
-    try:
-        site = _local.site
-        if site.graph() is graph and (site.records() if site.records is not None else None) is records:
-            return site  # type: ignore[no-any-return]
-    except AttributeError:
-        pass
     if graph is None:
         return _Site(graph, records)
     outer = _compat.scratch_graph_outer(graph)

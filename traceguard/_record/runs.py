@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from traceguard._compat import BACKEND
-from traceguard._core.classify import Reason, RunContext, Verdict, classify_run
+from traceguard._core.classify import RunContext, Verdict, classify_run, verdict_of_place
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._core.signature import Signature, format_signature, signature_of
 from traceguard._record.internal_errors import log_internal_error
@@ -119,7 +119,7 @@ class BodyRun(EagerRun):
                 site.control_flow, site.enclosing, self.traced_before)
         except Exception:  # Reading the log must never fail for it.
             log_internal_error("classifying a run", "the run is shown by its place only")
-            verdict = _verdict_of_place(site)
+            verdict = verdict_of_place(site.context, site.frame_name, BACKEND)
         self._verdict = verdict
         return verdict
 
@@ -143,10 +143,3 @@ class BodyRun(EagerRun):
             )
             return self._event
 
-
-def _verdict_of_place(site: Any) -> Verdict:
-    """What a run is known to be without its earlier traces: a trace, symbolic pass, save."""
-    kind = {RunContext.EAGER: TraceKind.EAGER, RunContext.SYMBOLIC: TraceKind.SYMBOLIC,
-            RunContext.SAVE: TraceKind.SAVE}.get(site.context, TraceKind.TRACE)
-    return Verdict(kind, (), Reason(kind.value) if kind is not TraceKind.TRACE else Reason.FIRST_TRACE,
-                   None, site.frame_name, BACKEND)
