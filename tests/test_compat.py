@@ -136,6 +136,8 @@ def test_backing_variable_is_the_tf_variable_without_initialising(keras_flavor):
     assert (backing is dense.kernel) is (not keras_flavor.is_keras_3)
     expected = dense.kernel.path if keras_flavor.is_keras_3 else dense.kernel.name.removesuffix(":0")
     assert _compat.variable_path(dense.kernel) == expected
+    assert _compat.variable_paths([dense.kernel, dense.bias]) == [expected, _compat.variable_path(dense.bias)]
+    assert expected.endswith("kernel") and _compat.variable_paths([]) == []
 
 
 def test_deferred_variable_is_a_keras_3_weight_made_in_a_stateless_scope(keras_flavor):

@@ -45,6 +45,7 @@ from traceguard._compat._flavors import (
     mark_keras_default_method,
     present_signature,
     variable_path,
+    variable_paths,
     wrap_build,
 )
 from traceguard._compat._frames import (
@@ -136,5 +137,5 @@ __all__ = [
     "remove_trace_listener", "retracing_warning_notes", "run_unconverted", "scratch_graph_outer",
     "start_creation_watch", "stop_creation_watch", "stops_trace", "tensor_spec_reader", "tracing_of_graph",
     "user_stacklevel",
-    "variable_creation_watch", "variable_path", "wrap_build", "wrap_call",
+    "variable_creation_watch", "variable_path", "variable_paths", "wrap_build", "wrap_call",
 ]

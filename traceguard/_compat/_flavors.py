@@ -244,6 +244,15 @@ def variable_path(variable: Any) -> str:
     return path[:-2] if path.endswith(":0") else path
 
 
+def variable_paths(variables: list[Any]) -> list[str]:
+    """`variable_path` of each of `variables`, written out: a call less per variable."""
+    paths = []
+    for variable in variables:
+        path = getattr(variable, "path", None) or getattr(variable, "name", "?")
+        paths.append(path[:-2] if path.endswith(":0") else path)
+    return paths
+
+
 def keras_tensor_spec_reader(type_: type) -> Callable[[Any], tuple[str, Any]] | None:
     """The reader of Keras 3's `KerasTensor` (its symbolic pass's tensors), else None.
 

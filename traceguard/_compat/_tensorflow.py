@@ -185,16 +185,21 @@ def stop_creation_watch(token: Any) -> None:
 # C (`pywrap_tf_session.PyTensor`), which its public `shape` turns into a `TensorShape`
 # at a dozen Python calls (tensorflow/python/framework/tensor.py). TF 2.12 has no such class.
 _GRAPH_TENSOR = getattr(_tf_ops, "SymbolicTensor", None)
-_dtype_names: dict[Any, str] = {}
+# Names by the dtype object's id: hashing a `DType` is a call into C++. Each entry keeps
+# its dtype, so no other object takes its id; TF makes a few dtypes, and a dtype with
+# handle data is a new object each time, so past 64 entries a name is read each time.
+_dtype_names: dict[int, tuple[Any, str]] = {}
 
 
 def _graph_tensor_spec(tensor: Any) -> tuple[str, Any]:
     dtype = tensor._dtype
-    name = _dtype_names.get(dtype)
-    if name is None:
-        name = _dtype_names[dtype] = dtype.name
+    known = _dtype_names.get(id(dtype))
+    if known is None:
+        known = (dtype, dtype.name)
+        if len(_dtype_names) < 64:
+            _dtype_names[id(dtype)] = known
     dims, unknown_rank = tensor._shape
-    return name, None if unknown_rank else tuple(dims)
+    return known[1], None if unknown_rank else tuple(dims)
 
 
 def tensor_spec_reader(type_: type) -> Callable[[Any], tuple[str, Any]] | None:

@@ -141,7 +141,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         if eager:  # With `log_eager=True`: the run becomes an event.
             _count_eager_run(layer, state)
             graph = None
-            site = run.site = _EAGER_SITE
+            site = run.site = _local.__dict__.get("eager_site") or _eager_site()
         else:
             graph = _compat.default_graph()
             site = _local.__dict__.get("site")  # The thread's last graph's, most runs'.
@@ -200,7 +200,7 @@ class _Site:
 
     __slots__ = ("graph", "records", "frame_name", "context", "function", "function_key",
                  "in_creation_phase", "origin", "trace", "function_trace", "enclosing", "keras_step",
-                 "control_flow", "replica", "keras_call", "defers_variables")
+                 "control_flow", "replica", "keras_call", "defers_variables", "thread")
 
     def __init__(self, graph: Any, records: Any) -> None:
         self.graph = None if graph is None else weakref.ref(graph)
@@ -229,6 +229,7 @@ class _Site:
         self.replica = _compat.current_replica(graph)
         self.keras_call = _UNASKED
         self.defers_variables = self.context is RunContext.SYMBOLIC and _compat.defers_variables()
+        self.thread = _thread_name()  # Sites are per thread.
 
     def _enclosing_trace(self, graph: Any, records: Any) -> tuple[EnclosingTrace | None, bool | None]:
         """What the whole-function trace the runs are part of differs in, and whether the function
@@ -246,15 +247,20 @@ class _Site:
 
 
 class _EagerSite:
-    """The place of an eager run that is logged (`log_eager=True`)."""
+    """The place of this thread's eager runs that are logged (`log_eager=True`)."""
 
     context = RunContext.EAGER
     frame_name = function = function_key = in_creation_phase = origin = trace = None
     function_trace = enclosing = control_flow = replica = keras_call = None
     keras_step = defers_variables = False
 
+    def __init__(self) -> None:
+        self.thread = _thread_name()
 
-_EAGER_SITE = _EagerSite()
+
+def _eager_site() -> _EagerSite:
+    site = _local.eager_site = _EagerSite()
+    return site
 
 
 def _site_of(graph: Any) -> _Site:
@@ -320,7 +326,6 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             created = _created_variables(run)
         run.created_variables = created
         site = run.site
-        run.thread = _local.__dict__.get("thread_name") or _thread_name()
         run.error = None if error is None else repr(error)
         layer = run.layer
         # The log keeps the run: drop what would keep tensors, variables and the layer's state alive.
@@ -361,9 +366,12 @@ def _made_in_trace(run: BodyRun, layer: Any) -> bool:
 
 
 def _thread_name() -> str:
-    """This thread's name, looked up once per thread (`_finish` reads `_local.thread_name`)."""
-    _local.thread_name = threading.current_thread().name
-    return _local.thread_name  # type: ignore[no-any-return]
+    """This thread's name, looked up once per thread."""
+    try:
+        return _local.thread_name  # type: ignore[no-any-return]
+    except AttributeError:
+        _local.thread_name = threading.current_thread().name
+        return _local.thread_name  # type: ignore[no-any-return]
 
 
 def _created_variables(run: BodyRun) -> tuple[str, ...]:
@@ -406,11 +414,17 @@ def _created_in_symbolic_pass(run: BodyRun, state: LayerTraceState) -> tuple[str
     new = _compat.deferred_since(run.deferred_mark)
     carried, state.deferred_variables = state.deferred_variables, ()
     if new is not None and state.sees_build and (carried or not built):
-        if not new and not built and not run.created:
-            return built  # Nothing made, nothing waiting: most runs.
+        if not built and not run.created:
+            if not new:
+                return built  # Nothing made, nothing waiting: most runs.
+            if not carried:  # A first pass: what it made is what waits.
+                state.deferred_variables = tuple(new)
+                paths = _compat.variable_paths(new)
+                state.built_variables = tuple(paths)
+                return tuple(dict.fromkeys(paths))
         waiting = [v for v in carried if _compat.backing_variable(v) is None] + new
         state.deferred_variables = tuple(waiting)
-        state.built_variables = tuple([_compat.variable_path(v) for v in waiting])
+        state.built_variables = tuple(_compat.variable_paths(waiting))
         in_body = _new_variable_paths([], set(), [*run.created, *new])
         return (*built, *[path for path in in_body if path not in built])
     current = _compat.layer_variables(run.layer)
@@ -429,9 +443,10 @@ def _new_variable_paths(current: list[Any], before: set[int], created: list[Any]
     """
     paths = []
     if created:
-        by_backing = {id(_compat.backing_variable(v)): _compat.variable_path(v) for v in current}
+        by_backing = dict(zip([id(_compat.backing_variable(v)) for v in current],
+                              _compat.variable_paths(current)))
         paths = [by_backing.get(id(v)) or _compat.variable_path(v) for v in created]
-    paths += [_compat.variable_path(v) for v in current if id(v) not in before]
+    paths += _compat.variable_paths([v for v in current if id(v) not in before])
     return list(dict.fromkeys(paths))
 
 

@@ -74,7 +74,7 @@ class BodyRun(EagerRun):
     __slots__ = ("index", "site", "earlier", "same_origin", "traced_before", "messages", "started",
                  "variables_before", "deferred_mark", "created", "creation_watch", "_verdict",
                  # Filled in as the run finishes; `event()` makes its TraceEvent from them.
-                 "duration", "created_variables", "thread", "error", "owner", "_event")
+                 "duration", "created_variables", "error", "owner", "_event")
 
     def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
                  args: tuple, kwargs: dict) -> None:
@@ -103,6 +103,10 @@ class BodyRun(EagerRun):
     @property
     def replica(self) -> int | None:
         return self.site.replica  # type: ignore[no-any-return]
+
+    @property
+    def thread(self) -> str:
+        return self.site.thread  # type: ignore[no-any-return]
 
     @property
     def verdict(self) -> Verdict:
