@@ -437,6 +437,25 @@ def first_result(build, base, inputs):
     return tf.function(build(base))(inputs)
 
 
+def in_place_timer():
+    """`(timed, spent, runs)`: `timed(function, counts)` wraps `function` to add its time to
+    `spent[0]` and `counts` to `runs[0]` at each call."""
+    spent, runs = [0.0], [0]
+    clock = time.perf_counter
+
+    def timed(function, counts):
+        def timed_function(*args):
+            start = clock()
+            try:
+                return function(*args)
+            finally:
+                spent[0] += clock() - start
+                runs[0] += counts
+        return timed_function
+
+    return timed, spent, runs
+
+
 def own_record_time(first, models=9, halves=2000):
     """traceguard's own record in `first()`, a first result: (seconds, body runs, interval, floor).
 
@@ -451,19 +470,7 @@ def own_record_time(first, models=9, halves=2000):
     from traceguard._record import observers as _observers
     from traceguard._record import recorder as _recorder
 
-    spent, runs = [0.0], [0]
-    clock = time.perf_counter
-
-    def timed(function, counts):
-        def timed_function(*args):
-            start = clock()
-            try:
-                return function(*args)
-            finally:
-                spent[0] += clock() - start
-                runs[0] += counts
-        return timed_function
-
+    timed, spent, runs = in_place_timer()
     patched = [(_recorder, "_begin", 1), (_recorder, "_finish", 0), (_observers, "_on_function_trace", 0)]
     originals = [getattr(module, name) for module, name, _ in patched]
     for (module, name, counts), original in zip(patched, originals):

@@ -135,18 +135,19 @@ class Explanation:
 
     def record_event(self, layer: Any, event: TraceEvent) -> str:
         """Adds the event to the layer's runs; returns the layer's name in this report."""
-        return self._add(layer, event, event.timestamp)
+        return self.record_run(layer, event, event.timestamp)
 
-    def record_run(self, layer: Any, run: Any) -> str:
+    def record_run(self, layer: Any, run: Any, started: float | None = None) -> str:
         """Adds a finished run (`_record.runs.BodyRun`), whose event is made when first read.
 
         The recorder's fast path: the event's words cost more than the rest of
-        the record, and most reports are read once, at the end.
+        the record, and most reports are read once, at the end. `record_event`
+        adds an event made already, which started at `started`.
         """
-        return self._add(layer, run, run.started)
-
-    def _add(self, layer: Any, entry: Any, started: float) -> str:
+        entry = run
         with self._lock:
+            if started is None:
+                started = run.started
             if self._trace_file is not None and type(entry) is not TraceEvent:
                 entry = entry.event()  # A trace file is written as the runs happen.
             known = self._layer_by_id.get(id(layer))

@@ -55,13 +55,13 @@ class LayerTraceState:
     def earlier_traces(self, key: Any) -> tuple[EarlierTrace, ...]:
         return self.traces_by_function.get(key, ())
 
-    def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> bool:
-        """Remembers a trace of the function `key`, and of `origin` when given; False when its
-        trace was already seen.
+    def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> int:
+        """Remembers a trace of the function `key`, and of `origin` when given, and counts it
+        in `graph_traces`: the count with it, or 0 when its trace was already seen.
 
         Under each, the newest `REMEMBERED_TRACES` of the `REMEMBERED_FUNCTIONS` used last,
-        a trace not added again with a signature it has. One frame for both memories:
-        every traced run of every layer comes here.
+        a trace not added again with a signature it has. One frame and one lock for both
+        memories and the count: every traced run of every layer comes here.
         """
         token, new_trace = trace.trace, True
         with self.lock:
@@ -81,7 +81,10 @@ class LayerTraceState:
                     memory[at] = (*traces[1 - REMEMBERED_TRACES:], trace) if traces else (trace,)
                 if memory is self.traces_by_function:
                     new_trace = not seen
-        return new_trace
+            if not new_trace:
+                return 0
+            self.graph_traces += 1
+            return self.graph_traces
 
 
 # Set while `watch()` or `explain()` instruments plain Keras layer classes: returns the

@@ -186,6 +186,7 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
 
 
 _UNASKED = object()  # A site's `keras_call` before a run needs it.
+_new_tuple = tuple.__new__
 
 
 class _Site:
@@ -344,13 +345,12 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         made_here = bool(created) if state.sees_build else (
             _made_in_trace(run, layer) if site.in_creation_phase else None)
         # Several runs in one trace (replicas, a layer called twice) count as one trace.
-        earlier = EarlierTrace(run.signature, bool(site.in_creation_phase), site.trace, made_here)
-        if not state.remember(site.function_key, earlier, site.origin):
-            return
-        with state.lock:
-            state.graph_traces += 1
-            excess = (state.settings.max_traces is not None
-                      and state.graph_traces > state.settings.max_traces)
+        # `EarlierTrace(...)`, without the named tuple's `__new__`, a Python call.
+        earlier = _new_tuple(EarlierTrace,
+                             (run.signature, bool(site.in_creation_phase), site.trace, made_here))
+        traces = state.remember(site.function_key, earlier, site.origin)
+        budget = state.settings.max_traces
+        excess = budget is not None and traces > budget
     except Exception as failure:
         if _compat.stops_trace(failure):  # An observer's verdict (`no_retrace`): the trace fails.
             raise
