@@ -14,7 +14,7 @@ For each body run recorded while a fresh 20-layer model gives its first result i
   the layer, a later trace. Medians over the runs of `--models` first results, after one
   untimed first result;
 - the record per run next to its floor, a record stripped to what must be taken while a
-  run happens (`floor_comparison`), in alternating first results.
+  run happens (`overhead.record_floor`), in alternating first results.
 
 docs/performance.md ("The record, cut again") reads these numbers.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import gc
 import os
 import sys
@@ -113,64 +114,6 @@ def time_by_kind(first, inputs, models):
     return {kind: np.array(pairs) * 1e6 for kind, pairs in times.items()}
 
 
-def floor_comparison(first, inputs, models):
-    """In-place time per run of the record, and of its floor, alternating first results.
-
-    The floor is a record stripped to what must be taken while the run happens: the
-    run object, its graph's site, its input signature, the variables it makes (a
-    trace's creation watch, or Keras 3's list of deferred variables), its index and
-    time; the finished run is put in a list, and nothing else is done (no log, no
-    trace memory, no observers). No design that reads a run's inputs while it runs
-    records for less, so this is what cutting the record further can reach.
-    """
-    from traceguard import _compat
-    from traceguard._core.classify import RunContext
-    from traceguard._core.signature import signature_of
-    from traceguard._record.runs import BodyRun, _local
-
-    kept = []
-
-    def floor_begin(layer, state, original, args, kwargs, eager):
-        run = BodyRun(layer, state, original, args, kwargs)
-        graph = _compat.default_graph()
-        site = _local.__dict__.get("site")
-        if site is None or site.graph() is not graph:
-            site = _recorder._site_of(graph)
-        run.site = site
-        run.signature = signature_of(original, args, kwargs)
-        if site.context is RunContext.GRAPH:
-            run.creation_watch = _compat.start_creation_watch(run.created.append, graph)
-        elif site.defers_variables:
-            run.deferred_mark = _compat.deferred_variables_mark()
-        run.index = state.reserve_index()
-        run.started = time.time()
-        return run
-
-    def floor_finish(run, error):
-        if run.creation_watch is not None:
-            _compat.stop_creation_watch(run.creation_watch)
-        run.duration = time.time() - run.started
-        if run.deferred_mark is not None:
-            run.created_variables = _compat.deferred_since(run.deferred_mark)
-        kept.append(run)
-
-    timed, spent, runs = overhead.in_place_timer()
-    begin, finish = _recorder._begin, _recorder._finish
-    per_run = {"record": [], "floor": []}
-    try:
-        for _ in range(models):
-            for name, (b, f) in (("record", (begin, finish)), ("floor", (floor_begin, floor_finish))):
-                _recorder._begin, _recorder._finish = timed(b, 1), timed(f, 0)
-                gc.collect()
-                spent[0], runs[0] = 0.0, 0
-                first(inputs)
-                kept.clear()
-                per_run[name].append(spent[0] / runs[0] * 1e6)
-    finally:
-        _recorder._begin, _recorder._finish = begin, finish
-    return {name: float(np.median(values)) for name, values in per_run.items()}
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=int, default=9, help="first results timed per case")
@@ -187,7 +130,7 @@ def main():
         for kind, pairs in sorted(time_by_kind(first, inputs, args.models).items()):
             print(f"  {kind:12} {len(pairs):5d} {np.median(pairs[:, 0]):8.1f} {np.median(pairs[:, 1]):8.1f} "
                   f"{pairs.sum(axis=1).mean():11.1f}")
-        floor = floor_comparison(first, inputs, args.models)
+        floor = overhead.record_floor(functools.partial(first, inputs), args.models)
         print(f"  per run, alternating first results: record {floor['record']:.1f} µs, its floor "
               f"(what must be taken as a run happens) {floor['floor']:.1f} µs")
 
