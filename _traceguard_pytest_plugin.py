@@ -23,6 +23,7 @@ SNAPSHOT_OPTION = "--traceguard-snapshot"
 UPDATE_OPTION = "--traceguard-snapshot-update"
 _SESSION = pytest.StashKey[Any]()
 _WRITTEN = pytest.StashKey[list[str]]()
+_WORKER_WRITTEN = "traceguard_snapshots_written"  # In an xdist worker's `workeroutput`.
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -133,7 +134,20 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     snapshots = session.config.stash.get(_SESSION, None)
     if snapshots is not None:
-        session.config.stash[_WRITTEN] = [snapshots._shown(path) for path in snapshots.finish()]
+        written = [snapshots._shown(path) for path in snapshots.finish()]
+        session.config.stash[_WRITTEN] = written
+        worker_output = getattr(session.config, "workeroutput", None)
+        if worker_output is not None:  # A pytest-xdist worker: the controller prints the summary.
+            worker_output[_WORKER_WRITTEN] = written
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist's controller, as a worker ends: the snapshots it rewrote, for the summary."""
+    written = getattr(node, "workeroutput", {}).get(_WORKER_WRITTEN)
+    if written:
+        stash = node.config.stash
+        stash[_WRITTEN] = sorted({*stash.get(_WRITTEN, []), *written})
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

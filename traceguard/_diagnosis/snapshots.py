@@ -8,14 +8,20 @@ Names are made stable between runs first: a Keras layer's automatic name
 (`dense_3`, numbered across the process) becomes its base name (`dense`,
 `dense#2` for the test's second), and addresses in values' reprs are dropped.
 The session reads each module's file once, and with `update` rewrites the files
-at the end, keeping the tests that did not run.
+at the end, keeping the tests that did not run. pytest-xdist's workers share the
+files: each rewrites a file under its lock, over the file as it is then, with the
+tests it ran, so no worker's update is lost to another's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import pathlib
 import re
 import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from traceguard._core.events import GRAPH_TRACE_KINDS, TraceKind
@@ -92,7 +98,9 @@ class SnapshotSession:
         self.root = root
         self._lock = threading.Lock()
         self._files: dict[pathlib.Path, dict[str, Any]] = {}
-        self._changed: set[pathlib.Path] = set()
+        # On update: per file, the snapshots of the tests that ran and differ from the file's.
+        self._stored: dict[pathlib.Path, dict[str, Any]] = {}
+        self._unreadable: set[pathlib.Path] = set()  # Rewritten on update, even if no test differs.
 
     @staticmethod
     def path_for(test_file: pathlib.Path) -> pathlib.Path:
@@ -113,7 +121,7 @@ class SnapshotSession:
                 if not self.update:
                     raise
                 tests = {}  # Unreadable: the update rewrites it with the tests that run.
-                self._changed.add(path)
+                self._unreadable.add(path)
             self._files[path] = tests
         return tests
 
@@ -125,8 +133,7 @@ class SnapshotSession:
             tests = self._tests(path)
             if self.update:
                 if tests.get(test) != new:
-                    tests[test] = new
-                    self._changed.add(path)
+                    tests[test] = self._stored.setdefault(path, {})[test] = new
                 return None
             if test not in tests:
                 return format_missing_snapshot(test, self._shown(path))
@@ -134,9 +141,48 @@ class SnapshotSession:
         return format_snapshot_failure(test, self._shown(path), changes) if changes else None
 
     def finish(self) -> list[pathlib.Path]:
-        """Writes the changed files (on update); returns their paths."""
+        """Writes the changed files (on update); returns their paths.
+
+        Each file is read again under its lock and gets this session's tests over
+        what it holds then: another pytest-xdist worker may have rewritten it.
+        """
         with self._lock:
-            for path in sorted(self._changed):
-                write(path, self._files[path])
-            written, self._changed = sorted(self._changed), set()
+            written = sorted(self._stored.keys() | self._unreadable)
+            for path in written:
+                with _locked(path):
+                    try:
+                        tests = read(path)
+                    except SnapshotFileError:  # Still unreadable: the tests that ran replace it.
+                        tests = {}
+                    tests.update(self._stored.get(path, {}))
+                    write(path, tests)
+            self._stored, self._unreadable = {}, set()
         return written
+
+
+@contextlib.contextmanager
+def _locked(path: pathlib.Path, stale_after: float = 10.0) -> Iterator[None]:
+    """Holds the lock of the snapshot file `path` across processes (pytest-xdist's workers).
+
+    A lock file made with `O_EXCL`, not a dependency: it is held for the milliseconds
+    of one file's rewrite. One older than `stale_after` seconds was left by a killed
+    process, and is taken over.
+    """
+    lock = path.with_name(path.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            break
+        except FileExistsError:
+            try:
+                if time.time() - lock.stat().st_mtime > stale_after:
+                    lock.unlink()
+                    continue
+            except FileNotFoundError:  # Released meanwhile.
+                continue
+            time.sleep(0.01)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)

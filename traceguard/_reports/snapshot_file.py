@@ -68,8 +68,11 @@ def render(tests: Mapping[str, TestSnapshot]) -> str:
 
 
 def write(path: pathlib.Path, tests: Mapping[str, TestSnapshot]) -> None:
+    """Writes the file whole, never partly: a reader sees the old text or the new."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(tests), encoding="utf-8")
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    partial.write_text(render(tests), encoding="utf-8")
+    os.replace(partial, path)
 
 
 def read(path: pathlib.Path) -> dict[str, dict[str, list[SnapshotTrace]]]:
