@@ -14,9 +14,14 @@ For each body run recorded while a fresh 20-layer model gives its first result i
   the layer, a later trace. Medians over the runs of `--models` first results, after one
   untimed first result;
 - the record per run next to its floor, a record stripped to what must be taken while a
-  run happens (`overhead.record_floor`), in alternating first results.
+  run happens (`overhead.record_floor`), in alternating first results;
+- with `--late-signature N`, an experiment: the record per run with each run's input
+  signature read later, `N` runs at a time (the arguments kept until then), next to the
+  record, in alternating first results. Timing only: the signatures are not used.
+  `N` 0 never reads them, the most that reading them later could save.
 
-docs/performance.md ("The record, cut again") reads these numbers.
+docs/performance.md ("The record, cut again", "The record's floor", "Reading the signature
+later") reads these numbers.
 """
 
 from __future__ import annotations
@@ -114,9 +119,52 @@ def time_by_kind(first, inputs, models):
     return {kind: np.array(pairs) * 1e6 for kind, pairs in times.items()}
 
 
+def late_signature_time(first, inputs, batch, models):
+    """In-place time per run of the record, and of the record with each run's input signature
+    read `batch` runs later (never, for 0), in alternating first results: medians, µs."""
+    from traceguard._core.signature import signature_of
+
+    unread = []
+
+    class Late:  # A run's arguments, kept until its signature is read.
+        __slots__ = ("original", "args", "kwargs", "value")
+
+    def late_signature(original, args, kwargs):
+        late = Late()
+        late.original, late.args, late.kwargs = original, args, kwargs
+        unread.append(late)
+        if batch and len(unread) >= batch:
+            for late in unread:
+                late.value = signature_of(late.original, late.args, late.kwargs)
+                late.original = late.args = late.kwargs = None
+            unread.clear()
+        return late
+
+    timed, spent, runs = overhead.in_place_timer()
+    begin, finish = _recorder._begin, _recorder._finish
+    per_run = {"record": [], "late": []}
+    try:
+        for _ in range(models):
+            for name, read in (("record", signature_of), ("late", late_signature)):
+                _recorder.signature_of = read
+                _recorder._begin, _recorder._finish = timed(begin, 1), timed(finish, 0)
+                gc.collect()
+                spent[0], runs[0] = 0.0, 0
+                first(inputs)
+                _recorder._begin, _recorder._finish = begin, finish
+                unread.clear()
+                per_run[name].append(spent[0] / runs[0] * 1e6)
+    finally:
+        _recorder.signature_of = signature_of
+        _recorder._begin, _recorder._finish = begin, finish
+    return {name: float(np.median(values)) for name, values in per_run.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=int, default=9, help="first results timed per case")
+    parser.add_argument("--late-signature", type=int, nargs="+", metavar="N",
+                        help="only time the record with signatures read N runs later (0: never)")
     args = parser.parse_args()
     inputs = tf.random.uniform((8, 16))
     print(f"TensorFlow {tf.__version__}, Keras {overhead.keras.__version__}; "
@@ -124,6 +172,13 @@ def main():
     for name, first in (("TraceAwareLayer model", aware_first_result),
                         ("plain model under watch()", watched_first_result)):
         first(inputs)  # Warm: imports, caches, the first tf.function of the process.
+        if args.late_signature:
+            print(f"\n{name}, per run, alternating first results:")
+            for batch in args.late_signature:
+                late = late_signature_time(first, inputs, batch, args.models)
+                later = f"{batch} runs later" if batch else "never"
+                print(f"  record {late['record']:.1f} µs; signatures read {later}: {late['late']:.1f} µs")
+            continue
         python, c, runs = count_calls(first, inputs)
         print(f"\n{name}: {runs} body runs, {python:.1f} Python calls and {c:.1f} C calls per run")
         print(f"  {'run':12} {'runs':>5} {'_begin':>8} {'_finish':>8} {'mean total':>11}  (µs, in place)")
