@@ -15,6 +15,7 @@ import tensorflow as tf
 from conftest import FLAVORS
 
 import traceguard as tg
+from traceguard._core.classify import EarlierTrace
 from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
 from traceguard._record.settings import TraceSettings
 
@@ -271,11 +272,12 @@ def test_state_copies_are_fresh_with_the_same_settings():
     state.log._append(tg.TraceEvent(index=1, kind=tg.TraceKind.TRACE, layer="scale", function="f",
                                     signature={}, changes=(), created_variables=(), reason="",
                                     hint=None, timestamp=0.0, duration_s=0.0, thread="t"))
-    state.graph_traces = 1
+    assert state.remember("f", EarlierTrace({}, False, None, None), origin="g") == 1
     for copied in (copy.deepcopy(state), copy.copy(state), pickle.loads(pickle.dumps(state))):
         assert copied.settings == settings and copied.log.owner == "scale"
         assert len(copied.log) == 0 and copied.graph_traces == 0 and copied.log is not state.log
-        assert copied.log.maxlen == 5 and copied.earlier_traces("f") == ()
+        assert copied.log.maxlen == 5
+        assert not copied.traces_by_function and not copied.traces_by_origin
 
 
 def test_keras_copies_never_copy_the_state_itself(keras_flavor, model, monkeypatch):

@@ -52,9 +52,6 @@ class LayerTraceState:
     def __reduce__(self) -> tuple:
         return (LayerTraceState, (self.settings, self.log.owner, self.sees_build))
 
-    def earlier_traces(self, key: Any) -> tuple[EarlierTrace, ...]:
-        return self.traces_by_function.get(key, ())
-
     def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> int:
         """Remembers a trace of the function `key`, and of `origin` when given, and counts it
         in `graph_traces`: the count with it, or 0 when its trace was already seen.
