@@ -502,10 +502,11 @@ def record_floor(first, models=9):
 
     The floor is a record stripped to what must be taken while the run happens: the
     run object, its graph's site, its input signature, the variables it makes (a
-    trace's creation watch, or Keras 3's list of deferred variables), its index and
-    time; the finished run is put in a list, and nothing else is done (no log, no
-    trace memory, no observers). No design that reads a run's inputs while it runs
-    records for less, so this is what cutting the record further can reach.
+    trace's creation watch, or Keras 3's list of deferred variables), which Keras pass
+    runs a symbolic run, its index and time; the finished run is put in a list, and
+    nothing else is done (no log, no trace memory, no observers). No design that reads a
+    run's inputs while it runs records for less, so this is what cutting the record
+    further can reach.
     """
     from traceguard import _compat
     from traceguard._core.classify import RunContext
@@ -515,7 +516,7 @@ def record_floor(first, models=9):
 
     kept = []
 
-    def floor_begin(layer, state, original, args, kwargs, eager):
+    def floor_begin(layer, state, original, args, kwargs, eager, caller=None):
         run = BodyRun(layer, state, original, args, kwargs)
         graph = _compat.default_graph()
         site = _local.__dict__.get("site")
@@ -525,8 +526,11 @@ def record_floor(first, models=9):
         run.signature = signature_of(original, args, kwargs)
         if site.context is RunContext.GRAPH:
             run.creation_watch = _compat.start_creation_watch(run.created.append, graph)
-        elif site.defers_variables:
-            run.deferred_mark = _compat.deferred_variables_mark()
+        else:
+            if site.context is RunContext.SYMBOLIC:  # Told by the frames of the run only.
+                run.symbolic_pass = _compat.symbolic_pass(type(layer), caller)
+            if site.defers_variables:
+                run.deferred_mark = _compat.deferred_variables_mark()
         run.index = state.reserve_index()
         run.started = time.time()
         return run

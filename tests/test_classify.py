@@ -1,7 +1,7 @@
 """classify_run without TensorFlow: the rules, one by one."""
 
 from traceguard._core.changes import Aspect
-from traceguard._core.classify import EarlierTrace, Hint, Reason, RunContext, classify_run
+from traceguard._core.classify import EarlierTrace, Hint, Reason, RunContext, SymbolicPass, classify_run
 from traceguard._core.events import TraceKind
 from traceguard._core.signature import spec_of
 
@@ -13,6 +13,20 @@ def test_contexts_other_than_graph_decide_the_kind_alone():
     for context, kind in [(RunContext.EAGER, TraceKind.EAGER), (RunContext.SYMBOLIC, TraceKind.SYMBOLIC),
                           (RunContext.SAVE, TraceKind.SAVE)]:
         assert classify_run(context, A, "f", True, [EarlierTrace(A, True)]).kind is kind
+
+
+def test_a_symbolic_run_s_hint_follows_the_keras_pass_that_ran_it():
+    expected = {None: Hint.SYMBOLIC_PASS, SymbolicPass.BUILD: Hint.DEFINE_BUILD,
+                SymbolicPass.OUTPUT: Hint.DEFINE_COMPUTE_OUTPUT_SHAPE,
+                SymbolicPass.ENCLOSING: Hint.ENCLOSING_SYMBOLIC_PASS,
+                SymbolicPass.KERAS2: Hint.KERAS2_FUNCTIONAL}
+    assert set(expected) == {None, *SymbolicPass}
+    for symbolic_pass, hint in expected.items():
+        verdict = classify_run(RunContext.SYMBOLIC, A, "f", None, [], symbolic_pass=symbolic_pass)
+        assert (verdict.kind, verdict.reason, verdict.hint) == (TraceKind.SYMBOLIC, Reason.SYMBOLIC, hint)
+    # Only a symbolic run has a pass: a graph run's verdict ignores it.
+    graph = classify_run(RunContext.GRAPH, A, "f", True, [], symbolic_pass=SymbolicPass.BUILD)
+    assert graph.kind is TraceKind.TRACE and graph.hint is None
 
 
 def test_first_trace_of_a_function():

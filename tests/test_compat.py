@@ -181,6 +181,32 @@ def test_keras_call_builds_a_layer_through_maybe_build(keras_flavor):
     assert seen == [True, False, True]
 
 
+def test_symbolic_pass_is_told_by_the_keras_3_frame_that_calls_call(keras_flavor):
+    # A plain layer: its `call` is called by Keras itself. Keras 3's backend
+    # `compute_output_spec` calls it, asked by `_maybe_build` to build the layer (it has
+    # an unbuilt sublayer and no `build()`), then to infer its output.
+    seen = []
+    keras = keras_flavor.keras
+
+    class Probe(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(2)
+
+        def call(self, inputs):
+            seen.append(_frames.symbolic_pass(type(self), sys._getframe(1)))
+            return self.dense(inputs)
+
+    inputs = keras.Input((3,))
+    keras.Model(inputs, Probe()(inputs))
+    assert seen == keras_flavor.pick(["build", "output"], ["keras2"])
+    if keras_flavor.is_keras_3:
+        codes = _frames.output_spec_codes()
+        core = sys.modules["keras.src.backend.tensorflow.core"]
+        assert codes[core.compute_output_spec.__code__] == "spec"
+        assert _frames.symbolic_pass(Probe, sys._getframe()) == "enclosing"  # Not Keras's frame.
+
+
 def test_wrapped_build_keeps_the_parameter_names_keras_3_reads(keras_flavor):
     class TwoInputs(keras_flavor.TraceAwareLayer):
         def build(self, x_shape, y_shape):

@@ -310,3 +310,43 @@ def test_layer_run_in_a_jit_trace_links_to_it_and_names_its_change(seed_input):
     assert retrace.kind is tg.TraceKind.RETRACE and retrace.changes == ("k: 1 -> 2",)
     (runs,) = [runs for runs in explanation.functions.values() if runs.function == "forward"]
     assert retrace.function_trace == runs.events[-1].serial
+
+
+def test_a_symbolic_run_s_fix_names_what_avoids_the_pass_that_ran_it():
+    class WithBuild(tg.TraceAwareLayer):
+        def build(self, input_shape):
+            self.w = self.add_weight(name="w", shape=(input_shape[-1], 3))
+
+        def call(self, inputs):
+            return keras.ops.matmul(inputs, self.w)
+
+    class Doubled(tg.TraceAwareLayer):
+        def call(self, inputs):
+            return inputs * 2
+
+    class WithoutBuild(tg.TraceAwareLayer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(3)
+            self.doubled = Doubled()
+
+        def call(self, inputs):
+            return self.doubled(self.dense(inputs))
+
+    with_build, without_build = WithBuild(), WithoutBuild()
+    for layer in (with_build, without_build):
+        inputs = keras.Input((4,))
+        keras.Model(inputs, layer(inputs))
+
+    def fixes(layer):
+        return [(event.kind.value, event.hint.split(". ")[-1]) for event in layer.trace_log]
+
+    # As on TensorFlow: the pass that builds a layer without `build()`, the one that infers
+    # its output, and its sublayer's runs inside them, each with its own fix.
+    assert fixes(with_build) == [("symbolic", "Define `compute_output_shape(input_shape)`, and Keras uses "
+                                              "it instead.")]
+    assert fixes(without_build) == [
+        ("symbolic", "Define `build(input_shape)` to create them, and Keras calls it instead."),
+        ("symbolic", "Define `compute_output_shape(input_shape)`, and Keras uses it instead.")]
+    assert [event.hint.startswith("Keras ran `call` inside the symbolic pass of a layer or model")
+            for event in without_build.doubled.trace_log] == [True, True]

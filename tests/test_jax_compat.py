@@ -14,7 +14,7 @@ import pytest
 from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
 from traceguard import _compat
-from traceguard._compat import _flavors, _jax
+from traceguard._compat import _flavors, _frames, _jax
 
 
 def test_trace_state_is_clean_only_outside_jax_traces():
@@ -79,6 +79,30 @@ def test_keras_compute_output_spec_runs_in_symbolic_scope():
     Probe()(jnp.ones((2, 3)))
     assert seen == [(True, True), (False, False)]
     assert _compat.in_symbolic_build() is False
+
+
+def test_symbolic_pass_finds_compute_output_spec_above_jax_eval_shape():
+    # Keras on JAX calls `call` from `compute_output_spec`'s nested `wrapped_fn`, under
+    # `jax.eval_shape`; `_maybe_build` asks for the pass that builds a layer without `build()`.
+    seen = []
+
+    class Probe(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(2)
+
+        def call(self, inputs):
+            seen.append(_frames.symbolic_pass(type(self), sys._getframe(1)))
+            return self.dense(inputs)
+
+    inputs = keras.Input((3,))
+    keras.Model(inputs, Probe()(inputs))
+    assert seen == ["build", "output"]
+    from keras.src.backend.jax import core
+
+    codes = _frames.output_spec_codes()
+    assert codes[core.compute_output_spec.__code__] == "spec"
+    assert sorted(codes.values()) == ["jax", "spec"]
 
 
 def test_the_tensorflow_questions_have_neutral_answers_on_jax():

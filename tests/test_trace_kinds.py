@@ -383,3 +383,80 @@ def test_keras3_step_variable_retrace_of_built_layers_blames_optimizer_or_metric
     assert events[0].created_variables == ()
     assert events[1].hint.startswith("This layer was built already: the step's first trace created")
     assert "call the layer once" not in events[1].hint
+
+
+def _symbolic_layers(base, keras):
+    ops = keras.ops if hasattr(keras, "ops") else tf
+
+    class WithBuild(base):
+        def build(self, input_shape):
+            self.w = self.add_weight(name="w", shape=(input_shape[-1], 3))
+
+        def call(self, inputs):
+            return ops.matmul(inputs, self.w)
+
+    class WithOutputShape(WithBuild):
+        def compute_output_shape(self, input_shape):
+            return (*input_shape[:-1], 3)
+
+    class Doubled(base):
+        def call(self, inputs):
+            return inputs * 2
+
+    class WithoutBuild(base):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(3)
+            self.doubled = Doubled()
+
+        def call(self, inputs):
+            return self.doubled(self.dense(inputs))
+
+    return WithBuild, WithOutputShape, WithoutBuild
+
+
+def _symbolic_hints(layer):
+    return [(event.kind.value, event.hint) for event in layer.trace_log]
+
+
+DEFINE_BUILD = ("Expected once per layer: it has no `build()`, so Keras ran `call` on symbolic inputs to "
+                "create its weights and build its sublayers. Define `build(input_shape)` to create them, "
+                "and Keras calls it instead.")
+DEFINE_COMPUTE_OUTPUT_SHAPE = (
+    "Expected once per call of the layer on symbolic inputs (building a functional or Sequential "
+    "model): Keras ran `call` to infer the layer's output. Define `compute_output_shape(input_shape)`, "
+    "and Keras uses it instead.")
+ENCLOSING = ("Keras ran `call` inside the symbolic pass of a layer or model that calls this layer: what "
+             "avoids that pass (a `build()` or a `compute_output_shape()` on the enclosing layer) avoids "
+             "this run too.")
+KERAS2 = ("Expected once per call of the layer in a functional model: Keras 2 runs every layer's `call` on "
+          "symbolic inputs to infer its outputs as it builds the model, whatever the layer defines. A "
+          "one-time cost; nothing to fix.")
+
+
+def test_a_symbolic_run_s_fix_names_what_avoids_the_pass_that_ran_it(keras_flavor):
+    keras = keras_flavor.keras
+    with_build, with_output_shape, without_build = (
+        cls() for cls in _symbolic_layers(keras_flavor.TraceAwareLayer, keras))
+    for layer in (with_build, with_output_shape, without_build):
+        inputs = keras.Input((4,))
+        keras.Model(inputs, layer(inputs))
+    if keras_flavor.is_keras_3:
+        # Keras 3 infers the output of a layer with `build()` by running `call`, unless the
+        # layer has `compute_output_shape()`; a layer without `build()` is first built by a
+        # run, then its output inferred by another; its sublayers run inside both.
+        assert _symbolic_hints(with_build) == [("symbolic", DEFINE_COMPUTE_OUTPUT_SHAPE)]
+        assert _symbolic_hints(with_output_shape) == []
+        assert _symbolic_hints(without_build) == [("symbolic", DEFINE_BUILD),
+                                                  ("symbolic", DEFINE_COMPUTE_OUTPUT_SHAPE)]
+        assert _symbolic_hints(without_build.doubled) == [("symbolic", ENCLOSING)] * 2
+    else:  # Keras 2 runs every layer once as it builds the model, `compute_output_shape()` or not.
+        for layer in (with_build, with_output_shape, without_build, without_build.doubled):
+            assert _symbolic_hints(layer) == [("symbolic", KERAS2)]
+
+
+def test_a_layer_without_build_traced_fresh_is_built_by_a_symbolic_run(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer()
+    tf.function(layer)(seed_input)
+    expected = keras_flavor.pick([("symbolic", DEFINE_BUILD)], [])
+    assert [(e.kind.value, e.hint) for e in layer.trace_log if e.kind.value == "symbolic"] == expected

@@ -52,6 +52,7 @@ from traceguard._compat._frames import (
     TfFunctionFrame,
     built_by_keras_call,
     calling_frame,
+    symbolic_pass,
     user_stacklevel,
 )
 from traceguard._compat._function_tracing import (
@@ -135,7 +136,8 @@ __all__ = [
     "keras_call", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
     "mark_keras_default_method", "parse_version", "present_signature", "print_at_each_execution",
     "remove_trace_listener", "retracing_warning_notes", "run_unconverted", "scratch_graph_outer",
-    "start_creation_watch", "stop_creation_watch", "stops_trace", "tensor_spec_reader", "tracing_of_graph",
+    "start_creation_watch", "stop_creation_watch", "stops_trace", "symbolic_pass", "tensor_spec_reader",
+    "tracing_of_graph",
     "user_stacklevel",
     "variable_creation_watch", "variable_path", "variable_paths", "wrap_build", "wrap_call",
 ]

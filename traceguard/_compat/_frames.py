@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from traceguard._compat._flavors import internal_missing
+from traceguard._compat._flavors import flavor_of_class, internal_missing
 
 # The top-level package: every subpackage of traceguard is its own code too.
 _PACKAGE = __name__.split(".")[0]
@@ -134,3 +134,83 @@ def built_by_keras_call(layer: Any, caller: Any) -> bool:
     frames = (caller, caller.f_back)  # Keras 3's `build_wrapper` sits between.
     return any(frame is not None and frame.f_code.co_name == _KERAS_BUILD_STEP
                and frame.f_locals.get("self") is layer for frame in frames)
+
+
+# --- which symbolic pass runs a layer's call -------------------------------------------
+# Keras 3 runs a layer's `call` on symbolic inputs through its backend's
+# `compute_output_spec(fn, ...)` (keras/src/backend/tensorflow/core.py, which calls
+# `fn` itself; keras/src/backend/jax/core.py, whose nested `wrapped_fn` calls it under
+# `jax.eval_shape`), asked by `Layer._maybe_build` to build a layer without `build()`,
+# or by `Operation.compute_output_spec` to infer its output (a functional model).
+# A layer called inside another's pass is called by Keras's `__call__` instead.
+_KERAS3_OUTPUT_SPEC = "compute_output_spec"
+_KERAS3_OUTPUT_SPEC_MODULES = ("keras.src.backend.tensorflow.core", "keras.src.backend.jax.core")
+_JAX_CALLER = "wrapped_fn"
+_JAX_FRAMES = 200  # How far up `jax.eval_shape`'s frames `compute_output_spec` is looked for.
+_keras_3_classes: dict[type, bool] = {}
+
+
+def output_spec_codes() -> dict[Any, str]:
+    """The code objects that call a layer's `call` in Keras 3's symbolic pass, in the
+    backend modules imported: `compute_output_spec`'s, and on JAX its `wrapped_fn`'s."""
+    codes: dict[Any, str] = {}
+    for name in _KERAS3_OUTPUT_SPEC_MODULES:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        code = getattr(getattr(module, _KERAS3_OUTPUT_SPEC, None), "__code__", None)
+        if code is None:
+            raise internal_missing(f"{name}.{_KERAS3_OUTPUT_SPEC}")
+        codes[code] = "spec"
+        if name.endswith(".jax.core"):
+            nested = [const for const in code.co_consts if getattr(const, "co_name", None) == _JAX_CALLER]
+            if len(nested) != 1:
+                raise internal_missing(f"{name}.{_KERAS3_OUTPUT_SPEC}'s nested {_JAX_CALLER}")
+            codes[nested[0]] = "jax"
+    return codes
+
+
+_codes: dict[Any, str] = {}
+
+
+def symbolic_pass(layer_class: type, caller: Any) -> str | None:
+    """Why Keras runs a layer's `call` on symbolic inputs, from the frame that called it.
+
+    `"build"`: Keras 3 builds the layer, which has no `build()`, by running `call`;
+    `"output"`: Keras 3 infers the layer's output (a functional model, a symbolic
+    call); `"enclosing"`: Keras 3 runs it inside another layer's pass; `"keras2"`: a
+    Keras 2 layer, whose functional models run every layer once to infer outputs;
+    None when not known.
+    """
+    keras_3 = _keras_3_classes.get(layer_class)
+    if keras_3 is None:
+        flavor = flavor_of_class(layer_class)
+        if flavor is None:
+            return None
+        keras_3 = flavor.is_keras_3
+        if len(_keras_3_classes) < 4096:
+            _keras_3_classes[layer_class] = keras_3
+    if not keras_3:
+        return "keras2"
+    if caller is None:
+        return None
+    if not _codes:  # Once: Keras imports its backend's module before any pass.
+        _codes.update(output_spec_codes())
+    kind = _codes.get(caller.f_code)
+    if kind is None:
+        return "enclosing"
+    frame = caller if kind == "spec" else _jax_output_spec_frame(caller)
+    if frame is None:
+        return None
+    outer = frame.f_back
+    return "build" if outer is not None and outer.f_code.co_name == _KERAS_BUILD_STEP else "output"
+
+
+def _jax_output_spec_frame(caller: Any) -> Any:
+    """The `compute_output_spec` frame that runs `caller`, its `wrapped_fn`, under `jax.eval_shape`."""
+    frame = caller.f_back
+    for _ in range(_JAX_FRAMES):
+        if frame is None or _codes.get(frame.f_code) == "spec":
+            return frame
+        frame = frame.f_back
+    return None

@@ -79,10 +79,24 @@ class Reason(enum.Enum):
     ENCLOSING_CHANGED = "enclosing_changed"
 
 
+class SymbolicPass(enum.Enum):
+    """Why Keras ran a layer's `call` on symbolic inputs (`RunContext.SYMBOLIC`)."""
+
+    BUILD = "build"  # Keras 3 built the layer, which has no `build()`, by running `call`.
+    OUTPUT = "output"  # Keras 3 inferred the layer's output (a functional model).
+    ENCLOSING = "enclosing"  # Keras 3 ran it inside another layer's symbolic pass.
+    KERAS2 = "keras2"  # A Keras 2 functional model ran it to infer its outputs.
+
+
 class Hint(enum.Enum):
     """How to avoid a run; `_reports.messages` words each."""
 
-    DEFINE_BUILD = "define_build"
+    # A symbolic pass: why it ran not known.
+    SYMBOLIC_PASS = "symbolic_pass"
+    DEFINE_BUILD = "define_build"  # Keras 3's pass building a layer without `build()`.
+    DEFINE_COMPUTE_OUTPUT_SHAPE = "define_compute_output_shape"  # Keras 3's pass inferring outputs.
+    ENCLOSING_SYMBOLIC_PASS = "enclosing_symbolic_pass"  # Inside another layer's pass.
+    KERAS2_FUNCTIONAL = "keras2_functional"  # Keras 2's functional model: nothing to fix.
     CREATE_VARIABLES_FIRST = "create_variables_first"
     # The first trace of a Keras step created variables, none of them the layer's.
     STEP_CREATED_OTHER_VARIABLES = "step_created_other_variables"
@@ -147,16 +161,25 @@ class Verdict:
 _KERAS2_TRAIN_FUNCTION = "train_function"
 
 
+_SYMBOLIC_HINTS = {None: Hint.SYMBOLIC_PASS, SymbolicPass.BUILD: Hint.DEFINE_BUILD,
+                   SymbolicPass.OUTPUT: Hint.DEFINE_COMPUTE_OUTPUT_SHAPE,
+                   SymbolicPass.ENCLOSING: Hint.ENCLOSING_SYMBOLIC_PASS,
+                   SymbolicPass.KERAS2: Hint.KERAS2_FUNCTIONAL}
+
+
 @functools.lru_cache(maxsize=256)
-def verdict_of_place(context: RunContext, function: str | None, backend: str) -> Verdict:
-    """The verdict of an eager, symbolic or save run, which depends on where it ran only; of a
-    graph run, what its place alone says (a trace), when its earlier traces cannot be read."""
+def verdict_of_place(context: RunContext, function: str | None, backend: str,
+                     symbolic_pass: SymbolicPass | None = None) -> Verdict:
+    """The verdict of an eager, symbolic or save run, which depends on where it ran only (and,
+    for a symbolic run, which pass ran it); of a graph run, what its place alone says (a
+    trace), when its earlier traces cannot be read."""
     if context is RunContext.GRAPH:
         return Verdict(TraceKind.TRACE, (), Reason.FIRST_TRACE, None, function, backend)
     if context is RunContext.EAGER:
         return Verdict(TraceKind.EAGER, (), Reason.EAGER, None, function, backend)
     if context is RunContext.SYMBOLIC:
-        return Verdict(TraceKind.SYMBOLIC, (), Reason.SYMBOLIC, Hint.DEFINE_BUILD, function, backend)
+        return Verdict(TraceKind.SYMBOLIC, (), Reason.SYMBOLIC, _SYMBOLIC_HINTS[symbolic_pass], function,
+                       backend)
     return Verdict(TraceKind.SAVE, (), Reason.SAVE, None, function, backend)
 
 
@@ -174,6 +197,7 @@ def classify_run(
     control_flow: str | None = None,
     enclosing: EnclosingTrace | None = None,
     traced_before: bool = False,
+    symbolic_pass: SymbolicPass | None = None,
 ) -> Verdict:
     """Classifies one body run.
 
@@ -205,7 +229,11 @@ def classify_run(
             (a Python argument of the function, a new function object).
         traced_before: Whether the layer made a graph trace before, in any
             function.
+        symbolic_pass: For a symbolic run, which of Keras's passes ran it, when
+            known: the hint names what would avoid that pass.
     """
+    if context is not RunContext.GRAPH:
+        return verdict_of_place(context, function, backend, symbolic_pass)
     verdict = _classify_layer_run(context, signature, function, in_creation_phase, earlier, same_origin,
                                   trace, backend, keras_step, keras_call, control_flow)
     if enclosing is None or verdict.reason not in (Reason.SAME_ARGUMENTS, Reason.FIRST_TRACE,
@@ -415,5 +443,5 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
     return Verdict(kind, record.changes, Reason.SIGNATURE_CHANGED, hint, name, backend, argument, keras_call)
 
 
-__all__ = ["EarlierTrace", "Hint", "Reason", "RunContext", "Verdict", "classify_function_trace",
-           "classify_run", "closest_trace", "verdict_of_place"]
+__all__ = ["EarlierTrace", "Hint", "Reason", "RunContext", "SymbolicPass", "Verdict",
+           "classify_function_trace", "classify_run", "closest_trace", "verdict_of_place"]

@@ -38,7 +38,8 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
 
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
         eager = _compat.executing_eagerly()
-        body = original if eager else _graph_body(layer, call, original, sys._getframe(1))
+        caller = None if eager else sys._getframe(1)
+        body = original if eager else _graph_body(layer, call, original, caller)
         state = layer.__dict__.get(STATE_ATTRIBUTE)
         if state is None and _layer_state.plain_layer_state is not None:
             state = _layer_state.plain_layer_state(layer)
@@ -65,7 +66,7 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
                 return original(layer, *args, **kwargs)
             finally:
                 runs.pop()
-        run = _begin(layer, state, original, args, kwargs, eager)
+        run = _begin(layer, state, original, args, kwargs, eager, caller)
         runs.append(run)
         try:
             result = body(layer, *args, **kwargs)
@@ -133,9 +134,9 @@ def is_recorded(function: Any) -> bool:
 
 
 def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
-           args: tuple, kwargs: dict, eager: bool) -> BodyRun:
+           args: tuple, kwargs: dict, eager: bool, caller: Any = None) -> BodyRun:
     """Starts the record of a run: what classification needs, taken now; the verdict is made
-    when first asked (`BodyRun.verdict`)."""
+    when first asked (`BodyRun.verdict`). `caller`: the frame that called `call`, in a graph."""
     run = BodyRun(layer, state, original, args, kwargs)
     try:
         if eager:  # With `log_eager=True`: the run becomes an event.
@@ -163,6 +164,9 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         else:
             run.earlier = run.same_origin = ()
             run.traced_before = False
+            # Which of Keras's symbolic passes runs it: its frames are gone by the time the log is read.
+            run.symbolic_pass = _compat.symbolic_pass(type(layer), caller) \
+                if site.context is RunContext.SYMBOLIC else None
             if site.defers_variables:  # Keras 3's symbolic pass lists the variables it makes.
                 run.deferred_mark = _compat.deferred_variables_mark()
             else:  # Elsewhere the layer's variables before and after the run tell.

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from traceguard._compat import BACKEND
-from traceguard._core.classify import RunContext, Verdict, classify_run, verdict_of_place
+from traceguard._core.classify import RunContext, SymbolicPass, Verdict, classify_run, verdict_of_place
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._core.signature import Signature, format_signature, signature_of
 from traceguard._record.internal_errors import log_internal_error
@@ -62,6 +62,11 @@ class EagerRun:
             return self.signature
 
 
+def _symbolic_pass(run: BodyRun) -> SymbolicPass | None:
+    name = getattr(run, "symbolic_pass", None)
+    return None if name is None else SymbolicPass(name)
+
+
 class BodyRun(EagerRun):
     """A run of a `call` body in progress on this thread that may become an event.
 
@@ -71,7 +76,8 @@ class BodyRun(EagerRun):
     for the log's reader, and most logs are never read while a model traces.
     """
 
-    __slots__ = ("index", "site", "earlier", "same_origin", "traced_before", "messages", "started",
+    __slots__ = ("index", "site", "earlier", "same_origin", "traced_before", "symbolic_pass", "messages",
+                 "started",
                  "variables_before", "deferred_mark", "created", "creation_watch", "_verdict",
                  # Filled in as the run finishes; `event()` makes its TraceEvent from them.
                  "duration", "created_variables", "error", "owner", "_event")
@@ -116,14 +122,16 @@ class BodyRun(EagerRun):
         except AttributeError:
             pass
         site = self.site
+        # Set as a run not in a graph trace starts, as the name of a Keras pass.
+        symbolic_pass = None if site.context is not RunContext.SYMBOLIC else _symbolic_pass(self)
         try:
             verdict = classify_run(
                 site.context, self.signature, site.frame_name, site.in_creation_phase, self.earlier,
                 self.same_origin, site.trace, BACKEND, site.keras_step, site.keras_call,
-                site.control_flow, site.enclosing, self.traced_before)
+                site.control_flow, site.enclosing, self.traced_before, symbolic_pass)
         except Exception:  # Reading the log must never fail for it.
             log_internal_error("classifying a run", "the run is shown by its place only")
-            verdict = verdict_of_place(site.context, site.frame_name, BACKEND)
+            verdict = verdict_of_place(site.context, site.frame_name, BACKEND, symbolic_pass)
         self._verdict = verdict
         return verdict
 

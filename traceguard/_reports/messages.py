@@ -13,11 +13,31 @@ from traceguard._core.changes import Aspect
 from traceguard._core.classify import Hint, Reason, Verdict
 
 _HINTS: dict[Hint, str] = {
-    Hint.DEFINE_BUILD: (
+    Hint.SYMBOLIC_PASS: (
         "Expected once per layer: Keras runs `call` on symbolic inputs to create the "
         "weights when the layer has no `build()`, and to infer output shapes in a functional "
         "model. Define `build(input_shape)` to create the weights (and "
         "`compute_output_shape()` to skip the pass in functional models)."
+    ),
+    Hint.DEFINE_BUILD: (
+        "Expected once per layer: it has no `build()`, so Keras ran `call` on symbolic inputs "
+        "to create its weights and build its sublayers. Define `build(input_shape)` to create "
+        "them, and Keras calls it instead."
+    ),
+    Hint.DEFINE_COMPUTE_OUTPUT_SHAPE: (
+        "Expected once per call of the layer on symbolic inputs (building a functional or "
+        "Sequential model): Keras ran `call` to infer the layer's output. Define "
+        "`compute_output_shape(input_shape)`, and Keras uses it instead."
+    ),
+    Hint.ENCLOSING_SYMBOLIC_PASS: (
+        "Keras ran `call` inside the symbolic pass of a layer or model that calls this layer: "
+        "what avoids that pass (a `build()` or a `compute_output_shape()` on the enclosing "
+        "layer) avoids this run too."
+    ),
+    Hint.KERAS2_FUNCTIONAL: (
+        "Expected once per call of the layer in a functional model: Keras 2 runs every layer's "
+        "`call` on symbolic inputs to infer its outputs as it builds the model, whatever the "
+        "layer defines. A one-time cost; nothing to fix."
     ),
     Hint.CREATE_VARIABLES_FIRST: (
         "Create the variables before the first traced call: call the layer once on a sample "
