@@ -350,3 +350,6 @@ def test_a_symbolic_run_s_fix_names_what_avoids_the_pass_that_ran_it():
         ("symbolic", "Define `compute_output_shape(input_shape)`, and Keras uses it instead.")]
     assert [event.hint.startswith("Keras ran `call` inside the symbolic pass of a layer or model")
             for event in without_build.doubled.trace_log] == [True, True]
+    # The build pass made the sublayer's weights; the output pass after it made none.
+    dense = (without_build.dense.kernel.path, without_build.dense.bias.path)
+    assert [event.created_variables for event in without_build.trace_log] == [dense, ()]

@@ -460,3 +460,23 @@ def test_a_layer_without_build_traced_fresh_is_built_by_a_symbolic_run(keras_fla
     tf.function(layer)(seed_input)
     expected = keras_flavor.pick([("symbolic", DEFINE_BUILD)], [])
     assert [(e.kind.value, e.hint) for e in layer.trace_log if e.kind.value == "symbolic"] == expected
+
+
+def test_a_functional_models_output_pass_creates_none_of_the_build_pass_s_variables(keras_flavor):
+    # Keras 3 builds a layer without `build()` by a first pass, whose variables get their
+    # `tf.Variable` as that pass ends; the output pass that follows creates none of them.
+    keras = keras_flavor.keras
+    layer = keras_flavor.SeedLayer()
+    inputs = keras.Input((4,))
+    keras.Model(inputs, layer(inputs))
+    dense = paths(layer.dense.kernel, layer.dense.bias)
+    expected = keras_flavor.pick([("symbolic", dense), ("symbolic", ())], [("symbolic", dense)])
+    assert [(event.kind.value, event.created_variables) for event in layer.trace_log] == expected
+    with tg.watch() as report:  # The same for a plain layer, whose `build` traceguard never sees.
+        plain = keras_flavor.PlainSeedLayer()
+        inputs = keras.Input((4,))
+        keras.Model(inputs, plain(inputs))
+    dense = paths(plain.dense.kernel, plain.dense.bias)
+    runs = {name: [event.created_variables for event in runs.events] for name, runs in report.layers.items()}
+    assert runs[plain.name] == keras_flavor.pick([dense, ()], [dense])
+    assert runs[plain.dense.name] == keras_flavor.pick([(), ()], [()])

@@ -408,11 +408,15 @@ def _created_variables(run: BodyRun) -> tuple[str, ...]:
 def _created_in_symbolic_pass(run: BodyRun, state: LayerTraceState) -> tuple[str, ...]:
     """`_created_variables` for a run in Keras 3's symbolic pass, which lists the variables it makes.
 
-    The variables made while the body ran, and the paths of the layer's variables
-    whose `tf.Variable` Keras creates after the run, which go to the next run:
-    those made in it, and those the previous run left waiting that still wait.
-    Keras's list says what the run made; the layer's variables are walked only
-    when a build before the run was seen by its paths, or not seen at all.
+    The variables made while the body ran (and by a `build` just before it, when
+    seen), and the paths of the layer's variables whose `tf.Variable` Keras creates
+    after the run, which go to the next run: those made in it, and those the
+    previous run left waiting that still wait. What an earlier pass left is not
+    this run's: a symbolic run creates no `tf.Variable` (Keras creates them as its
+    outermost pass ends), so those wait for a trace, or were made between the runs
+    (a functional model's build pass, then its output pass). Keras's list says what
+    the run made; the layer's variables are walked only when a build before the run
+    was seen by its paths, or not seen at all.
     """
     built, state.built_variables = state.built_variables, ()
     new = _compat.deferred_since(run.deferred_mark)
@@ -429,15 +433,19 @@ def _created_in_symbolic_pass(run: BodyRun, state: LayerTraceState) -> tuple[str
         waiting = [v for v in carried if _compat.backing_variable(v) is None] + new
         state.deferred_variables = tuple(waiting)
         state.built_variables = tuple(_compat.variable_paths(waiting))
+        # With `carried`, `built` is what the previous pass left, not a build's.
+        claimed = () if carried else built
         in_body = _new_variable_paths([], set(), [*run.created, *new])
-        return (*built, *[path for path in in_body if path not in built])
+        return (*claimed, *[path for path in in_body if path not in claimed])
     current = _compat.layer_variables(run.layer)
     state.built_variables = _compat.deferred_variable_paths(current)
+    # A seen build's paths are this run's; unseen (a plain layer), `built` is what the previous pass left.
+    claimed = built if state.sees_build else ()
     if new is None:  # The pass ended in the run: what it made is not known.
-        return built
+        return claimed
     made = {id(v) for v in new}
     in_body = _new_variable_paths(current, {id(v) for v in current if id(v) not in made}, run.created)
-    return (*built, *[path for path in in_body if path not in built])
+    return (*claimed, *[path for path in in_body if path not in claimed])
 
 
 def _new_variable_paths(current: list[Any], before: set[int], created: list[Any]) -> list[str]:
