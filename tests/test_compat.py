@@ -207,6 +207,21 @@ def test_symbolic_pass_is_told_by_the_keras_3_frame_that_calls_call(keras_flavor
         assert _frames.symbolic_pass(Probe, sys._getframe()) == "enclosing"  # Not Keras's frame.
 
 
+def test_a_symbolic_pass_keras_moved_is_logged_with_the_general_fix(keras_flavor, monkeypatch):
+    def moved():
+        raise _flavors.internal_missing("keras.src.backend.tensorflow.core.compute_output_spec")
+
+    monkeypatch.setattr(_frames, "_codes", {})
+    monkeypatch.setattr(_frames, "output_spec_codes", moved)
+    layer = keras_flavor.SeedLayer()
+    inputs = keras_flavor.keras.Input((4,))
+    keras_flavor.keras.Model(inputs, layer(inputs))
+    general = "Expected once per layer: Keras runs `call` on symbolic inputs to create the weights when"
+    keras_2 = "Expected once per call of the layer in a functional model: Keras 2 runs"
+    assert [event.hint.startswith(keras_flavor.pick(general, keras_2)) for event in layer.trace_log] == \
+        keras_flavor.pick([True, True], [True])
+
+
 def test_wrapped_build_keeps_the_parameter_names_keras_3_reads(keras_flavor):
     class TwoInputs(keras_flavor.TraceAwareLayer):
         def build(self, x_shape, y_shape):

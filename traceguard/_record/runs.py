@@ -122,9 +122,10 @@ class BodyRun(EagerRun):
         except AttributeError:
             pass
         site = self.site
-        # Set as a run not in a graph trace starts, as the name of a Keras pass.
-        symbolic_pass = None if site.context is not RunContext.SYMBOLIC else _symbolic_pass(self)
+        symbolic_pass = None
         try:
+            if site.context is RunContext.SYMBOLIC:  # Named as the run started, by `_compat`.
+                symbolic_pass = _symbolic_pass(self)
             verdict = classify_run(
                 site.context, self.signature, site.frame_name, site.in_creation_phase, self.earlier,
                 self.same_origin, site.trace, BACKEND, site.keras_step, site.keras_call,
