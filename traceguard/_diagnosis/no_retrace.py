@@ -30,8 +30,9 @@ from traceguard._record import observers as _observers
 from traceguard._reports.guards import format_guard_failure
 
 ON_RETRACE_MODES = ("raise", "warn")
-# The function trace kinds that fail once each function's first trace is its warm-up.
-_KINDS_AFTER_FIRST = frozenset({"retrace", "new_function"})
+# The function trace kinds that fail once each function's first trace is its warm-up: the
+# retraces, and the compilations without one (a miss the user pays for as well).
+_KINDS_AFTER_FIRST = frozenset({"retrace", "new_function", "compile"})
 _LAYERS_KEPT = 1000  # Function traces whose layers are remembered until the trace ends.
 # The traces a guard failed, per `FunctionRecords`: record index -> the record as failed. The
 # backend cached nothing, so the next call traces the same signature again; the records read
