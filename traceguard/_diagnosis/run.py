@@ -19,6 +19,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from traceguard._diagnosis.trace_file import check_trace_file_path
+
 if TYPE_CHECKING:
     from traceguard._diagnosis.explanation import Explanation
 
@@ -114,10 +116,15 @@ def _run(run: Callable[[], dict[str, Any]], title: str, argv: list[str], path0: 
          output: str | None, err: TextIO, html: str | None, summary: bool, verify_fixes: bool,
          trace_file: str | None, trace_file_label: str | None) -> int:
     """Calls `run` under `watch()` with `sys.argv` and `sys.path[0]` set, then writes the report."""
-    for option, path in (("--html", html), ("--trace-file", trace_file)):
-        message = check_output_file(option, path, "traceguard run")
-        if message is not None:
-            print(message, file=err)
+    message = check_output_file("--html", html, "traceguard run")
+    if message is not None:
+        print(message, file=err)
+        return 2
+    if trace_file is not None:
+        try:
+            check_trace_file_path(trace_file, trace_file_label, None)
+        except ValueError as error:
+            print(f"traceguard run: {error}", file=err)
             return 2
     from traceguard._diagnosis.watch import watch
 
@@ -152,7 +159,8 @@ def _run(run: Callable[[], dict[str, Any]], title: str, argv: list[str], path0: 
             _write_report(report.summary(brief=summary) + _fixes_text(report, verify_fixes), output, err)
             if html is not None:
                 report.to_html(html)
-            print(_closing_line(report, output, html, trace_file), file=err)
+            written = report._trace_file.path if report._trace_file is not None else None
+            print(_closing_line(report, output, html, written), file=err)
         del kept_alive
     return code
 
