@@ -58,9 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
                      "or tensor argument that stops a tf.function's retraces) by replaying its recorded "
                      "signatures as zero tensors against copies of the function; runs them again")
     run.add_argument("--trace-file", metavar="FILE", help="also write every record to FILE as it "
-                     "happens (JSON Lines; read it with `python -m traceguard report FILE`)")
+                     "happens (JSON Lines; read it with `python -m traceguard report FILE`); FILE may "
+                     "hold {worker}, {task_type}, {task_index}, {process_index}, {pid} or {host}, "
+                     "filled when it opens, so every worker of a job can run the same command")
     run.add_argument("--trace-file-label", metavar="LABEL", help="how reports name this process in "
-                     "the trace file; default: HOST:PID")
+                     "the trace file; default: the worker in a tf.distribute (TF_CONFIG) or "
+                     "jax.distributed job (worker-1, process-1), else HOST:PID")
     run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
     run.add_argument("arguments", metavar="ARGS", nargs=argparse.REMAINDER,
                      help="arguments for the script")

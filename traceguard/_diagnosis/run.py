@@ -15,6 +15,8 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from traceguard._diagnosis.trace_file import check_trace_file_path
+
 if TYPE_CHECKING:
     from traceguard._diagnosis.explanation import Explanation
 
@@ -48,11 +50,12 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         print(f"traceguard run: --html expects a file in an existing directory. Received: --html {html!r}",
               file=err)
         return 2
-    trace_directory = os.path.dirname(os.path.abspath(trace_file)) if trace_file is not None else ""
-    if trace_file is not None and (os.path.isdir(trace_file) or not os.path.isdir(trace_directory)):
-        print("traceguard run: --trace-file expects a file in an existing directory. "
-              f"Received: --trace-file {trace_file!r}", file=err)
-        return 2
+    if trace_file is not None:
+        try:
+            check_trace_file_path(trace_file, trace_file_label, None)
+        except ValueError as error:
+            print(f"traceguard run: {error}", file=err)
+            return 2
     from traceguard._diagnosis.watch import watch
 
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
@@ -82,7 +85,8 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
             _write_report(report.summary(brief=summary) + _fixes_text(report, verify_fixes), output, err)
             if html is not None:
                 report.to_html(html)
-            print(_closing_line(report, output, html, trace_file), file=err)
+            written = report._trace_file.path if report._trace_file is not None else None
+            print(_closing_line(report, output, html, written), file=err)
         del kept_alive
     return code
 
