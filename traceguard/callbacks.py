@@ -293,10 +293,17 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             layer body run and per function trace as each happens, and the
             eager run counts at the end of each call (when the file is
             closed until the next call). `python -m traceguard
-            report FILE` renders it without TensorFlow. Its directory must
-            exist. Defaults to `None`, no file.
+            report FILE` renders it without TensorFlow. It may hold fields,
+            filled when the file opens, so that every worker of a
+            multi-worker job runs the same code: `{worker}` (`"worker-1"`,
+            `"chief-0"` from `TF_CONFIG`, `"process-1"` under
+            `jax.distributed`, else `"<host>-<pid>"`), `{task_type}`,
+            `{task_index}`, `{process_index}`, `{pid}`, `{host}`. Its
+            directory must exist. Defaults to `None`, no file.
         trace_file_label: String, how reports name this process when they
-            merge several trace files. Defaults to `None`, `"<host>:<pid>"`.
+            merge or compare several trace files. Defaults to `None`: the
+            worker in a multi-worker job (`"worker-1"`), else
+            `"<host>:<pid>"`.
         no_retrace_after: When `traceguard.no_retrace()` starts, with its
             defaults: a retrace fails the call, with `traceguard.RetraceError`
             raised from the step that retraced. One of `{"epoch", "call"}`:
@@ -314,8 +321,9 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             `fit`, `evaluate` or `predict` call begins, if the model is of
             another Keras.
         ValueError: If the directory of `html` or `trace_file` does not
-            exist, or `log_dir` is an existing file, or `no_retrace_after` is
-            not one of the accepted values.
+            exist, `trace_file` holds an unknown field, `log_dir` is an
+            existing file, or `no_retrace_after` is not one of the accepted
+            values.
         traceguard.RetraceError: With `no_retrace_after`, from the `fit`,
             `evaluate` or `predict` call whose step retraced.
 

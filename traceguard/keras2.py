@@ -78,9 +78,11 @@ else:
             log_dir: Directory (str or path-like) for TensorBoard summaries.
                 Defaults to `None`.
             trace_file: Path (str or path-like) of a trace file, written as
-                records happen. Defaults to `None`.
+                records happen; it may hold `{worker}` and the other fields of
+                `traceguard.callbacks.TraceMonitor`'s. Defaults to `None`.
             trace_file_label: String, how reports name this process.
-                Defaults to `None`, `"<host>:<pid>"`.
+                Defaults to `None`: the worker in a multi-worker job
+                (`"worker-1"`), else `"<host>:<pid>"`.
 
         Example:
 
