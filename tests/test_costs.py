@@ -50,8 +50,8 @@ def test_jit_compile_with_varying_shapes_gives_compile_events_without_a_retrace(
     assert (runs.traces, runs.compilations) == (2, 4)
     compiled = runs.events[2]
     assert compiled.signature == {"x": "float32[6,6]"}
-    assert [(change.argument, change.aspect.value, change.old, change.new) for change in compiled.changes] == [
-        ("x", "dim", 5, 6), ("x", "dim", 5, 6)]
+    assert [(change.argument, change.aspect.value, change.axis, change.old, change.new)
+            for change in compiled.changes] == [("x", "dim", 0, 5, 6), ("x", "dim", 1, 5, 6)]
     assert set(compiled.phases) == {"compile"} and compiled.duration_s == 0.0
     assert compiled.miss_s >= compiled.phases["compile"]
     assert compiled.reason.startswith("XLA compiled tf.function `matmuls` (`jit_compile=True`) for new "

@@ -22,6 +22,7 @@ from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._diagnosis.explanation import Explanation, LayerRuns
 from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
+from traceguard._diagnosis.workers import Worker
 
 
 class TraceFileError(ValueError):
@@ -42,6 +43,8 @@ class TraceFile:
             the file has it (epoch seconds).
         complete: Whether the file's last record is an end line (the process closed
             it, or a `TraceMonitor` call ended).
+        worker: The worker of a distributed job that wrote it (its header's
+            `worker`), or None.
     """
 
     path: str
@@ -51,6 +54,12 @@ class TraceFile:
     function_starts: dict[int, float] = dataclasses.field(default_factory=dict)
     call_starts: dict[int, float] = dataclasses.field(default_factory=dict)
     complete: bool = False
+    worker: Worker | None = None
+
+    @property
+    def version(self) -> int:
+        """The schema version it was written with."""
+        return int(self.header["version"])
 
     @property
     def label(self) -> str:
@@ -87,7 +96,8 @@ def read_trace_file(path: str) -> TraceFile:
             raise TraceFileError(f"{path}:{number}: not a JSON record ({error}). "
                                  f"Received: {_shorten(line)}") from None
         if trace_file is None:
-            trace_file = TraceFile(path, _checked_header(record, path))
+            header = _checked_header(record, path)
+            trace_file = TraceFile(path, header, worker=_worker(header, path))
             continue
         try:
             _add_record(trace_file, record)
@@ -109,6 +119,16 @@ def _checked_header(record: Any, path: str) -> dict[str, Any]:
             f"{record.get('traceguard', '?')}); this traceguard reads versions up to {SCHEMA_VERSION}. "
             "Upgrade traceguard to read it.")
     return record
+
+
+def _worker(header: dict[str, Any], path: str) -> Worker | None:
+    fields = header.get("worker")
+    if fields is None:
+        return None
+    try:
+        return Worker.from_dict(fields)
+    except ValueError as error:
+        raise TraceFileError(f"{path}:1: the header's `worker` is not a worker: {error}") from None
 
 
 def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
