@@ -26,7 +26,7 @@ from traceguard._record.log import normalize_kinds
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
-    from traceguard._diagnosis.fix_checks import FixCheck
+    from traceguard._diagnosis.fix_checks import FixChecks
     from traceguard._diagnosis.trace_file import TraceFileWriter
 
 # `TraceAwareMixin` (which imports TensorFlow or JAX) is imported when a layer is first
@@ -257,7 +257,7 @@ class Explanation:
         reference = self._fix_functions.get(key)
         return None if reference is None else reference()
 
-    def verify_fixes(self) -> list[FixCheck]:
+    def verify_fixes(self) -> FixChecks:
         """Checks each fix-it by replaying the function's recorded signatures.
 
         Runs your code: each distinct recorded signature is replayed as zero
@@ -271,11 +271,13 @@ class Explanation:
         could not be verified.
 
         Returns:
-            A list of `FixCheck`, one per fix-it of `fixes()`.
+            A list of `FixCheck`, one per fix-it of `fixes()`, whose `str()` is
+            the report of them all, as `python -m traceguard run --verify-fixes`
+            prints it.
         """
-        from traceguard._diagnosis.fix_checks import verify_fix
+        from traceguard._diagnosis.fix_checks import FixChecks, verify_fix
 
-        checks = []
+        checks = FixChecks()
         for fix in self.fixes():
             key = f"{fix.qualname} ({fix.definition})" if fix.definition else fix.qualname
             checks.append(verify_fix(fix, self._live_function(key)))
