@@ -11,12 +11,12 @@ argument, else 0.
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Sequence
 from typing import TextIO
 
 from traceguard._diagnosis.compare import UNNAMED_WORKERS, Comparison, ModeUndecided, compare
+from traceguard._diagnosis.run import check_output_file
 
 _NAME = "traceguard compare"
 
@@ -52,9 +52,9 @@ def compare_files(paths: Sequence[str], out: TextIO, err: TextIO, baseline: str 
         print(f"{_NAME}: compares two trace files or more (one per worker), or runs with --baseline FILE. "
               f"Received: {len(paths)} file{'' if len(paths) == 1 else 's'}", file=err)
         return 2
-    directory = os.path.dirname(os.path.abspath(html)) if html is not None else ""
-    if html is not None and (os.path.isdir(html) or not os.path.isdir(directory)):
-        print(f"{_NAME}: --html expects a file in an existing directory. Received: --html {html!r}", file=err)
+    message = check_output_file("--html", html, _NAME)
+    if message is not None:
+        print(message, file=err)
         return 2
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -26,7 +26,7 @@ from traceguard._record.log import normalize_kinds
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
-    from traceguard._diagnosis.fix_checks import FixCheck
+    from traceguard._diagnosis.fix_checks import FixChecks
     from traceguard._diagnosis.trace_file import TraceFileWriter
 
 # `TraceAwareMixin` (which imports TensorFlow or JAX) is imported when a layer is first
@@ -249,7 +249,7 @@ class Explanation:
         reference = self._fix_functions.get(key)
         return None if reference is None else reference()
 
-    def verify_fixes(self) -> list[FixCheck]:
+    def verify_fixes(self) -> FixChecks:
         """Checks each fix-it by replaying the function's recorded signatures.
 
         Runs your code: each distinct recorded signature is replayed as zero
@@ -263,11 +263,13 @@ class Explanation:
         could not be verified.
 
         Returns:
-            A list of `FixCheck`, one per fix-it of `fixes()`.
+            A list of `FixCheck`, one per fix-it of `fixes()`, whose `str()` is
+            the report of them all, as `python -m traceguard run --verify-fixes`
+            prints it.
         """
-        from traceguard._diagnosis.fix_checks import verify_fix
+        from traceguard._diagnosis.fix_checks import FixChecks, verify_fix
 
-        checks = []
+        checks = FixChecks()
         for fix in self.fixes():
             key = f"{fix.qualname} ({fix.definition})" if fix.definition else fix.qualname
             checks.append(verify_fix(fix, self._live_function(key)))
@@ -343,28 +345,33 @@ class Explanation:
         return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
                                   summary=brief)
 
-    def to_html(self, path: str | os.PathLike[str]) -> pathlib.Path:
-        """Writes the report as one self-contained HTML file: a timeline per layer, then tables.
+    def to_html(self, path: str | os.PathLike[str], axis: str = "time") -> pathlib.Path:
+        """Writes the report as one self-contained HTML file: the functions, a timeline per layer,
+        then tables.
 
         One row per layer and one mark per body run, coloured by kind, with
         the reason, changes and fix as tooltip; then the counts by kind per
         layer and the retraces with their fixes. No scripts and nothing
-        fetched: the file opens offline. Same as
-        `traceguard.write_html(path, explanation.layers, title=explanation.title,
-        functions=explanation.functions.values())`.
+        fetched: the file opens offline. `python -m traceguard run --html`,
+        `python -m traceguard report --html` and `TraceMonitor(html=...)`
+        write it.
 
         Args:
             path: File to write (str or path-like); its directory must exist.
+            axis: One of `{"time", "order"}`: place runs by seconds since the
+                first run, or by their order. Defaults to `"time"`.
 
         Returns:
             The path written, as a `pathlib.Path`.
 
         Raises:
             TypeError: If `path` is not a str or path-like.
+            ValueError: If `axis` is not one of the choices.
         """
-        from traceguard._reports.html import write_html
+        from traceguard._reports.html import render_html, write_document
 
-        return write_html(path, self.layers, title=self.title, functions=list(self.functions.values()))
+        return write_document(path, render_html(self.layers, title=self.title, axis=axis,
+                                                functions=list(self.functions.values())))
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""
