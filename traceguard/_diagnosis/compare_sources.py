@@ -85,7 +85,7 @@ def steps_of(runs: FunctionRuns) -> tuple[Step, ...]:
     """The function's traces in one source, numbered from 1; `same_graph_as` as a number too."""
     numbers = {event.serial: number for number, event in enumerate(runs.events, start=1)}
     return tuple(Step(number, event.kind, dict(event.signature), numbers.get(event.same_graph_as),  # type: ignore[arg-type]
-                      event.serial, tuple(event.changes), getattr(event, "phases", None))
+                      event.serial, tuple(event.changes), getattr(event, "phases", None) or None)
                  for number, event in enumerate(runs.events, start=1))
 
 
