@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from traceguard import callbacks, testing
     from traceguard._core.errors import RetraceError
     from traceguard._core.events import TraceEvent, TraceKind
+    from traceguard._diagnosis.compare import Comparison, compare
     from traceguard._diagnosis.explanation import Explanation, LayerRuns
     from traceguard._diagnosis.forecast import Forecast, ForecastCheck, forecast
     from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 from traceguard._version import __version__
 
 __all__ = [
+    "Comparison",
     "Explanation",
     "Forecast",
     "ForecastCheck",
@@ -45,6 +47,7 @@ __all__ = [
     "TraceLog",
     "__version__",
     "callbacks",
+    "compare",
     "explain",
     "forecast",
     "no_retrace",
@@ -59,6 +62,7 @@ __all__ = [
 # The module of each public name, as imported above for type checkers. A public
 # submodule maps to itself.
 _MODULES = {
+    "Comparison": "traceguard._diagnosis.compare",
     "Explanation": "traceguard._diagnosis.explanation",
     "Forecast": "traceguard._diagnosis.forecast",
     "ForecastCheck": "traceguard._diagnosis.forecast",
@@ -73,6 +77,7 @@ _MODULES = {
     "TraceKind": "traceguard._core.events",
     "TraceLog": "traceguard._record.log",
     "callbacks": "traceguard.callbacks",
+    "compare": "traceguard._diagnosis.compare",
     "explain": "traceguard._diagnosis.watch",
     "forecast": "traceguard._diagnosis.forecast",
     "no_retrace": "traceguard._diagnosis.no_retrace",
