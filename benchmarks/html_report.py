@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 from traceguard._compat._keras_names import is_keras_step_function  # noqa: E402
 from traceguard._core.classify import EarlierTrace, RunContext, classify_run  # noqa: E402
 from traceguard._core.events import TraceEvent  # noqa: E402
-from traceguard._reports.html import render_html, write_html  # noqa: E402
+from traceguard._diagnosis.html_report import write_html  # noqa: E402
+from traceguard._reports.html import render_html  # noqa: E402
 from traceguard._reports.messages import hint_text, reason_text  # noqa: E402
 
 LAYERS = 100

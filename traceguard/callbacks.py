@@ -19,7 +19,7 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._diagnosis.explanation import Explanation
-from traceguard._diagnosis.no_retrace import RetraceGuard
+from traceguard._diagnosis.no_retrace import ALLOW_FIRST_TRACES, ON_RETRACE, RetraceGuard
 from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import add_observer, remove_observer
 from traceguard._reports.tensorboard import TensorBoardWriter
@@ -80,9 +80,9 @@ class TraceMonitorMixin:
                              f"{', '.join(map(repr, NO_RETRACE_AFTER))}, or None. "
                              f"Received: no_retrace_after={no_retrace_after!r}")
         self.no_retrace_after = no_retrace_after
-        # Armed during the calls after warm-up; each function's first trace is its own warm-up.
+        # `no_retrace()`'s guard, with its defaults, armed during the calls after warm-up.
         monitor = weakref.ref(self)  # The guard must not keep the monitor alive (see `_Observer`).
-        self._guard = RetraceGuard("raise", allow_first_traces=True,
+        self._guard = RetraceGuard(ON_RETRACE, allow_first_traces=ALLOW_FIRST_TRACES,
                                    where=lambda: monitor()._guard_place())  # type: ignore[union-attr]
         self._guard.armed = False
         self.html = _checked_html_path(html)
@@ -304,9 +304,9 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             merge or compare several trace files. Defaults to `None`: the
             worker in a multi-worker job (`"worker-1"`), else
             `"<host>:<pid>"`.
-        no_retrace_after: When a retrace fails the call, with
-            `traceguard.RetraceError` raised from the step that retraced (as in
-            a `traceguard.no_retrace()` block). One of `{"epoch", "call"}`:
+        no_retrace_after: When `traceguard.no_retrace()` starts, with its
+            defaults: a retrace fails the call, with `traceguard.RetraceError`
+            raised from the step that retraced. One of `{"epoch", "call"}`:
             after the first epoch of the first `fit` (and in every later
             call), or in the calls after the first one. Each function's first
             trace is its warm-up, wherever it happens (a first `predict`

@@ -34,7 +34,7 @@ class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):  # type: ignore[misc
             `False`.
         max_traces: None or a non-negative integer, the retrace budget.
             Defaults to `None`.
-        on_excess: One of `{"warn", "raise"}`. Defaults to `"warn"`.
+        on_retrace: One of `{"raise", "warn"}`. Defaults to `"warn"`.
         **kwargs: Standard `Layer` arguments (`name`, `dtype`, ...).
 
     Example:

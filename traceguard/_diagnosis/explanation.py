@@ -343,28 +343,33 @@ class Explanation:
         return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
                                   summary=brief)
 
-    def to_html(self, path: str | os.PathLike[str]) -> pathlib.Path:
-        """Writes the report as one self-contained HTML file: a timeline per layer, then tables.
+    def to_html(self, path: str | os.PathLike[str], axis: str = "time") -> pathlib.Path:
+        """Writes the report as one self-contained HTML file: the functions, a timeline per layer,
+        then tables.
 
         One row per layer and one mark per body run, coloured by kind, with
         the reason, changes and fix as tooltip; then the counts by kind per
         layer and the retraces with their fixes. No scripts and nothing
-        fetched: the file opens offline. Same as
-        `traceguard.write_html(path, explanation.layers, title=explanation.title,
-        functions=explanation.functions.values())`.
+        fetched: the file opens offline. `python -m traceguard run --html`,
+        `python -m traceguard report --html` and `TraceMonitor(html=...)`
+        write it.
 
         Args:
             path: File to write (str or path-like); its directory must exist.
+            axis: One of `{"time", "order"}`: place runs by seconds since the
+                first run, or by their order. Defaults to `"time"`.
 
         Returns:
             The path written, as a `pathlib.Path`.
 
         Raises:
             TypeError: If `path` is not a str or path-like.
+            ValueError: If `axis` is not one of the choices.
         """
-        from traceguard._reports.html import write_html
+        from traceguard._reports.html import render_html, write_document
 
-        return write_html(path, self.layers, title=self.title, functions=list(self.functions.values()))
+        return write_document(path, render_html(self.layers, title=self.title, axis=axis,
+                                                functions=list(self.functions.values())))
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""

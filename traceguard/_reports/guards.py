@@ -16,6 +16,13 @@ _TRACED = {
 }
 
 
+def unrecorded_retrace_reason(origin: str, name: str, traces: int) -> str:
+    """The `why` of a retrace whose function traced before traceguard recorded it."""
+    times = "once" if traces == 1 else f"{traces} times"
+    return (f"The {origin} `{name}` traced again for a signature its cache did not hold; it had traced "
+            f"{times} before traceguard recorded it, so its first trace seen here is a retrace.")
+
+
 def format_guard_failure(subject: str, kind: str, where: str, *,
                          signature: Mapping[str, str], changes: Sequence[str], reason: str,
                          hint: str | None, call_site: str | None, layers: Sequence[str] = (),
@@ -38,10 +45,10 @@ def format_guard_failure(subject: str, kind: str, where: str, *,
     add("signature", ", ".join(f"{arg}={spec}" for arg, spec in signature.items()) or "-")
     if changes:
         add("changed", "; ".join(changes))
-    elif kind == "first" and not baseline_recorded:
-        add("changed", "unknown: traceguard was not recording before the block, so it knows no "
-                       "earlier trace to compare with. Run the warm-up inside `traceguard.watch()` "
-                       "to see what changed.")
+    elif kind in ("first", "retrace") and not baseline_recorded:
+        add("changed", "unknown: traceguard did not record the function's earlier traces, so it knows "
+                       "no earlier signature to compare with. Run the warm-up inside "
+                       "`traceguard.watch()` to see what changed.")
     add("why", reason)
     if hint:
         add("fix", hint)

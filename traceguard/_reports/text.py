@@ -258,6 +258,19 @@ def format_budget_failure(subject: str, n: int, count: int, events: list[TraceEv
     return "\n".join(lines)
 
 
+def format_function_budget_failure(function: Any, n: int, events: Sequence[Any]) -> str:
+    """The text of a `max_traces` marker failure for one function object: `function` is its
+    `FunctionRuns`, `events` the object's counted traces (`FunctionEvent`s)."""
+    numbers = {event.serial: number for number, event in enumerate(function.events, 1)}
+    number = events[0].object_number
+    which = f"function object {number} of its code, " if function.objects > 1 else ""
+    lines = [f"`{function.function}` ({which}defined at {_short_site(function.definition)}) traced "
+             f"{len(events)} times during the test, more than the {n} allowed.",
+             "Its traces counted, with their reasons:"]
+    lines += [format_function_event(event, numbers[event.serial], "  ", numbers=numbers) for event in events]
+    return "\n".join(lines)
+
+
 def format_late_retrace(layers: Sequence[str], tracer: str, function: str | None, where: str,
                         changes: Sequence[str], fix: str) -> str:
     """The text of `TraceMonitor`'s warning of a retrace after the first epoch or call."""
