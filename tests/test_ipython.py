@@ -101,15 +101,19 @@ def shown(outputs):
     """Each output as (kind, text): stdout/stderr text, the HTML (else plain text) of a result or
     display, an error's name and value.
 
-    TensorFlow's C++ start-up lines are left out: the kernel forwards what C++ writes to file
-    descriptor 2 from a thread, so they may arrive during a later cell.
+    Consecutive stream outputs of one name are joined, as a notebook shows them: the kernel
+    sends a stream's text in pieces, as it flushes. TensorFlow's C++ start-up lines are left
+    out: the kernel forwards what C++ writes to file descriptor 2 from a thread, so they may
+    arrive during a later cell.
     """
     kinds = []
     for output in outputs:
         if output.output_type == "stream":
             text = "".join(line for line in output.text.splitlines(keepends=True)
                            if line.strip() and not _cli._STARTUP_LINE.match(line))
-            if text or output.name == "stdout":
+            if kinds and kinds[-1][0] == output.name:
+                kinds[-1] = (output.name, kinds[-1][1] + text)
+            elif text or output.name == "stdout":
                 kinds.append((output.name, text))
         elif output.output_type == "error":
             kinds.append(("error", f"{output.ename}: {output.evalue}"))
