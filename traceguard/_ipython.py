@@ -15,11 +15,12 @@ cell raises, and kept in the user's namespace as `_traceguard`.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from types import CodeType
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_local_scope, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
@@ -94,6 +95,15 @@ def _cell_number(shell: InteractiveShell) -> int:
     runs, IPython 8 after.
     """
     return int(shell.displayhook.prompt_count)
+
+
+def _ends_with_semicolon(code: str) -> bool:
+    """Whether the last token of `code` (comments aside) is ";", IPython's rule for silencing a
+    cell's value (`DisplayHook.quiet`; its own helper exists from IPython 8.10 only)."""
+    skipped = (tokenize.ENDMARKER, tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)
+    tokens = [token for token in tokenize.generate_tokens(io.StringIO(code).readline)
+              if token.type not in skipped]
+    return bool(tokens) and tokens[-1].type == tokenize.OP and tokens[-1].string == ";"
 
 
 def _leading_blank_lines(source: str) -> int:
@@ -217,7 +227,7 @@ class TraceguardMagics(Magics):
             return body, None
         if not in_cell:
             return body, shell.compile(ast.Expression(last.value), filename, "eval")
-        if DisplayHook.semicolon_at_end_of_expression(code):
+        if _ends_with_semicolon(code):
             return body, shell.compile(ast.Module([last], type_ignores=[]), filename, "exec")
         return body, shell.compile(ast.Interactive([last]), filename, "single")
 
