@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from traceguard import callbacks, testing
     from traceguard._core.errors import RetraceError
     from traceguard._core.events import TraceEvent, TraceKind
+    from traceguard._diagnosis.compare import Comparison, compare
     from traceguard._diagnosis.explanation import Explanation, LayerRuns
     from traceguard._diagnosis.forecast import Forecast, ForecastCheck, forecast
     from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 from traceguard._version import __version__
 
 __all__ = [
+    "Comparison",
     "Explanation",
     "Forecast",
     "ForecastCheck",
@@ -49,6 +51,7 @@ __all__ = [
     "TraceLog",
     "__version__",
     "callbacks",
+    "compare",
     "explain",
     "forecast",
     "no_retrace",
@@ -64,6 +67,7 @@ __all__ = [
 # submodule maps to itself. The IPython extension's hooks load here but stay out of
 # `__all__`: a star import must not need IPython.
 _MODULES = {
+    "Comparison": "traceguard._diagnosis.compare",
     "Explanation": "traceguard._diagnosis.explanation",
     "Forecast": "traceguard._diagnosis.forecast",
     "ForecastCheck": "traceguard._diagnosis.forecast",
@@ -78,6 +82,7 @@ _MODULES = {
     "TraceKind": "traceguard._core.events",
     "TraceLog": "traceguard._record.log",
     "callbacks": "traceguard.callbacks",
+    "compare": "traceguard._diagnosis.compare",
     "explain": "traceguard._diagnosis.watch",
     "forecast": "traceguard._diagnosis.forecast",
     "load_ipython_extension": "traceguard._ipython",

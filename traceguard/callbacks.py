@@ -62,6 +62,11 @@ class _Observer:
             monitor.report.record_function(record)
             monitor._guard.record_function(record)
 
+    def record_function_cost(self, record: Any) -> None:
+        monitor = self._monitor()
+        if monitor is not None:
+            monitor.report.record_function_cost(record)
+
 
 class TraceMonitorMixin:
     """The behaviour of `TraceMonitor`, for the `Callback` class of any Keras.

@@ -19,7 +19,7 @@ from typing import Any
 
 from jax._src import pjit as _pjit
 
-from traceguard._compat import _function_tracing, _graph_fingerprint
+from traceguard._compat import _function_tracing, _graph_fingerprint, _jax_calls
 from traceguard._compat._flavors import internal_missing
 
 _PARAMETERS = ("fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs")
@@ -34,18 +34,20 @@ if _found != _PARAMETERS or "_trace_for_jit" not in _pjit._infer_params.__code__
 
 
 def install() -> None:
-    """Patches the hook in (idempotent)."""
+    """Patches the hook in (idempotent), and the call-level hooks (`_jax_calls`)."""
     _pjit._trace_for_jit = _hooked
+    _jax_calls.install()
 
 
 def uninstall() -> None:
-    """Puts JAX's own function back, the very object that was there."""
+    """Puts JAX's own functions back, the very objects that were there."""
     _pjit._trace_for_jit = _ORIGINAL
+    _jax_calls.uninstall()
     _graph_fingerprint.forget()
 
 
 def is_installed() -> bool:
-    return _pjit.__dict__["_trace_for_jit"] is not _ORIGINAL
+    return _pjit.__dict__["_trace_for_jit"] is not _ORIGINAL or _jax_calls.is_installed()
 
 
 def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:

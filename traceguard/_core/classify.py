@@ -77,6 +77,10 @@ class Reason(enum.Enum):
     SIGNATURE_CHANGED = "signature_changed"
     # The layer's arguments did not change; the enclosing function's did.
     ENCLOSING_CHANGED = "enclosing_changed"
+    # A whole function: XLA compiled it for new input shapes without a trace; JAX compiled
+    # it again for a signature it had traced.
+    XLA_COMPILE = "xla_compile"
+    RECOMPILE = "recompile"
 
 
 class SymbolicPass(enum.Enum):
@@ -132,6 +136,12 @@ class Hint(enum.Enum):
     ONE_RANK = "one_rank"
     PYTHON_VALUE_AS_TENSOR = "python_value_as_tensor"
     FIXED_STRUCTURE = "fixed_structure"
+    # An XLA compilation without a trace: fixed shapes, by input kind.
+    XLA_FIXED_SHAPES = "xla_fixed_shapes"  # Pad or bucket, or no `jit_compile` if shapes must vary.
+    XLA_DROP_REMAINDER = "xla_drop_remainder"  # fit/evaluate on a tf.data.Dataset.
+    XLA_BATCH_DIVIDES = "xla_batch_divides"  # fit/evaluate on arrays: a batch size that divides.
+    XLA_PREDICT_PAD = "xla_predict_pad"  # predict: pad the last batch, or one batch size.
+    RECOMPILE_SAME_SIGNATURE = "recompile_same_signature"  # JAX: a new device, sharding or cache.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +163,7 @@ class Verdict:
     control_flow: str | None = None  # "tf.while_loop" or "tf.cond" whose body or branch ran it.
     objects: int | None = None  # For a new function object: how many objects its code has had.
     created: tuple[str, ...] = ()  # For a function's variable retrace: the variables lifted.
+    xla_functions: tuple[str, ...] = ()  # For a compilation: the `jit_compile=True` functions run.
 
 
 # Keras 2's `fit` creates the optimizer's variables (slots, iteration count) in the
@@ -399,7 +410,8 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
 
 # --- whole-function traces ------------------------------------------------------------------
 _FUNCTION_KINDS = {"first": TraceKind.TRACE, "retrace": TraceKind.RETRACE,
-                   "new_function": TraceKind.RETRACE, "variable_retrace": TraceKind.VARIABLE_RETRACE}
+                   "new_function": TraceKind.RETRACE, "variable_retrace": TraceKind.VARIABLE_RETRACE,
+                   "compile": TraceKind.COMPILE}
 
 
 def classify_function_trace(record: FunctionTrace, old: Signature | None, backend: str = "tensorflow",
@@ -414,6 +426,8 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
     kind = _FUNCTION_KINDS.get(record.kind, TraceKind.RETRACE)
     if record.kind == "first":
         return Verdict(kind, (), Reason.FIRST_TRACE, None, name, backend)
+    if record.kind == "compile":
+        return compilation_verdict(record, backend, keras_call)
     if record.kind == "variable_retrace":
         owners = {variable_owner(variable) for variable in record.lifted_variables}
         if "loss" in owners:
@@ -443,5 +457,24 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
     return Verdict(kind, record.changes, Reason.SIGNATURE_CHANGED, hint, name, backend, argument, keras_call)
 
 
+def compilation_verdict(record: FunctionTrace, backend: str, keras_call: KerasCall | None) -> Verdict:
+    """The verdict of a compilation without a trace (`record.kind == "compile"`)."""
+    name = record.name
+    if not record.changes:
+        return Verdict(TraceKind.COMPILE, (), Reason.RECOMPILE, Hint.RECOMPILE_SAME_SIGNATURE, name, backend)
+    method = keras_call.method if keras_call is not None else None
+    if method in ("fit", "evaluate", "train_on_batch", "test_on_batch"):
+        hint = Hint.XLA_DROP_REMAINDER if keras_call is not None and keras_call.data == "dataset" \
+            else Hint.XLA_BATCH_DIVIDES
+    elif method in ("predict", "predict_on_batch"):
+        hint = Hint.XLA_PREDICT_PAD
+    else:
+        hint = Hint.XLA_FIXED_SHAPES
+    return Verdict(TraceKind.COMPILE, record.changes, Reason.XLA_COMPILE, hint, name, backend,
+                   getattr(record.changes[0], "parameter", None), keras_call,
+                   xla_functions=record.xla_functions)
+
+
 __all__ = ["EarlierTrace", "Hint", "Reason", "RunContext", "SymbolicPass", "Verdict",
-           "classify_function_trace", "classify_run", "closest_trace", "verdict_of_place"]
+           "classify_function_trace", "classify_run", "compilation_verdict", "closest_trace",
+           "verdict_of_place"]

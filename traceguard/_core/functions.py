@@ -7,6 +7,7 @@ reports; holds specs and strings only, never a tensor, graph or function.
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Mapping
 
 from traceguard._compat._keras_calls import KerasCall
@@ -16,8 +17,9 @@ from traceguard._core.signature import Spec, format_spec
 # A trace's kind: the function's first trace; a trace by an object that traced
 # before, for a new signature; the first trace of a new object whose code traced
 # before; the trace `tf.function` repeats, without variable creation, after its
-# first trace created variables.
-FUNCTION_TRACE_KINDS = ("first", "retrace", "new_function", "variable_retrace")
+# first trace created variables; an XLA compilation for new input shapes without a
+# trace (or JAX's compilation without one).
+FUNCTION_TRACE_KINDS = ("first", "retrace", "new_function", "variable_retrace", "compile")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +57,15 @@ class FunctionTrace:
     # The serial of an earlier trace of the same function object that built the
     # same graph (same ops, wiring and constants; shapes aside): a wasted retrace.
     same_graph_as: int | None = None
+    # Seconds per phase of the miss (`_compat._function_calls.PHASES`: trace, lower, compile,
+    # first_call), those measured; until the call that traced returns, the trace's only.
+    phases: Mapping[str, float] = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
+    miss: float | None = None  # The whole call that traced (its last trace), in seconds.
+    persistent_cache: str | None = None  # JAX's persistent compilation cache: "hit", "miss".
+    cache_saved: float | None = None  # Seconds that cache saved (a hit).
+    xla_functions: tuple[str, ...] = ()  # The `jit_compile=True` functions its graph runs.
+    started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
+    call_started: float | None = None  # When the call that made it started, likewise.
 
     def format_signature(self) -> dict[str, str]:
         return {name: format_spec(spec) for name, spec in self.signature.items()}

@@ -33,5 +33,6 @@ BUDGET_KINDS = GRAPH_TRACE_KINDS
 # What fails after each function's warm-up, by kind name: a layer's `TraceKind`, or a
 # function trace's kind (`FunctionTrace.kind`; "new_function": the first trace of a new
 # function object whose code traced before). A tuple, so that a `TraceKind` and its
-# name both match. A kind of miss that fails as a retrace does is added here.
-GUARDED_KINDS = ("retrace", "new_function")
+# name both match. A kind of miss that fails as a retrace does is added here: "compile", an
+# XLA compilation for new input shapes without a retrace (a miss the user pays for as well).
+GUARDED_KINDS = ("retrace", "new_function", "compile")

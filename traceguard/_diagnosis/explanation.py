@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._diagnosis.fixes import FixIt, propose_fix
-from traceguard._diagnosis.function_runs import FunctionRuns, add_record, function_key, is_reported
+from traceguard._diagnosis.function_runs import FunctionRuns, add_cost, add_record, function_key, is_reported
 from traceguard._record.log import normalize_kinds
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
-    from traceguard._diagnosis.fix_checks import FixCheck
+    from traceguard._diagnosis.fix_checks import FixChecks
     from traceguard._diagnosis.trace_file import TraceFileWriter
 
 # `TraceAwareMixin` (which imports TensorFlow or JAX) is imported when a layer is first
@@ -189,9 +189,7 @@ class Explanation:
                 self._signatures.popitem(last=False)
             if is_reported(record):
                 old = None if record.closest is None else self._signatures.get(record.closest)
-                key, runs, event = add_record(self._functions, record, old)
-                if self._trace_file is not None:
-                    self._trace_file.function_trace(key, runs, record, event)
+                add_record(self._functions, record, old)
             if record.origin == "tf.function" and not record.library_function:
                 from traceguard._record.observers import traced_function
 
@@ -200,6 +198,17 @@ class Explanation:
                 kept.append(record)
                 del kept[:-_EVENTS_PER_LAYER]
                 self._fix_functions[key] = traced_function(record) or self._fix_functions.get(key)
+
+    def record_function_cost(self, record: FunctionTrace) -> None:
+        """Completes a function trace's event with its phases and whole miss, as the call that
+        made it returns; a trace file gets the trace then."""
+        with self._lock:
+            if not is_reported(record):
+                return
+            found = add_cost(self._functions, record)
+            if found is not None and self._trace_file is not None:
+                key, runs, event = found
+                self._trace_file.function_trace(key, runs, record, event)
 
     def _restore(self, layers: list[LayerRuns], functions: dict[str, FunctionRuns]) -> None:
         """Fills an empty report with runs read back from trace files, layers in the given order."""
@@ -220,8 +229,7 @@ class Explanation:
         left out.
         """
         with self._lock:
-            return {key: dataclasses.replace(runs, events=list(runs.events))
-                    for key, runs in self._functions.items()}
+            return {key: runs.copy() for key, runs in self._functions.items()}
 
     def fixes(self) -> list[FixIt]:
         """The fix-its: for each `tf.function` that retraced, the change that stops it.
@@ -249,7 +257,7 @@ class Explanation:
         reference = self._fix_functions.get(key)
         return None if reference is None else reference()
 
-    def verify_fixes(self) -> list[FixCheck]:
+    def verify_fixes(self) -> FixChecks:
         """Checks each fix-it by replaying the function's recorded signatures.
 
         Runs your code: each distinct recorded signature is replayed as zero
@@ -263,11 +271,13 @@ class Explanation:
         could not be verified.
 
         Returns:
-            A list of `FixCheck`, one per fix-it of `fixes()`.
+            A list of `FixCheck`, one per fix-it of `fixes()`, whose `str()` is
+            the report of them all, as `python -m traceguard run --verify-fixes`
+            prints it.
         """
-        from traceguard._diagnosis.fix_checks import verify_fix
+        from traceguard._diagnosis.fix_checks import FixChecks, verify_fix
 
-        checks = []
+        checks = FixChecks()
         for fix in self.fixes():
             key = f"{fix.qualname} ({fix.definition})" if fix.definition else fix.qualname
             checks.append(verify_fix(fix, self._live_function(key)))

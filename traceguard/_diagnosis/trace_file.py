@@ -119,13 +119,14 @@ class TraceFileWriter:
 
     def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
         """Writes one function trace: its `FunctionRuns` (`key` in `Explanation.functions`), its
-        `FunctionTrace` and the `FunctionEvent` made of it. Called as the trace ends."""
-        ended = time.time()
+        `FunctionTrace` and the `FunctionEvent` made of it. Called when the call that traced
+        returns, the event's phases final."""
         keras_call = record.keras_call
+        started = record.started if record.started is not None else time.time() - record.duration
         self._write({
             "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
-            "objects": runs.objects, "started": ended - record.duration, "event": event.to_dict(),
-            "change_fields": change_fields(event.changes),
+            "objects": runs.objects, "started": started, "call_started": record.call_started,
+            "event": event.to_dict(), "change_fields": change_fields(event.changes),
             "trace": {"index": record.index, "origin": record.origin, "kind": record.kind,
                       "closest": record.closest, "caller": record.caller, "entry": record.entry,
                       "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,

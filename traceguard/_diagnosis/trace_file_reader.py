@@ -39,6 +39,8 @@ class TraceFile:
         layers: Layer name to its `LayerRuns`, in the order of their first run.
         functions: Function key to its `FunctionRuns`.
         function_starts: `FunctionEvent.serial` to when its trace started (epoch seconds).
+        call_starts: `FunctionEvent.serial` to when the call that made it started, where
+            the file has it (epoch seconds).
         complete: Whether the file's last record is an end line (the process closed
             it, or a `TraceMonitor` call ended).
         worker: The worker of a distributed job that wrote it (its header's
@@ -50,6 +52,7 @@ class TraceFile:
     layers: dict[str, LayerRuns] = dataclasses.field(default_factory=dict)
     functions: dict[str, FunctionRuns] = dataclasses.field(default_factory=dict)
     function_starts: dict[int, float] = dataclasses.field(default_factory=dict)
+    call_starts: dict[int, float] = dataclasses.field(default_factory=dict)
     complete: bool = False
     worker: Worker | None = None
 
@@ -144,9 +147,11 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
             function = trace_file.functions[record["key"]] = FunctionRuns(
                 record["qualname"], function_event.function, function_event.definition,
                 bool(record["keras_step"]))
-        function.events.append(function_event)
+        function.add(function_event)
         function.objects = max(function.objects, int(record["objects"]))
         trace_file.function_starts[function_event.serial] = float(record["started"])
+        if record.get("call_started") is not None:
+            trace_file.call_starts[function_event.serial] = float(record["call_started"])
     elif kind != "end":
         raise ValueError(f"unknown record type {kind!r}; one of {', '.join(RECORD_TYPES[1:])} expected")
 
@@ -181,7 +186,9 @@ def _function_event(fields: dict[str, Any], change_fields: Any = None) -> Functi
     known = {field.name for field in dataclasses.fields(FunctionEvent)}
     values = {name: value for name, value in fields.items() if name in known}
     values.update(kind=TraceKind(fields["kind"]), changes=_changes(fields["changes"], change_fields),
-                  created_variables=tuple(fields["created_variables"]))
+                  created_variables=tuple(fields["created_variables"]),
+                  phases={str(phase): float(seconds)
+                          for phase, seconds in (fields.get("phases") or {}).items()})
     return FunctionEvent(**values)
 
 
@@ -206,7 +213,8 @@ def merged_explanation(trace_files: Sequence[TraceFile]) -> Explanation:
             events = [dataclasses.replace(event, function=prefix + event.function)
                       for event in function.events]
             functions[prefix + key] = dataclasses.replace(
-                function, name=prefix + function.name, function=prefix + function.function, events=events)
+                function.copy(), name=prefix + function.name, function=prefix + function.function,
+                events=events)
     # Each file's layers together, in the order of their first run.
     explanation._restore([runs for _, _, runs in sorted(layers, key=lambda item: item[:2])], functions)
     return explanation

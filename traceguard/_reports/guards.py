@@ -13,6 +13,7 @@ _TRACED = {
     "retrace": "retraced",
     "new_function": "traced again, as a new function object from the same code,",
     "variable_retrace": "traced again after its first trace created variables",
+    "compile": "compiled again without a retrace (XLA, for new input shapes)",
 }
 
 
