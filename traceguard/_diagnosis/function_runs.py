@@ -102,7 +102,7 @@ class FunctionEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names."""
-        result = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        result = dict(self.__dict__)  # The fields (a dataclass without slots keeps them there).
         result.update(kind=self.kind.value, signature=dict(self.signature), changes=list(self.changes),
                       created_variables=list(self.created_variables), phases=dict(self.phases))
         return result
