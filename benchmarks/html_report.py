@@ -25,9 +25,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from traceguard._compat._keras_names import is_keras_step_function  # noqa: E402
 from traceguard._core.classify import EarlierTrace, RunContext, classify_run  # noqa: E402
 from traceguard._core.events import TraceEvent  # noqa: E402
+from traceguard._core.keras_names import is_keras_step_function  # noqa: E402
 from traceguard._reports.html import render_html, write_html  # noqa: E402
 from traceguard._reports.messages import hint_text, reason_text  # noqa: E402
 

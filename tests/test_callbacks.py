@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import DEFAULT, FLAVORS, keras
+from helpers import texts
 from test_explanation import FakeLayer, event
 
 import traceguard as tg
@@ -91,7 +92,7 @@ def test_partial_last_batch_of_a_later_fit_warns_and_shows_in_the_report(keras_f
     assert len(record) == 1 and record[0].filename == __file__
     runs = monitor.report.layers["projection"]
     assert kinds_of(runs) == first + ["retrace"]
-    assert runs.events[-1].changes == ("inputs: dim 0 32 -> None",)
+    assert texts(runs.events[-1].changes) == ("inputs: dim 0 32 -> None",)
     assert "Arrays have no `drop_remainder`" in runs.events[-1].hint  # NumPy inputs (#18).
     tables = [r.getMessage() for r in caplog.records if r.name == "traceguard" and r.levelno == logging.INFO]
     assert [t.splitlines()[0] for t in tables] == ["TraceMonitor: layer body runs after fit (call 1):",

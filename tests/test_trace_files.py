@@ -95,7 +95,7 @@ def test_watch_trace_file_reads_back_as_the_report_it_wrote(tmp_path):
         step(tf.ones((3,)))
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     header = lines[0]
-    assert (header["type"], header["schema"], header["version"]) == ("header", "traceguard.trace-file", 1)
+    assert (header["type"], header["schema"], header["version"]) == ("header", "traceguard.trace-file", 2)
     assert (header["label"], header["pid"], header["backend"]) == ("worker-0", os.getpid(), "tensorflow")
     assert header["versions"]["tensorflow"] == tf.__version__ and header["traceguard"] == tg.__version__
     assert lines[-1]["type"] == "end"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent
-from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.explanation import Explanation, Filler
 from traceguard._record.layer import TraceAwareMixin
 from traceguard._record.log import next_index
 from traceguard._record.observers import observing
@@ -97,7 +97,7 @@ def _runs_of_function(name: str | None) -> Iterator[list[TraceEvent]]:
     collected: list[TraceEvent] = []
     report = Explanation("assert_max_traces")
     try:
-        with observing(report):
+        with observing(Filler(report)):
             yield collected
     finally:
         collected.extend(event for event in report.events
@@ -111,7 +111,7 @@ def _per_layer_budget(n: int) -> Iterator[list[str]]:
     _check_budget(n)
     failure: list[str] = []
     report = Explanation("max_traces")
-    with observing(report):
+    with observing(Filler(report)):
         yield failure
     over = {runs.name: [e for e in runs.events if e.kind in GRAPH_TRACE_KINDS]
             for runs in report.layers.values() if runs.trace_aware}

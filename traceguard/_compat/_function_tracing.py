@@ -29,7 +29,9 @@ from typing import Any
 
 from traceguard._compat._backend import IS_JAX
 from traceguard._compat._frames import _LIBRARY_DIRS
-from traceguard._compat._keras_calls import KerasCall, keras_call
+from traceguard._compat._keras_calls import keras_call
+from traceguard._core.keras_names import KerasCall
+from traceguard._core.specs import ArgumentPath
 
 Listener = Callable[["FunctionTracing"], None]
 # Where a trace's function came from: `tf.function` (a user's, or Keras's own
@@ -142,7 +144,8 @@ def _signature(function: Any) -> tuple[inspect.Signature, tuple[str, ...] | None
 def bind_arguments(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
     """A call's arguments by `function`'s parameter names (a bound method's `self` excluded).
 
-    Variadic positionals become `name[i]`, variadic keywords their own names;
+    Variadic positionals are keyed by their `ArgumentPath` (`str()`: `name[i]`),
+    variadic keywords by their own names;
     `arg0`, `arg1`, ... when the call does not bind.
     """
     args, kwargs = tuple(args or ()), dict(kwargs or {})
@@ -163,7 +166,7 @@ def bind_arguments(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
     for name, value in bound.arguments.items():
         kind = bound.signature.parameters[name].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
-            result.update((f"{name}[{i}]", item) for i, item in enumerate(value))
+            result.update((ArgumentPath(name, (i,)), item) for i, item in enumerate(value))
         elif kind is inspect.Parameter.VAR_KEYWORD:
             result.update(value)
         else:

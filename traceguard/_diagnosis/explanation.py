@@ -1,10 +1,10 @@
 """`Explanation`: the body runs of every layer seen during a span of time, grouped per layer.
 
 One report type for `explain()`, `watch()`, `python -m traceguard run` and
-`callbacks.TraceMonitor`. The recorder tells it of each run (it is an observer,
-see `_record.observers`); it keeps plain data only (`TraceEvent`s and
-counts, never a layer or a tensor), so a report outlives what it describes and
-other renderers can read `layers` and `events` as they are.
+`callbacks.TraceMonitor`. The recorder tells its `Filler` (an observer, see
+`_record.observers`, private to traceguard) of each run; it keeps plain data only
+(`TraceEvent`s and counts, never a layer or a tensor), so a report outlives what it
+describes and other renderers can read `layers` and `events` as they are.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._diagnosis.fixes import FixIt, propose_fix
 from traceguard._diagnosis.function_runs import FunctionRuns, add_record, function_key, is_reported
-from traceguard._record.log import normalize_kinds
+from traceguard._record.log import event_of, normalize_kinds
+from traceguard._record.observers import traced_function
+from traceguard._reports.text import format_retracing_note
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
@@ -133,15 +135,15 @@ class Explanation:
         self._layer_by_id[id(layer)] = (weakref.ref(layer), runs)
         return runs
 
-    def record_event(self, layer: Any, event: TraceEvent) -> str:
+    def _add_event(self, layer: Any, event: TraceEvent) -> str:
         """Adds the event to the layer's runs; returns the layer's name in this report."""
-        return self.record_run(layer, event, event.timestamp)
+        return self._add_run(layer, event, event.timestamp)
 
-    def record_run(self, layer: Any, run: Any, started: float | None = None) -> str:
+    def _add_run(self, layer: Any, run: Any, started: float | None = None) -> str:
         """Adds a finished run (`_record.runs.BodyRun`), whose event is made when first read.
 
         The recorder's fast path: the event's words cost more than the rest of
-        the record, and most reports are read once, at the end. `record_event`
+        the record, and most reports are read once, at the end. `_add_event`
         adds an event made already, which started at `started`.
         """
         entry = run
@@ -149,7 +151,7 @@ class Explanation:
             if started is None:
                 started = run.started
             if self._trace_file is not None and type(entry) is not TraceEvent:
-                entry = entry.event()  # A trace file is written as the runs happen.
+                entry = event_of(entry)  # A trace file is written as the runs happen.
             known = self._layer_by_id.get(id(layer))
             runs = known[1] if known is not None and known[0]() is layer else self._runs_of(layer)
             if len(runs.events) >= _EVENTS_PER_LAYER:
@@ -166,22 +168,22 @@ class Explanation:
             return runs.name
 
     def _make_events(self) -> None:
-        """Turns the runs kept by `record_run` into their events. Called with the lock held."""
+        """Turns the runs kept by `_add_run` into their events. Called with the lock held."""
         if not self._unmade:
             return
         for runs in self._layers.values():
-            entries: list[Any] = runs.events  # TraceEvents, and runs kept by `record_run`.
+            entries: list[Any] = runs.events  # TraceEvents, and runs kept by `_add_run`.
             for position, entry in enumerate(entries):
                 if type(entry) is not TraceEvent:
-                    event = entries[position] = entry.event()
+                    event = entries[position] = event_of(entry)
                     self._order[id(event)] = self._order.pop(id(entry))
         self._unmade = False
 
-    def record_eager(self, layer: Any) -> None:
+    def _add_eager(self, layer: Any) -> None:
         with self._lock:
             self._runs_of(layer).eager_calls += 1
 
-    def record_function(self, record: FunctionTrace) -> None:
+    def _add_function_trace(self, record: FunctionTrace) -> None:
         """Adds a whole-function trace (the user's functions and Keras's steps) to `functions`."""
         with self._lock:
             self._signatures[record.index] = record.signature
@@ -193,8 +195,6 @@ class Explanation:
                 if self._trace_file is not None:
                     self._trace_file.function_trace(key, runs, record, event)
             if record.origin == "tf.function" and not record.library_function:
-                from traceguard._record.observers import traced_function
-
                 key = function_key(record)
                 kept = self._fix_records.setdefault(key, [])
                 kept.append(record)
@@ -379,3 +379,34 @@ class Explanation:
         layers = self.layers.values()
         return (f"<Explanation {self.title!r}: {sum(len(r.events) for r in layers)} events "
                 f"in {len(layers)} layers>")
+
+
+class Filler:
+    """The observer that fills an `Explanation` with what the recorder reports.
+
+    What `watch()`, `explain()`, `run`, `TraceMonitor` and the test helpers register
+    (`_record.observers.observing(Filler(report))`); the report itself stays a value
+    for its readers, with no method the recorder calls.
+    """
+
+    __slots__ = ("report",)
+
+    def __init__(self, report: Explanation) -> None:
+        self.report = report
+
+    def record_event(self, layer: Any, event: TraceEvent) -> str:
+        return self.report._add_event(layer, event)
+
+    def record_run(self, layer: Any, run: Any) -> str:
+        return self.report._add_run(layer, run)
+
+    def record_eager(self, layer: Any) -> None:
+        self.report._add_eager(layer)
+
+    def record_function(self, record: FunctionTrace) -> None:
+        self.report._add_function_trace(record)
+
+    @staticmethod
+    def retracing_note(records: list[FunctionTrace]) -> str | None:
+        """traceguard's measured cause, added to TensorFlow's retracing warning."""
+        return format_retracing_note(records)

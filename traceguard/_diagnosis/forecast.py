@@ -26,7 +26,7 @@ from traceguard._core.forecasts import (
     WatchedTrace,
     pair_traces,
 )
-from traceguard._core.signature import Spec, format_spec
+from traceguard._core.specs import MappingSpec, SequenceSpec, Spec, TensorSpec, format_spec
 from traceguard._diagnosis.forecast_data import Data, describe_data, split_data, unpack_validation
 
 
@@ -112,7 +112,7 @@ def _eager_batch_outside(state: _keras_training.ModelState, data: Data) -> Outsi
     if state.steps_per_execution != 1:
         return Outside(Unforeseeable.PREDICT_STEPS_PER_EXECUTION, str(state.steps_per_execution))
     spec = data.spec()
-    if data.samples is None and any(not leaf[3] or leaf[3][0] is None for leaf in _tensor_specs(spec)):
+    if data.samples is None and any(not leaf.dims or leaf.dims[0] is None for leaf in _tensor_specs(spec)):
         return Outside(Unforeseeable.DATASET_BATCH, format_spec(spec))
     return None
 
@@ -132,7 +132,7 @@ def _eager_batch_traces(state: _keras_training.ModelState, data: Data, steps: in
 
     def batch_spec(size: int | None) -> str:
         spec = data.spec() if size is None else data.spec(size)
-        return format_spec(("seq", "list", (spec,), 1, None))
+        return format_spec(SequenceSpec("list", (spec,), 1))
 
     # Each batch is traced with its own size: no partial-batch facts for the first trace.
     traces = [ForeseenTrace(name, "predict", "trace", {"data": batch_spec(sizes[0])},
@@ -150,11 +150,14 @@ def _eager_batch_traces(state: _keras_training.ModelState, data: Data, steps: in
     return traces
 
 
-def _tensor_specs(spec: Spec) -> list[Spec]:
-    if spec[0] == "tensor":
+def _tensor_specs(spec: Spec) -> list[TensorSpec]:
+    if isinstance(spec, TensorSpec):
         return [spec]
-    children = [child for _, child in spec[1]] if spec[0] == "map" else spec[2]
-    return [leaf for child in children for leaf in _tensor_specs(child)]
+    if isinstance(spec, MappingSpec):
+        return [leaf for _, item in spec.items for leaf in _tensor_specs(item)]
+    if isinstance(spec, SequenceSpec):
+        return [leaf for item in spec.items for leaf in _tensor_specs(item)]
+    return []
 
 
 def _validates(epochs: int, initial_epoch: int, validation_freq: Any) -> bool:

@@ -25,13 +25,18 @@ from traceguard import _compat
 from traceguard._core.errors import retrace_error
 from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._core.functions import FunctionTrace
+from traceguard._core.verdicts import Reason
 from traceguard._diagnosis.function_runs import function_event, is_reported
 from traceguard._record import observers as _observers
 from traceguard._reports.guards import format_guard_failure
+from traceguard._reports.text import format_retracing_note
 
 ON_RETRACE_MODES = ("raise", "warn")
 # The function trace kinds that fail once each function's first trace is its warm-up.
-_KINDS_AFTER_FIRST = frozenset({"retrace", "new_function"})
+# The reasons of the traces a guard that allows first traces still fails on: a first trace
+# (and the variable retrace that repeats it) is what any first call makes.
+_REASONS_AFTER_FIRST = frozenset(
+    {Reason.SIGNATURE_CHANGED, Reason.SAME_ARGUMENTS, Reason.NEW_FUNCTION_OBJECT})
 _LAYERS_KEPT = 1000  # Function traces whose layers are remembered until the trace ends.
 # The traces a guard failed, per `FunctionRecords`: record index -> the record as failed. The
 # backend cached nothing, so the next call traces the same signature again; the records read
@@ -69,6 +74,8 @@ class RetraceGuard:
         self._layers: dict[int, list[str]] = {}  # Function trace serial -> its layers' traces.
 
     # --- the observer ---
+    retracing_note = staticmethod(format_retracing_note)
+
     def record_eager(self, layer: Any) -> None:
         pass
 
@@ -83,7 +90,7 @@ class RetraceGuard:
         if event.kind is not TraceKind.RETRACE:
             return
         self._fail(format_guard_failure(
-            f"Layer '{event.layer}'", "retrace", self._place(), signature=event.signature,
+            f"Layer '{event.layer}'", None, self._place(), signature=event.signature,
             changes=event.changes, reason=event.reason, hint=event.hint, call_site=None),
             layer=event.layer, function=event.function, kind=event.kind.value, changes=event.changes,
             signature=event.signature, reason=event.reason, hint=event.hint)
@@ -96,17 +103,17 @@ class RetraceGuard:
             return
         if not self.armed or record.saving or not is_reported(record):
             return
-        if self.allow_first_traces and record.kind not in _KINDS_AFTER_FIRST:
+        if self.allow_first_traces and record.reason not in _REASONS_AFTER_FIRST:
             return
         event = function_event(record, _closest_signature(record))
         if self.on_retrace == "raise":  # Then the backend caches nothing (a warning lets it go on).
             _remember_failed(record)
         step = f" (the step of `{record.keras_call.method}`)" if record.keras_call is not None else ""
         self._fail(format_guard_failure(
-            f"`{record.name}`{step}", record.kind, self._place(), signature=event.signature,
+            f"`{record.name}`{step}", record.reason, self._place(), signature=event.signature,
             changes=event.changes, reason=event.reason, hint=event.hint, call_site=event.call_site,
             layers=layers, baseline_recorded=self._baseline_recorded),
-            function=record.name, kind=record.kind, changes=event.changes, signature=event.signature,
+            function=record.name, kind=record.kind.value, changes=event.changes, signature=event.signature,
             call_site=event.call_site, reason=event.reason, hint=event.hint)
 
     # --- failing ---
@@ -124,9 +131,10 @@ def _as_failed_before(record: FunctionTrace) -> FunctionTrace:
     records = _observers.function_records
     failed = _failed.get(records, {}) if records is not None else {}
     earlier = failed.get(record.closest) if record.closest is not None and not record.changes else None
-    if earlier is None or record.kind != "retrace":
+    if earlier is None or record.reason not in (Reason.SIGNATURE_CHANGED, Reason.SAME_ARGUMENTS):
         return record
-    return dataclasses.replace(record, kind=earlier.kind, changes=earlier.changes, closest=earlier.closest)
+    return dataclasses.replace(record, kind=earlier.kind, reason=earlier.reason, changes=earlier.changes,
+                               closest=earlier.closest)
 
 
 def _remember_failed(record: FunctionTrace) -> None:

@@ -22,22 +22,30 @@ import threading
 import time
 from typing import IO, Any
 
+from traceguard._core.values_json import change_json, signature_json, site_json, verdict_json
 from traceguard._version import __version__
 
 SCHEMA = "traceguard.trace-file"
 # Raised when a record's fields change meaning or a field a reader needs is added;
 # a new optional field keeps the version (readers ignore what they do not know).
-SCHEMA_VERSION = 1
+# Version 2: signatures, changes, sites and verdicts as typed values (`_core.values_json`);
+# version 1 held their text (and each change's fields as `change_fields`).
+SCHEMA_VERSION = 2
 RECORD_TYPES = ("header", "layer_run", "function_trace", "eager_runs", "end")
 _PACKAGES = ("tensorflow", "keras", "tf_keras", "jax")
 
 
-def change_fields(changes: Any) -> list[dict[str, Any] | None]:
-    """What each of `event.changes` is made of (a `Change`'s fields), so that a report read back
-    words its hints as the live one did; None for a change that is text only."""
-    return [{"argument": change.argument, "aspect": change.aspect.value, "old": change.old,
-             "new": change.new, "axis": change.axis} if hasattr(change, "aspect") else None
-            for change in changes]
+def event_json(event: Any) -> dict[str, Any]:
+    """A `TraceEvent` or `FunctionEvent` as a trace file holds it: its fields, with its signature,
+    changes, sites and verdict as typed values, and the words of its reason and hint."""
+    result = event.to_dict()
+    result.update(signature=signature_json(event.signature),
+                  changes=[change_json(change) for change in event.changes],
+                  verdict=None if event.verdict is None else verdict_json(event.verdict))
+    for name in ("call_site", "definition"):
+        if name in result:
+            result[name] = site_json(getattr(event, name))
+    return result
 
 
 def check_trace_file_path(path: object, label: object, caller: str) -> str:
@@ -78,8 +86,7 @@ class TraceFileWriter:
     def layer_run(self, runs: Any, event: Any) -> None:
         """Writes one layer body run: its layer (`LayerRuns`) and its `TraceEvent`."""
         self._write({"type": "layer_run", "layer": runs.name, "class_name": runs.class_name,
-                     "trace_aware": runs.trace_aware, "event": event.to_dict(),
-                     "change_fields": change_fields(event.changes)})
+                     "trace_aware": runs.trace_aware, "event": event_json(event)})
 
     def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
         """Writes one function trace: its `FunctionRuns` (`key` in `Explanation.functions`), its
@@ -88,9 +95,9 @@ class TraceFileWriter:
         keras_call = record.keras_call
         self._write({
             "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
-            "objects": runs.objects, "started": ended - record.duration, "event": event.to_dict(),
-            "change_fields": change_fields(event.changes),
-            "trace": {"index": record.index, "origin": record.origin, "kind": record.kind,
+            "objects": runs.objects, "started": ended - record.duration, "event": event_json(event),
+            "trace": {"index": record.index, "origin": record.origin, "kind": record.kind.value,
+                      "reason": record.reason.value,
                       "closest": record.closest, "caller": record.caller, "entry": record.entry,
                       "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,
                       "raised": record.raised, "library_function": record.library_function,

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from traceguard._core.classify import EarlierTrace
+from traceguard._core.verdicts import EarlierTrace
 from traceguard._record.log import TraceLog, appender, eager_counter, index_reserver
 from traceguard._record.settings import TraceSettings
 

@@ -20,16 +20,17 @@ from collections.abc import Callable
 from typing import Any
 
 from traceguard import _compat
-from traceguard._core.classify import EarlierTrace, EnclosingTrace, RunContext
+from traceguard._compat import signature_of
 from traceguard._core.errors import RetraceError
 from traceguard._core.events import TraceEvent
-from traceguard._core.signature import signature_of
+from traceguard._core.keras_names import is_keras_step_function
+from traceguard._core.verdicts import EarlierTrace, EnclosingTrace, RunContext
 from traceguard._record import layer_state as _layer_state
 from traceguard._record import observers as _observers
 from traceguard._record.internal_errors import log_internal_error
 from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
+from traceguard._record.log import budget_message, event_of
 from traceguard._record.runs import BodyRun, EagerRun, _local, active_runs
-from traceguard._reports.text import format_budget_excess
 
 
 # --- the wrapped call --------------------------------------------------------------
@@ -229,7 +230,7 @@ class _Site:
         self.enclosing, library = self._enclosing_trace(graph, records)
         # Keras's own step: by its name, and, when the function's trace is seen, by its code's
         # place (a user's `train_step` is not Keras's).
-        self.keras_step = _compat.is_keras_step_function(self.function) and library is not False
+        self.keras_step = is_keras_step_function(self.function) and library is not False
         # A replica's runs are made by its own thread, whose sites are its own.
         self.replica = _compat.current_replica(graph)
         self.keras_call = _UNASKED
@@ -247,8 +248,7 @@ class _Site:
         if tracing is None:
             return None, None
         self.function_trace = tracing.serial
-        kind, changes, objects = records.preview(tracing)
-        return EnclosingTrace(kind, changes, objects), tracing.library_function
+        return records.preview(tracing), tracing.library_function
 
 
 class _EagerSite:
@@ -361,7 +361,7 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         log_internal_error("finishing the record of a run")
         return
     if excess:
-        _enforce_budget(state, run.event())
+        _enforce_budget(state, event_of(run))
 
 
 def _made_in_trace(run: BodyRun, layer: Any) -> bool:
@@ -464,7 +464,7 @@ def _new_variable_paths(current: list[Any], before: set[int], created: list[Any]
 
 def _enforce_budget(state: LayerTraceState, event: TraceEvent) -> None:
     try:
-        message = format_budget_excess(state.log.owner, state.settings.max_traces,
+        message = budget_message(state.log.owner, state.settings.max_traces,
                                        state.graph_traces, event)
         stacklevel = _compat.user_stacklevel()
     except Exception:

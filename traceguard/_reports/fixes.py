@@ -28,8 +28,7 @@ def format_fix(fix: Any) -> str:
     """A fix-it (`FixIt`) as a sentence and the code to paste."""
     where = ""
     if fix.definition:
-        path, _, line = fix.definition.rpartition(":")
-        where = f" (defined at {os.path.basename(path)}:{line})"
+        where = f" (defined at {os.path.basename(fix.definition.path)}:{fix.definition.line})"
     lines = [f"Fix-it for {_subject(fix)}{where}, {fix.traces} traces of {len(fix.signatures)} signatures:"]
     # A function gets a decorator; a callable object (a layer) is wrapped where it is made.
     opening = "  tf.function(layer, " if fix.wrapped_object else "  @tf.function("

@@ -4,29 +4,32 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+from traceguard._core.verdicts import Reason
 
 _WIDTH = 100
 
-# What a function trace's kind says in a failure's first line.
+# What a trace's reason says in a failure's first line; any other, "retraced".
 _TRACED = {
-    "first": "traced for the first time",
-    "retrace": "retraced",
-    "new_function": "traced again, as a new function object from the same code,",
-    "variable_retrace": "traced again after its first trace created variables",
+    Reason.FIRST_TRACE: "traced for the first time",
+    Reason.NEW_FUNCTION_OBJECT: "traced again, as a new function object from the same code,",
+    Reason.VARIABLE_RETRACE: "traced again after its first trace created variables",
 }
 
 
-def format_guard_failure(subject: str, kind: str, where: str, *,
-                         signature: Mapping[str, str], changes: Sequence[str], reason: str,
-                         hint: str | None, call_site: str | None, layers: Sequence[str] = (),
+def format_guard_failure(subject: str, why: Reason | None, where: str, *,
+                         signature: Mapping[Any, Any], changes: Sequence[Any], reason: str,
+                         hint: str | None, call_site: Any, layers: Sequence[str] = (),
                          baseline_recorded: bool = True) -> str:
     """The text of a `RetraceError` (or warning) from a `no_retrace` block or `TraceMonitor`.
 
-    `subject` reads "`train_step`" or "Layer 'dense'"; `where` ends the first line
+    `subject` reads "`train_step`" or "Layer 'dense'"; `why` is the trace's `Reason` (None:
+    a retrace); `where` ends the first line
     ("inside the `traceguard.no_retrace()` block"); `layers` are the layers that
     traced inside the function's trace, already worded ("'dense' (retrace)").
     """
-    traced = _TRACED.get(kind, kind)
+    traced = _TRACED.get(why, "retraced") if why is not None else "retraced"
     lines = [f"{subject} {traced} {where}."]
 
     def add(label: str, text: str) -> None:
@@ -34,11 +37,11 @@ def format_guard_failure(subject: str, kind: str, where: str, *,
                                    subsequent_indent=" " * (len(label) + 5)))
 
     if call_site:
-        add("called at", call_site)
+        add("called at", str(call_site))
     add("signature", ", ".join(f"{arg}={spec}" for arg, spec in signature.items()) or "-")
     if changes:
-        add("changed", "; ".join(changes))
-    elif kind == "first" and not baseline_recorded:
+        add("changed", "; ".join(map(str, changes)))
+    elif why is Reason.FIRST_TRACE and not baseline_recorded:
         add("changed", "unknown: traceguard was not recording before the block, so it knows no "
                        "earlier trace to compare with. Run the warm-up inside `traceguard.watch()` "
                        "to see what changed.")

@@ -100,8 +100,8 @@ def kind_badge(kind: str, text: str | None = None) -> str:
             f'title="{escape(KIND_DESCRIPTIONS[kind])}">{escape(text or kind)}</span>')
 
 
-def _code(text: str) -> str:
-    return f"<code>{escape(text)}</code>"
+def _code(text: object) -> str:
+    return f"<code>{escape(str(text))}</code>"
 
 
 def _signature_html(event: TraceEvent) -> str:
@@ -257,7 +257,8 @@ def functions_table(functions: Sequence[Any]) -> str:
             f"{'<br>'.join(_code(change) for change in event.changes) or escape(event.reason)}"
             f"{_waste(event, numbers)}{_why_and_fix('', event.hint) if event.hint else ''}</div>"
             for number, event in enumerate(runs.events, 1) if number > 1)
-        rows.append(f"<tr><td>{_code(runs.function)}<br><small>{escape(runs.definition or '')}</small></td>"
+        definition = escape(str(runs.definition or ""))
+        rows.append(f"<tr><td>{_code(runs.function)}<br><small>{definition}</small></td>"
                     f'<td class="num">{len(runs.events)}</td>'
                     f'<td class="num">{len(retraces) or "&ndash;"}</td>'
                     f'<td class="num">{runs.objects}</td><td class="num">{runs.seconds:.2f} s</td>'

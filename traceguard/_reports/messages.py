@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 
-from traceguard._compat._keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
 from traceguard._core.changes import Aspect
-from traceguard._core.classify import Hint, Reason, Verdict
+from traceguard._core.keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
+from traceguard._core.verdicts import Hint, Reason, Verdict
 
 _HINTS: dict[Hint, str] = {
     Hint.SYMBOLIC_PASS: (
@@ -272,10 +272,10 @@ def reason_text(verdict: Verdict) -> str:
                 f"in the body of a `{verdict.control_flow}` traced within it.")
     if verdict.reason is Reason.ENCLOSING_CHANGED:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because its own arguments "
-                f"changed: {'; '.join(verdict.changes)}. This layer's arguments did not change.")
+                f"changed: {'; '.join(map(str, verdict.changes))}. This layer's arguments did not change.")
     if verdict.reason is Reason.SIGNATURE_CHANGED:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because the signature "
-                f"changed: {'; '.join(verdict.changes)}.")
+                f"changed: {'; '.join(map(str, verdict.changes))}.")
     return _reason_of_place(verdict.reason, verdict.function, verdict.backend, verdict.objects)
 
 

@@ -55,8 +55,10 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                     "pid": pid, "tid": tid, "ts": _microseconds(start),
                     "dur": _microseconds(event.duration_s),
                     "args": {"kind": event.kind.value, "reason": event.reason, "hint": event.hint,
-                             "changes": list(event.changes), "signature": dict(event.signature),
-                             "call_site": event.call_site, "serial": event.serial}})
+                             "changes": [str(change) for change in event.changes],
+                             "signature": {str(name): str(spec) for name, spec in event.signature.items()},
+                             "call_site": None if event.call_site is None else str(event.call_site),
+                             "serial": event.serial}})
         for runs in trace_file.layers.values():
             tid += 1
             events.append(_thread_name(pid, tid, f"layer {runs.name}"))
@@ -66,6 +68,8 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                     "pid": pid, "tid": tid, "ts": _microseconds(event.timestamp),
                     "dur": _microseconds(event.duration_s),
                     "args": {"kind": event.kind.value, "run": event.index, "function": event.function,
-                             "reason": event.reason, "hint": event.hint, "changes": list(event.changes),
-                             "signature": dict(event.signature), "function_trace": event.function_trace}})
+                             "reason": event.reason, "hint": event.hint,
+                             "changes": [str(change) for change in event.changes],
+                             "signature": {str(name): str(spec) for name, spec in event.signature.items()},
+                             "function_trace": event.function_trace}})
     return {"traceEvents": events, "displayTimeUnit": "ms"}

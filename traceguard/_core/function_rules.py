@@ -1,0 +1,43 @@
+"""Why did a whole function trace? The verdict of one `FunctionTrace`, from its record alone."""
+
+from __future__ import annotations
+
+from traceguard._core.classify import verdict_of_place
+from traceguard._core.functions import FunctionTrace
+from traceguard._core.hints import function_variable_retrace_hint, retrace_hint
+from traceguard._core.keras_names import KerasCall, variable_owner
+from traceguard._core.kinds import TraceKind
+from traceguard._core.signature import Signature
+from traceguard._core.verdicts import Hint, Reason, RunContext, Verdict
+
+
+def classify_function_trace(record: FunctionTrace, old: Signature | None, backend: str = "tensorflow",
+                            keras_step: bool = False, keras_call: KerasCall | None = None) -> Verdict:
+    """The verdict of one whole-function trace, from its record and the closest earlier signature.
+
+    `old` is the signature its `changes` were computed from, or None for a first trace.
+    """
+    name = record.name
+    if record.saving:
+        return verdict_of_place(RunContext.SAVE, name, backend)
+    reason = record.reason
+    if reason is Reason.FIRST_TRACE:
+        return Verdict(record.kind, (), reason, None, name, backend)
+    if reason is Reason.VARIABLE_RETRACE:
+        owners = {variable_owner(variable) for variable in record.lifted_variables}
+        hint = function_variable_retrace_hint(owners, name, keras_step)
+        return Verdict(record.kind, record.changes, reason, hint, name, backend,
+                       created=record.lifted_variables)
+    if reason is Reason.NEW_FUNCTION_OBJECT:
+        hint = Hint.REUSE_MODEL if keras_step else Hint.CREATE_FUNCTION_ONCE
+        return Verdict(record.kind, record.changes, reason, hint, name, backend, objects=record.objects)
+    if not record.changes:
+        return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED, name,
+                       backend)
+    hint, argument = retrace_hint(record.changes[0], old or {}, record.signature, keras_step, backend,
+                                  keras_call)
+    return Verdict(record.kind, record.changes, Reason.SIGNATURE_CHANGED, hint, name, backend, argument,
+                   keras_call)
+
+
+__all__ = ["classify_function_trace"]
