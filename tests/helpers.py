@@ -36,3 +36,14 @@ def classify(*args: Any, **kwargs: Any) -> Any:
 def texts(changes: Any) -> tuple[str, ...]:
     """The report text of each change."""
     return tuple(str(change) for change in changes)
+
+
+# A function trace's reason as the names its kind had before kinds and reasons were split.
+_RECORD_LABELS = {"first_trace": "first", "new_function_object": "new_function",
+                  "variable_retrace": "variable_retrace"}
+
+
+def record_kind(record: Any) -> str:
+    """`"first"`, `"retrace"`, `"new_function"` or `"variable_retrace"`: a `FunctionTrace`'s
+    kind, told apart by its reason."""
+    return _RECORD_LABELS.get(record.reason.value, "retrace")

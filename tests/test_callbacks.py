@@ -135,7 +135,7 @@ def test_validation_and_predict_traces_are_reported_without_warnings(model):
                   callbacks=[monitor])
         model.predict(data(64)[0], batch_size=32, verbose=0, callbacks=[monitor])
     events = monitor.report.layers["projection"].events
-    assert [(e.kind.value, e.function, e.signature["training"]) for e in events] == DEFAULT.pick([
+    assert [(e.kind.value, e.function, str(e.signature["training"])) for e in events] == DEFAULT.pick([
         ("trace", "one_step_on_data", "True"),  # fit: the dataset's batch dimension is None.
         ("trace", "one_step_on_data", "False"),  # validation: Keras's test step.
         ("trace", "one_step_on_data_distributed", "False"),  # predict.
@@ -145,7 +145,7 @@ def test_validation_and_predict_traces_are_reported_without_warnings(model):
         ("trace", "test_function", "False"),
         ("trace", "predict_function", "False"),
     ])
-    assert events[0].signature["inputs"] == "float32[None,8]"
+    assert str(events[0].signature["inputs"]) == "float32[None,8]"
 
 
 def test_only_retraces_after_the_first_epoch_or_call_warn():

@@ -226,7 +226,7 @@ def test_budget_report_failure_does_not_break_the_call(monkeypatch, caplog, fres
             return inputs
 
     layer = Identity(max_traces=0, on_excess="raise")
-    monkeypatch.setattr(_recorder, "format_budget_excess", _raise)
+    monkeypatch.setattr(_recorder, "budget_message", _raise)
     with caplog.at_level(logging.ERROR, logger="traceguard"):
         np.testing.assert_array_equal(tf.function(layer)(tf.ones((2,))), tf.ones((2,)))
     assert [r.getMessage()[:60] for r in caplog.records if r.name == "traceguard"] == [

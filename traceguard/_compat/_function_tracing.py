@@ -76,6 +76,13 @@ class FunctionTracing:
     # The serial of an earlier trace of the same function object (and phase) that
     # built the same graph: a retrace that changed nothing (see `_graph_fingerprint`).
     same_graph_as: int | None = None
+    # The call's cache key as the backend compares it (`_tf_trace_types`, `_jax_keys`): specs by
+    # argument name; None when the hook could not read it (the records read `arguments` then).
+    signature: dict[Any, Any] | None = None
+    # With `relaxed`: the key TensorFlow traced instead (a dimension made None), as specs.
+    relaxed_signature: dict[Any, Any] | None = None
+    # "dataset" when the user's calling frame holds a `tf.data` dataset or iterator, else None.
+    data: str | None = None
 
     @property
     def duration(self) -> float:
@@ -309,6 +316,18 @@ def end(tracing: FunctionTracing, graph: Any = None) -> None:
         tracing.python_function = None
     if verdict is not None:
         raise verdict
+
+
+def discard(tracing: FunctionTracing, graph: Any = None) -> None:
+    """A call the hook saw did not trace after all (the backend's inner cache had it): it is
+    dropped from this thread's traces in progress, and no listener hears of it."""
+    stack = getattr(_local, "stack", None) or []
+    if tracing in stack:
+        stack.remove(tracing)
+    if graph is not None:
+        _running_by_graph.pop(id(graph), None)
+    tracing.arguments = None
+    tracing.python_function = None
 
 
 def stops_trace(error: BaseException) -> bool:

@@ -42,7 +42,7 @@ def keras_call(start: Any = None) -> KerasCall | None:
             data, samples = _describe_data(local.get("x"))
             batch_size = local.get("batch_size")
             return KerasCall(code.co_name, data, samples,
-                             batch_size if type(batch_size) is int else None)
+                             batch_size if type(batch_size) is int else None, id(local["self"]))
         frame = frame.f_back
     return None
 

@@ -18,14 +18,14 @@ from typing import Any
 from traceguard._compat._backend import IS_JAX
 from traceguard._core.keras_names import DENSE_TENSOR_TYPES
 from traceguard._core.specs import (
-    MAX_ITEMS,
     MAX_REPR,
     ArgumentPath,
-    MappingSpec,
-    SequenceSpec,
     Spec,
     TensorSpec,
     ValueSpec,
+    mapping_spec,
+    sequence_spec,
+    value_spec,
 )
 
 if IS_JAX:
@@ -40,8 +40,8 @@ _new_tuple = tuple.__new__  # A `TensorSpec` made in C: `TensorSpec(...)` is a P
 def _value_spec(value: Any) -> ValueSpec:
     text = repr(value)
     if len(text) <= MAX_REPR:
-        return _new_tuple(ValueSpec, (text, None, False))
-    return ValueSpec(text[: MAX_REPR - 3] + "...", hash(text))
+        return _new_tuple(ValueSpec, (text, None, False))  # Most values: short, made in C.
+    return value_spec(value)
 
 
 def _dims(shape: Any) -> tuple[int | None, ...] | None:
@@ -100,15 +100,8 @@ def spec_of(value: Any, _enclosing: tuple[int, ...] = ()) -> Spec:
     enclosing = (*_enclosing, id(value))
     if is_sequence:
         items = tuple(spec_of(item, enclosing) for item in value)
-        kind = "list" if isinstance(value, list) else "tuple"
-        return SequenceSpec(kind, items[:MAX_ITEMS], len(items), _fingerprint(items[MAX_ITEMS:]))
-    pairs = tuple((repr(key), spec_of(item, enclosing))
-                  for key, item in sorted(value.items(), key=lambda item: repr(item[0])))
-    return MappingSpec(pairs[:MAX_ITEMS], len(pairs), _fingerprint(pairs[MAX_ITEMS:]))
-
-
-def _fingerprint(cut: tuple) -> int | None:
-    return hash(cut) if cut else None
+        return sequence_spec("list" if isinstance(value, list) else "tuple", items)
+    return mapping_spec(tuple((repr(key), spec_of(item, enclosing)) for key, item in value.items()))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -27,12 +27,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from tensorflow.python.data.ops import dataset_ops as _dataset_ops
+from tensorflow.python.data.ops import iterator_ops as _iterator_ops
 from tensorflow.python.data.ops import structured_function as _structured_function
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _polymorphic_function
 from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
 from tensorflow.python.saved_model import save_context as _save_context
 
-from traceguard._compat import _flavors, _function_tracing, _graph_fingerprint, _tf_function
+from traceguard._compat import _flavors, _function_tracing, _graph_fingerprint, _tf_function, _tf_trace_types
 from traceguard._compat._flavors import internal_missing
 
 try:  # TF 2.14+.
@@ -183,7 +185,9 @@ def _hooked(function_type: Any, type_context: Any, func_graph: Any, tracing_opti
                      _SCOPE_PHASES.get(tracing_options.scope_type))
     if tracing is None:
         return _ORIGINAL(function_type, type_context, func_graph, tracing_options)
-    tracing.relaxed = given.get("lookup_func_type", function_type) is not function_type
+    lookup = given.get("lookup_func_type")
+    tracing.relaxed = lookup is not None and lookup is not function_type
+    _read_key(tracing, lookup, function_type if tracing.relaxed else None)
     return _run(tracing, func_graph, _ORIGINAL, function_type, type_context, func_graph,
                 tracing_options)
 
@@ -208,9 +212,25 @@ def _hooked_method(self: Any, args: Any, kwargs: Any, func_graph: Any) -> Any:
             tracing.phase = "variable_creation" \
                 if self is getattr(function, "_variable_creation_fn", None) else "no_variable_creation"
     caller_locals = caller.f_locals
-    tracing.relaxed = caller_locals.get("lookup_func_type") is not caller_locals.get(
-        "target_func_type", caller_locals.get("lookup_func_type"))
+    lookup = caller_locals.get("lookup_func_type")
+    target = caller_locals.get("target_func_type", lookup)
+    tracing.relaxed = lookup is not target
+    _read_key(tracing, lookup, target if tracing.relaxed else None)
     return _run(tracing, func_graph, _ORIGINAL, self, args, kwargs, func_graph)
+
+
+def _read_key(tracing: _function_tracing.FunctionTracing, lookup: Any, relaxed: Any) -> None:
+    """The call's cache key as TensorFlow compared it (`lookup_func_type`), and, when it relaxed
+    the signature, the key it traced; a `tf.data` function keeps its elements' specs."""
+    if tracing.origin != "tf.function" or lookup is None:
+        return
+    python_function = tracing.python_function
+    try:
+        tracing.signature = _tf_trace_types.function_type_signature(lookup, python_function)
+        if relaxed is not None:
+            tracing.relaxed_signature = _tf_trace_types.function_type_signature(relaxed, python_function)
+    except Exception:  # The arguments' values are read instead (`_record.functions`).
+        tracing.signature = tracing.relaxed_signature = None
 
 
 def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: Callable[..., Any],
@@ -294,7 +314,24 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
         tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
         tracing.caller = frame.f_code.co_name
         tracing.entry = entry  # The library function the user's frame called.
+        tracing.data = _data_source(frame)
     return tracing
+
+
+_DATA_TYPES = (_dataset_ops.DatasetV2, _iterator_ops.IteratorBase)
+_SCANNED = 256  # Names of the calling frame looked at, at most.
+
+
+def _data_source(frame: Any) -> str | None:
+    """"dataset" when the user's frame that made the trace holds a `tf.data` dataset or iterator
+    (a local, or a module's global at module level): the batches most likely come from it."""
+    names = frame.f_locals
+    for number, value in enumerate(names.values()):
+        if number >= _SCANNED:
+            break
+        if isinstance(value, _DATA_TYPES):
+            return "dataset"
+    return None
 
 
 def _unwrap(function: Any) -> Any:

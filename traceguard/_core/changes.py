@@ -21,7 +21,9 @@ class Aspect(str, enum.Enum):
     DIM = "dim"  # One dimension of a tensor; `axis` says which.
     RANK = "rank"  # A tensor's number of dimensions.
     DTYPE = "dtype"
-    VALUE = "value"  # A Python value (int, float, str, None, ...).
+    WEAK_TYPE = "weak_type"  # JAX: weakly typed (a Python scalar's type) or not, same dtype.
+    VALUE = "value"  # A Python value compared by value (int, float, str, None, a static argument).
+    IDENTITY = "identity"  # An object compared by identity: another object, however alike.
     STRUCTURE = "structure"  # Nesting, length, tensor-or-value, or a tensor type.
     ITEMS_PAST_CUT = "items_past_cut"  # Items past those a spec keeps.
     ADDED = "added"  # An argument given only now.
@@ -79,6 +81,10 @@ def change_text(change: Change) -> str:
         return f"{argument}: removed"
     if aspect is Aspect.ITEMS_PAST_CUT:
         return f"{argument}[{MAX_ITEMS}:]: the items past the first {MAX_ITEMS} changed"
+    if aspect is Aspect.IDENTITY:
+        if str(old) == str(new):
+            return f"{argument}: a different {new} (compared by identity)"
+        return f"{argument}: {old} -> {new} (compared by identity)"
     if aspect is Aspect.FUNCTION_OBJECT:
         if old is None:  # A layer saw it: the objects' numbers are the function's records'.
             return f"{argument}: new object, same Python function"

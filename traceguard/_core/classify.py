@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.hints import layer_variable_retrace_hint, retrace_hint
+from traceguard._core.hints import layer_variable_retrace_hint, new_object_hint, retrace_hint
 from traceguard._core.keras_names import KerasCall
 from traceguard._core.kinds import TraceKind
 from traceguard._core.signature import Signature, diff_signatures
@@ -55,7 +55,6 @@ class Observation:
         enclosing: What the enclosing function's trace differs in, when function
             traces are recorded: the cause a layer cannot see (a Python argument
             of the function, a new function object).
-        traced_before: Whether the layer made a graph trace before, in any function.
         symbolic_pass: For a symbolic run, which of Keras's passes ran it, if known.
     """
 
@@ -71,7 +70,6 @@ class Observation:
     keras_call: KerasCall | None = None
     control_flow: str | None = None
     enclosing: EnclosingTrace | None = None
-    traced_before: bool = False
     symbolic_pass: SymbolicPass | None = None
 
 
@@ -117,10 +115,11 @@ def classify_run(seen: Observation) -> Verdict:
             enclosing.reason is not Reason.SIGNATURE_CHANGED or not enclosing.changes):
         return verdict  # The function's own trace says it is the variable retrace.
     if enclosing.reason is Reason.NEW_FUNCTION_OBJECT:
-        kind = TraceKind.RETRACE if seen.traced_before else verdict.kind
-        return Verdict(kind, enclosing.changes, Reason.NEW_FUNCTION_OBJECT,
-                       Hint.REUSE_MODEL if seen.keras_step else Hint.CREATE_FUNCTION_ONCE, seen.function,
-                       seen.backend, objects=enclosing.objects)
+        # One kind per situation: the function's own trace is a retrace (of its code), and so is
+        # every layer run in it, whether or not the layer traced before.
+        return Verdict(TraceKind.RETRACE, enclosing.changes, Reason.NEW_FUNCTION_OBJECT,
+                       new_object_hint(seen.keras_step, enclosing.same_model), seen.function,
+                       seen.backend, keras_call=seen.keras_call, objects=enclosing.objects)
     if verdict.reason is not Reason.FIRST_TRACE and enclosing.changes:
         hint, argument = retrace_hint(enclosing.changes[0], {}, {}, seen.keras_step, seen.backend,
                                       seen.keras_call)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from traceguard._core.classify import verdict_of_place
 from traceguard._core.functions import FunctionTrace
-from traceguard._core.hints import function_variable_retrace_hint, retrace_hint
+from traceguard._core.hints import function_variable_retrace_hint, new_object_hint, retrace_hint
 from traceguard._core.keras_names import KerasCall, variable_owner
 from traceguard._core.kinds import TraceKind
 from traceguard._core.signature import Signature
@@ -21,23 +21,27 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
     if record.saving:
         return verdict_of_place(RunContext.SAVE, name, backend)
     reason = record.reason
+    data = keras_call.data if keras_call is not None else record.data
     if reason is Reason.FIRST_TRACE:
-        return Verdict(record.kind, (), reason, None, name, backend)
+        return Verdict(record.kind, (), reason, None, name, backend, of_function=True)
     if reason is Reason.VARIABLE_RETRACE:
         owners = {variable_owner(variable) for variable in record.lifted_variables}
         hint = function_variable_retrace_hint(owners, name, keras_step)
         return Verdict(record.kind, record.changes, reason, hint, name, backend,
-                       created=record.lifted_variables)
+                       created=record.lifted_variables, of_function=True)
     if reason is Reason.NEW_FUNCTION_OBJECT:
-        hint = Hint.REUSE_MODEL if keras_step else Hint.CREATE_FUNCTION_ONCE
-        return Verdict(record.kind, record.changes, reason, hint, name, backend, objects=record.objects)
+        hint = new_object_hint(keras_step, record.same_model)
+        return Verdict(record.kind, record.changes, reason, hint, name, backend, keras_call=keras_call,
+                       objects=record.objects, of_function=True)
     if not record.changes:
         return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED, name,
-                       backend)
+                       backend, of_function=True)
     hint, argument = retrace_hint(record.changes[0], old or {}, record.signature, keras_step, backend,
-                                  keras_call)
+                                  keras_call, record.relaxed)
+    relaxed = record.relaxed_signature or {}
     return Verdict(record.kind, record.changes, Reason.SIGNATURE_CHANGED, hint, name, backend, argument,
-                   keras_call)
+                   keras_call, data=data, relaxed_to=relaxed.get(record.changes[0].parameter),
+                   of_function=True)
 
 
 __all__ = ["classify_function_trace"]

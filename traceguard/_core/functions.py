@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall
@@ -65,6 +66,14 @@ class FunctionTrace:
     # The serial of an earlier trace of the same function object that built the
     # same graph (same ops, wiring and constants; shapes aside): a wasted retrace.
     same_graph_as: int | None = None
+    # With `relaxed`: the signature the backend traced instead (a dimension made None).
+    relaxed_signature: Mapping[Any, Spec] | None = None
+    # Where the call's data came from, when the hook saw it: "dataset" (the calling frame holds a
+    # `tf.data` dataset or iterator), else None (a Keras step's is `keras_call.data`).
+    data: str | None = None
+    # For a new function object of a Keras step: whether it steps the same model as the object
+    # before it (`compile()` dropped the step function), or another model; None when not known.
+    same_model: bool | None = None
 
     @property
     def backend(self) -> str:

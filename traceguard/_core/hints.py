@@ -25,6 +25,7 @@ _HINT_BY_ASPECT: dict[tuple[Aspect, bool], Hint] = {
     (Aspect.DTYPE, False): Hint.ONE_DTYPE,
     (Aspect.DTYPE, True): Hint.ONE_DTYPE,
     (Aspect.RANK, False): Hint.ONE_RANK,
+    (Aspect.RANK, True): Hint.FIXED_SHAPES,
 }
 
 # A batch dimension that changed in a Keras step, by the Keras method and its data.
@@ -41,28 +42,33 @@ _BATCH_HINT_BY_CALL: dict[tuple[str, str | None], Hint] = {
 
 
 def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: bool = False,
-                 backend: str = "tensorflow",
-                 keras_call: KerasCall | None = None) -> tuple[Hint, str | None]:
-    """The fix that matches a retrace's first change, and the argument it names."""
+                 backend: str = "tensorflow", keras_call: KerasCall | None = None,
+                 relaxed: bool | None = None) -> tuple[Hint, str | None]:
+    """The fix that matches a retrace's first change, and the argument it names.
+
+    Chosen from what the backend compared (the change's aspect and the argument's
+    spec: a static argument, an object keyed by identity, a weakly typed scalar),
+    the backend, whether it relaxed the signature already (`relaxed`), and the Keras
+    method whose step traced (`keras_call`) with its data.
+    """
     jax = backend == "jax"
     name = change.parameter
+    aspect = change.aspect
     if name == "training" and not jax:
         return Hint.TRAINING_VALUE, name
-    if change.aspect is Aspect.DIM:
-        if change.axis == 0 and keras_call is not None:
-            return _BATCH_HINT_BY_CALL.get((keras_call.method, keras_call.data), Hint.PARTIAL_BATCH), name
-        if change.axis == 0 and keras_step:
-            return Hint.PARTIAL_BATCH, name
-        if change.new is None:  # TensorFlow relaxed it (`reduce_retracing`, Keras's steps).
-            return Hint.RELAXED_DIMENSION, name
-        if change.axis:
-            return Hint.VARYING_LENGTH, name
-    hint = _HINT_BY_ASPECT.get((change.aspect, jax))
+    keyed = _hint_by_key(change)
+    if keyed is not None:
+        return keyed, name
+    if aspect is Aspect.DIM:
+        dimension = _dimension_hint(change, keras_step, jax, keras_call, relaxed)
+        if dimension is not None:
+            return dimension, name
+    hint = _HINT_BY_ASPECT.get((aspect, jax))
     if hint is not None:
         return hint, name
-    if change.aspect is Aspect.VALUE:
+    if aspect is Aspect.VALUE:
         return Hint.PYTHON_VALUE_AS_TENSOR, name
-    if change.aspect is Aspect.FUNCTION_OBJECT:
+    if aspect is Aspect.FUNCTION_OBJECT:
         return (Hint.REUSE_MODEL if keras_step else Hint.CREATE_FUNCTION_ONCE), None
     old_spec, new_spec = old.get(name), new.get(name)
     if isinstance(old_spec or new_spec, ValueSpec) and isinstance(new_spec or old_spec, ValueSpec):
@@ -71,6 +77,43 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
             and old_spec.length != new_spec.length and not jax:
         return Hint.VARYING_COUNT, name
     return Hint.FIXED_STRUCTURE, name
+
+
+def _hint_by_key(change: Change) -> Hint | None:
+    """The fix named by how the backend keys the argument: a weak type, a static argument, an
+    object compared by identity; None for a tensor's shape or dtype, or a plain Python value."""
+    aspect = change.aspect
+    static = getattr(change.new, "static", False) or getattr(change.old, "static", False)
+    if aspect is Aspect.WEAK_TYPE:
+        return Hint.WEAK_TYPE
+    if aspect is Aspect.IDENTITY:
+        return Hint.STATIC_IDENTITY if static else Hint.OBJECT_IDENTITY
+    if aspect is Aspect.VALUE and static:
+        return Hint.STATIC_VALUE
+    return None
+
+
+def _dimension_hint(change: Change, keras_step: bool, jax: bool, keras_call: KerasCall | None,
+                    relaxed: bool | None) -> Hint | None:
+    """The fix of a changed dimension, by the Keras method and its data, by what TensorFlow relaxed,
+    and by the axis; None to take the backend's general one."""
+    if change.axis == 0 and keras_call is not None:
+        return _BATCH_HINT_BY_CALL.get((keras_call.method, keras_call.data), Hint.PARTIAL_BATCH)
+    if change.axis == 0 and keras_step:
+        return Hint.PARTIAL_BATCH
+    if not jax and (relaxed or change.new is None):  # TensorFlow relaxed it (`reduce_retracing`).
+        return Hint.RELAXED_DIMENSION
+    if change.axis:
+        return Hint.VARYING_LENGTH
+    return None
+
+
+def new_object_hint(keras_step: bool, same_model: bool | None) -> Hint:
+    """The fix of a trace by a new function object of the same code: for a Keras step, by whether
+    the model is the same (its step function was dropped: `compile()` again) or another one."""
+    if not keras_step:
+        return Hint.CREATE_FUNCTION_ONCE
+    return Hint.RECOMPILED_MODEL if same_model else Hint.REUSE_MODEL
 
 
 def layer_variable_retrace_hint(layer_created: list[bool | None], function: str | None,
@@ -107,4 +150,4 @@ def function_variable_retrace_hint(owners: set[str], function: str, keras_step: 
 
 
 __all__ = ["KERAS2_TRAIN_FUNCTION", "function_variable_retrace_hint", "layer_variable_retrace_hint",
-           "retrace_hint"]
+           "new_object_hint", "retrace_hint"]

@@ -66,9 +66,11 @@ class KerasCall:
             `"other"` (a generator, a `PyDataset`, ...), or None when unknown.
         samples: The number of samples in `x` for arrays, else None.
         batch_size: The `batch_size` argument, else None.
+        model: Tells the model apart from others while it lives (its `id()`), else None.
     """
 
     method: str
     data: str | None = None
     samples: int | None = None
     batch_size: int | None = None
+    model: int | None = None

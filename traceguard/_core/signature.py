@@ -10,7 +10,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Spec, TensorSpec, ValueSpec
+from traceguard._core.specs import (
+    ArgumentPath,
+    MappingSpec,
+    ObjectSpec,
+    SequenceSpec,
+    Spec,
+    TensorSpec,
+    ValueSpec,
+)
 
 # Argument specs by parameter name; an item of a `*args` parameter by its `ArgumentPath`.
 Signature = Mapping[Any, Spec]
@@ -32,6 +40,8 @@ def diff_specs(path: ArgumentPath, old: Spec, new: Spec) -> list[Change]:
         changes = [change for (key, a), (_, b) in zip(old.items, new.items)
                    for change in diff_specs(path.child(key), a, b)]
         return changes + _cut_changed(path, old, new)
+    if isinstance(old, ObjectSpec) and isinstance(new, ObjectSpec):
+        return [Change(path, Aspect.IDENTITY, old, new)]
     aspect = Aspect.VALUE if isinstance(old, ValueSpec) and isinstance(new, ValueSpec) else Aspect.STRUCTURE
     return [Change(path, aspect, old, new)]
 
@@ -40,6 +50,8 @@ def _tensor_changes(path: ArgumentPath, old: TensorSpec, new: TensorSpec) -> lis
     changes = []
     if old.dtype != new.dtype:
         changes.append(Change(path, Aspect.DTYPE, old.dtype, new.dtype))
+    elif old.weak_type != new.weak_type:  # JAX: a Python scalar's weak type, or a typed value.
+        changes.append(Change(path, Aspect.WEAK_TYPE, old, new))
     old_dims, new_dims = old.dims, new.dims
     if old_dims is None or new_dims is None or len(old_dims) != len(new_dims):
         if old_dims != new_dims:

@@ -14,6 +14,7 @@ differ only past the cut still differ.
 
 from __future__ import annotations
 
+import os
 from typing import Any, NamedTuple, Union
 
 MAX_REPR = 40  # Characters of a Python value's repr a spec keeps.
@@ -84,11 +85,13 @@ class ObjectSpec(NamedTuple):
     static: bool = False
 
     def __str__(self) -> str:
-        made = f", made at {self.site}" if self.site is not None else ""
-        if self.type_name in ("function", "method", "builtin_function_or_method"):
+        site = self.site
+        made = f" (defined at {os.path.basename(site.path)}:{site.line})" if site is not None else ""
+        if self.type_name == "method":
+            return f"bound method {self.name}{made}"
+        if self.type_name in ("function", "builtin_function_or_method"):
             return f"Python function {self.name}{made}"
-        return f"{self.type_name} object{made}" if self.name == self.type_name else \
-            f"{self.type_name} object {self.name}{made}"
+        return f"{self.name} object{made}"
 
 
 class SequenceSpec(NamedTuple):
@@ -118,6 +121,30 @@ class MappingSpec(NamedTuple):
     def __str__(self) -> str:
         more = f", ... {self.length} items" if self.length > len(self.items) else ""
         return "{" + ", ".join(f"{key}: {item}" for key, item in self.items) + more + "}"
+
+
+def sequence_spec(kind: str, items: tuple[Spec, ...]) -> SequenceSpec:
+    """The spec of a sequence of these items' specs: the first `MAX_ITEMS`, and a fingerprint of
+    the rest."""
+    rest = items[MAX_ITEMS:]
+    return SequenceSpec(kind, items[:MAX_ITEMS], len(items), hash(rest) if rest else None)
+
+
+def mapping_spec(pairs: tuple[tuple[str, Spec], ...]) -> MappingSpec:
+    """The spec of a mapping of (key repr, spec) pairs, sorted by key: the first `MAX_ITEMS`,
+    and a fingerprint of the rest."""
+    pairs = tuple(sorted(pairs, key=lambda pair: pair[0]))
+    rest = pairs[MAX_ITEMS:]
+    return MappingSpec(pairs[:MAX_ITEMS], len(pairs), hash(rest) if rest else None)
+
+
+def value_spec(value: object, static: bool = False, fingerprint: int | None = None) -> ValueSpec:
+    """The spec of a Python value by its repr, cut to `MAX_REPR` characters (then fingerprinted by
+    the whole repr, or by `fingerprint` when given: a static argument's hash)."""
+    text = repr(value)
+    if len(text) <= MAX_REPR:
+        return ValueSpec(text, fingerprint, static)
+    return ValueSpec(text[: MAX_REPR - 3] + "...", hash(text) if fingerprint is None else fingerprint, static)
 
 
 Spec = Union[TensorSpec, ValueSpec, ObjectSpec, SequenceSpec, MappingSpec]  # noqa: UP007 (3.10 runs it)
@@ -170,4 +197,5 @@ def format_signature(signature: Any) -> dict[str, str]:
 
 
 __all__ = ["MAX_ITEMS", "MAX_REPR", "SPEC_TYPES", "ArgumentPath", "MappingSpec", "ObjectSpec",
-           "SequenceSpec", "Site", "Spec", "TensorSpec", "ValueSpec", "format_signature", "format_spec"]
+           "SequenceSpec", "Site", "Spec", "TensorSpec", "ValueSpec", "format_signature", "format_spec",
+           "mapping_spec", "sequence_spec", "value_spec"]

@@ -96,6 +96,17 @@ class Hint(enum.Enum):
     ONE_RANK = "one_rank"
     PYTHON_VALUE_AS_TENSOR = "python_value_as_tensor"
     FIXED_STRUCTURE = "fixed_structure"
+    # JAX: a weakly typed scalar (a Python number) became typed, or the other way.
+    WEAK_TYPE = "weak_type"
+    # JAX: a static argument (`static_argnums`/`static_argnames`) took a new value.
+    STATIC_VALUE = "static_value"
+    # JAX: a static argument whose type has no `__eq__`: a new object is a new key.
+    STATIC_IDENTITY = "static_identity"
+    # TensorFlow: a Python object argument (a function, a bound method, a model) keyed by identity.
+    OBJECT_IDENTITY = "object_identity"
+    # A Keras step traced anew for the same model: `compile()` (or `make_*_function(force=True)`)
+    # dropped the step function.
+    RECOMPILED_MODEL = "recompiled_model"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +128,14 @@ class Verdict:
     control_flow: str | None = None  # "tf.while_loop" or "tf.cond" whose body or branch ran it.
     objects: int | None = None  # For a new function object: how many objects its code has had.
     created: tuple[str, ...] = ()  # For a function's variable retrace: the variables lifted.
+    # Where the call's data came from: "dataset" (a `tf.data` pipeline), "arrays", "other", or None
+    # when not known; a hint names `drop_remainder` only for a dataset.
+    data: str | None = None
+    # For a trace TensorFlow relaxed (`reduce_retracing`): the spec it traced for the argument the
+    # hint names.
+    relaxed_to: Any = None
+    # Whether the verdict is a whole function's trace (else a layer's body run).
+    of_function: bool = False
 
 
 class EarlierTrace(NamedTuple):
@@ -145,6 +164,7 @@ class EnclosingTrace:
     reason: Reason
     changes: tuple[Change, ...]
     objects: int = 1
+    same_model: bool | None = None  # For a Keras step's new object: the same model as before?
 
 
 __all__ = ["EarlierTrace", "EnclosingTrace", "Hint", "Reason", "RunContext", "SymbolicPass", "Verdict"]

@@ -22,17 +22,20 @@ from typing import TYPE_CHECKING, Any
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._diagnosis.fixes import FixIt, propose_fix
 from traceguard._diagnosis.function_runs import FunctionRuns, add_record, function_key, is_reported
+from traceguard._record.layer_state import STATE_ATTRIBUTE
 from traceguard._record.log import event_of, normalize_kinds
 from traceguard._record.observers import traced_function
-from traceguard._reports.text import format_retracing_note
+from traceguard._reports.html import write_html
+from traceguard._reports.html_tables import layers_html
+from traceguard._reports.text import format_explanation, format_layer_table, format_retracing_note
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
     from traceguard._diagnosis.fix_checks import FixCheck
     from traceguard._diagnosis.trace_file import TraceFileWriter
 
-# `TraceAwareMixin` (which imports TensorFlow or JAX) is imported when a layer is first
-# seen, so that `python -m traceguard report` rebuilds an `Explanation` without them.
+# `fix_checks` (which imports TensorFlow) is imported when fixes are checked, so that
+# `python -m traceguard report` rebuilds an `Explanation` without the backend.
 
 _EVENTS_PER_LAYER = 1000
 _SIGNATURES_KEPT = 10_000
@@ -121,14 +124,13 @@ class Explanation:
     def _runs_of(self, layer: Any) -> LayerRuns:
         runs = self._layer_of.get(layer)
         if runs is None:
-            from traceguard._record.layer import TraceAwareMixin
-
             name = base = str(getattr(layer, "name", type(layer).__name__))
             for number in itertools.count(2):
                 if name not in self._layers:
                     break
                 name = f"{base}#{number}"
-            runs = LayerRuns(name, type(layer).__name__, isinstance(layer, TraceAwareMixin))
+            # A `TraceAwareLayer` keeps its own state (its `trace_log`); a watched plain layer does not.
+            runs = LayerRuns(name, type(layer).__name__, STATE_ATTRIBUTE in getattr(layer, "__dict__", ()))
             self._layers[name] = runs
             self._first_run[name] = time.time()
             self._layer_of[layer] = runs
@@ -324,8 +326,6 @@ class Explanation:
 
     def table(self) -> str:
         """A table of counts by kind, one row per layer."""
-        from traceguard._reports.text import format_layer_table
-
         return format_layer_table(list(self.layers.values()))
 
     def summary(self, brief: bool = False) -> str:
@@ -336,8 +336,6 @@ class Explanation:
                 totals, the tables and the retraces (what `traceguard run
                 --summary` prints). Defaults to `False`.
         """
-        from traceguard._reports.text import format_explanation
-
         if not isinstance(brief, bool):
             raise ValueError(f"`brief` expects a bool. Received: brief={brief!r}")
         return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
@@ -362,14 +360,10 @@ class Explanation:
         Raises:
             TypeError: If `path` is not a str or path-like.
         """
-        from traceguard._reports.html import write_html
-
         return write_html(path, self.layers, title=self.title, functions=list(self.functions.values()))
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""
-        from traceguard._reports.html_tables import layers_html
-
         return layers_html(self.layers, self.title, list(self.functions.values()))
 
     def __str__(self) -> str:

@@ -28,6 +28,7 @@ from traceguard import _compat
 from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Spec, TensorSpec, ValueSpec
 from traceguard._diagnosis.fixes import FixIt, number_of
 from traceguard._record.observers import unrecorded
+from traceguard._reports.fixes import format_fix_check
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +57,6 @@ class FixCheck:
             and self.after < self.before
 
     def __str__(self) -> str:
-        from traceguard._reports.fixes import format_fix_check
-
         return format_fix_check(self)
 
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from traceguard._core.specs import MappingSpec, SequenceSpec, Site, Spec, TensorSpec, ValueSpec
+from traceguard._reports.fixes import format_fix
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
@@ -91,8 +92,6 @@ class FixIt:
         return dataclasses.replace(self, arguments=arguments, tensor_dtype="float32")
 
     def __str__(self) -> str:
-        from traceguard._reports.fixes import format_fix
-
         return format_fix(self)
 
 

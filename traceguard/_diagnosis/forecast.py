@@ -26,8 +26,9 @@ from traceguard._core.forecasts import (
     WatchedTrace,
     pair_traces,
 )
-from traceguard._core.specs import MappingSpec, SequenceSpec, Spec, TensorSpec, format_spec
+from traceguard._core.specs import MappingSpec, SequenceSpec, Spec, TensorSpec, format_signature, format_spec
 from traceguard._diagnosis.forecast_data import Data, describe_data, split_data, unpack_validation
+from traceguard._reports.forecast import format_check, format_forecast
 
 
 def _check_arguments(method: str, batch_size: Any, epochs: Any, validation_split: Any) -> None:
@@ -191,8 +192,6 @@ class ForecastCheck:
 
     def summary(self) -> str:
         """The agreements, then the misses, as text."""
-        from traceguard._reports.forecast import format_check
-
         return format_check(self.method, self.agreed, self.missed, self.unforeseen, self.outside)
 
     def __str__(self) -> str:
@@ -267,8 +266,6 @@ class Forecast:
 
     def summary(self) -> str:
         """The readable forecast: each trace with its signature, why, and how to avoid it."""
-        from traceguard._reports.forecast import format_forecast
-
         return format_forecast(self.method, self.keras, self.traces, self.outside)
 
     def __str__(self) -> str:
@@ -293,7 +290,8 @@ def watched_traces(functions: Any) -> list[WatchedTrace]:
                     and getattr(event.changes[0], "aspect", None) is Aspect.FUNCTION_OBJECT:
                 kind = "trace"
             if kind in FORESEEN_KINDS:
-                traces.append(WatchedTrace(event.function, kind, dict(event.signature), event.serial))
+                signature = format_signature(event.signature)
+                traces.append(WatchedTrace(event.function, kind, signature, event.serial))
     return sorted(traces, key=lambda trace: trace.serial)
 
 

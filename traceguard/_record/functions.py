@@ -153,6 +153,7 @@ class FunctionRecords:
         self._code_of: dict[int, tuple] = {}  # Record index -> its code key.
         self._owner_of: dict[int, Any] = {}  # Record index -> its function object key.
         self._function_texts: dict[str, tuple] = {}  # TF's repr of a function -> its code key.
+        self._models: dict[Any, int] = {}  # A Keras step's function object key -> its model's id.
         # Trace serial -> `preview()`'s answer, while the trace runs.
         self._previews: dict[int, EnclosingTrace] = {}
 
@@ -180,10 +181,11 @@ class FunctionRecords:
         if cached is None:
             key, site, signature, object_key = self._facts(tracing)
             with self._lock:
+                same_model = self._same_model(key, object_key, tracing, register=False)
                 reason, changes, _, _, objects, _ = self._diagnose(key, site, signature, object_key, tracing,
                                                                 register=False)
             cached = self._previews[tracing.serial] = EnclosingTrace(
-                FUNCTION_TRACE_KINDS[reason], reason, tuple(changes), objects)
+                FUNCTION_TRACE_KINDS[reason], reason, tuple(changes), objects, same_model)
         return cached
 
     def on_trace(self, tracing: Any) -> FunctionTrace:
@@ -192,6 +194,7 @@ class FunctionRecords:
         key, site, signature, object_key = self._facts(tracing)
         with self._lock:
             index = self._next_index
+            same_model = self._same_model(key, object_key, tracing)
             reason, changes, closest, number, objects, lifted = self._diagnose(
                 key, site, signature, object_key, tracing, register=True)
             record = FunctionTrace(
@@ -207,7 +210,10 @@ class FunctionRecords:
                 phase=tracing.phase, created_variables=tuple(tracing.created_variables),
                 relaxed=tracing.relaxed, raised=tracing.raised,
                 library_function=tracing.library_function, keras_call=tracing.keras_call,
-                lifted_variables=lifted, same_graph_as=getattr(tracing, "same_graph_as", None))
+                lifted_variables=lifted, same_graph_as=getattr(tracing, "same_graph_as", None),
+                relaxed_signature=None if tracing.relaxed_signature is None
+                else types.MappingProxyType(tracing.relaxed_signature),
+                data=tracing.data, same_model=same_model)
             self._records.append(record)
             self._code_of[index] = key
             self._owner_of[index] = object_key
@@ -223,7 +229,10 @@ class FunctionRecords:
     @staticmethod
     def _facts(tracing: Any) -> tuple[tuple, tuple[str, str, int] | None, dict[str, Spec], Any]:
         python_function = tracing.python_function
-        signature = {name: _spec(value) for name, value in (tracing.arguments or {}).items()}
+        # The key as the backend compared it when the hook read it; else each argument's value.
+        signature = tracing.signature
+        if signature is None:
+            signature = {name: _spec(value) for name, value in (tracing.arguments or {}).items()}
         # A weak reference: equal to another only while both point at the same live
         # object, so a function object made where a dead one was is a new object.
         object_key = tracing.function if tracing.function is not None else tracing.function_id
@@ -268,6 +277,23 @@ class FunctionRecords:
                 if len(signatures) > _MAX_COMPARED:
                     signatures.popitem(last=False)
         return reason, changes, closest, number, objects, lifted
+
+    def _same_model(self, key: tuple, object_key: Any, tracing: Any, register: bool = True) -> bool | None:
+        """For a Keras step's trace: whether its model is the model of the last other function object
+        of its code (the step function was made again for the same model); None when not known.
+        Called with the lock held; `register` notes this object's model."""
+        model = tracing.keras_call.model if tracing.keras_call is not None else None
+        if model is None:
+            return None
+        code = self._codes.get(key)
+        earlier = None
+        if code is not None:
+            others = [(number, known) for known, number in code.objects.items() if known != object_key]
+            if others:
+                earlier = self._models.get(max(others, key=lambda pair: pair[0])[1])
+        if register:
+            self._models[object_key] = model
+        return None if earlier is None else earlier == model
 
     def _number_of_index(self, code: _Code, index: int, default: int) -> int:
         owner = self._owner_of.get(index)

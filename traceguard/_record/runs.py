@@ -76,7 +76,7 @@ class BodyRun(EagerRun):
     for the log's reader, and most logs are never read while a model traces.
     """
 
-    __slots__ = ("index", "site", "earlier", "same_origin", "traced_before", "symbolic_pass", "messages",
+    __slots__ = ("index", "site", "earlier", "same_origin", "symbolic_pass", "messages",
                  "started",
                  "variables_before", "deferred_mark", "created", "creation_watch", "_verdict",
                  # Filled in as the run finishes; `log.event_of` makes its TraceEvent from them.
@@ -139,7 +139,7 @@ class BodyRun(EagerRun):
         return Observation(
             site.context, self.signature, site.frame_name, site.in_creation_phase, self.earlier,
             self.same_origin, site.trace, BACKEND, site.keras_step, site.keras_call, site.control_flow,
-            site.enclosing, self.traced_before, symbolic_pass)
+            site.enclosing, symbolic_pass)
 
     @property
     def kind(self) -> TraceKind:  # type: ignore[override]
