@@ -1,5 +1,5 @@
-"""traceguard's pytest plugin: `trace_budget`, `@pytest.mark.max_traces(n)`,
-`@pytest.mark.no_retrace` and the trace snapshots of `--traceguard-snapshot`.
+"""traceguard's pytest plugin: `@pytest.mark.max_traces(n)`, `@pytest.mark.no_retrace`,
+the trace snapshots of `--traceguard-snapshot`, and the deprecated `trace_budget` fixture.
 
 Registered through the `pytest11` entry point, so pytest imports it at every
 start in any environment where traceguard is installed. It is a top-level
@@ -7,12 +7,16 @@ module, outside the `traceguard` package, because importing a submodule imports
 its package first, and `traceguard` imports TensorFlow; hypothesis keeps its
 plugin in `_hypothesis_pytestplugin.py` for the same reason. traceguard itself
 is imported only when a test uses the fixture or a marker, or the snapshot mode
-is on.
+is on. Each marker is its context manager around the test, with the same
+arguments and defaults: `max_traces(n)` is `traceguard.testing.assert_max_traces`'s
+budget for every trace-aware layer and traced function, `no_retrace` is
+`traceguard.no_retrace()`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any
 
 import pytest
@@ -39,20 +43,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(n): fail the test if any traceguard TraceAwareLayer traces (trace, retrace, "
-        "variable_retrace) more than n times while the test runs, counted per layer.",
+        f"{MARKER}(n, on_retrace='raise'): fail the test if a traced function (tf.function, Keras "
+        "step, jax.jit; per function object) or a traceguard TraceAwareLayer makes more than n graph "
+        "traces (trace, variable_retrace, retrace) while the test runs.",
     )
     config.addinivalue_line(
         "markers",
-        f"{NO_RETRACE_MARKER}(on_retrace='raise'): fail the test at any retrace of a function "
-        "(tf.function, Keras step, jax.jit) while it runs; each function's first trace is its warm-up.",
+        f"{NO_RETRACE_MARKER}(on_retrace='raise', allow_first_traces=True): traceguard.no_retrace() "
+        "around the test: fail it at any retrace of a function (tf.function, Keras step, jax.jit); "
+        "each function's first trace is its warm-up.",
     )
     config.stash[_SESSION] = None
 
 
 @pytest.fixture
 def trace_budget() -> Any:
-    """`traceguard.testing.assert_max_traces`: `with trace_budget(layer_or_function, n): ...`."""
+    """Deprecated: `traceguard.testing.assert_max_traces`, imported in the test module instead."""
+    warnings.warn("The `trace_budget` fixture is deprecated: use "
+                  "`from traceguard.testing import assert_max_traces` and "
+                  "`with assert_max_traces(layer_or_function, n): ...` instead.",
+                  DeprecationWarning, stacklevel=2)
     from traceguard.testing import assert_max_traces
 
     return assert_max_traces
@@ -62,22 +72,39 @@ def _arguments(marker: pytest.Mark) -> str:
     return ", ".join([*map(repr, marker.args), *(f"{k}={v!r}" for k, v in marker.kwargs.items())])
 
 
-def _budget_of(marker: pytest.Mark) -> int:
-    n = marker.args[0] if len(marker.args) == 1 and not marker.kwargs else marker.kwargs.get("n")
-    valid = (len(marker.args) + len(marker.kwargs) == 1 and isinstance(n, int)
-             and not isinstance(n, bool) and n >= 0)
-    if not valid or not isinstance(n, int):  # The second, for type checkers: `valid` says as much.
-        pytest.fail(f"`@pytest.mark.{MARKER}(n)` expects one non-negative integer n. "
+def _budget_of(marker: pytest.Mark) -> Any:
+    """The budget of a `max_traces` marker: `assert_max_traces`'s arguments but the target."""
+    from traceguard import testing
+    from traceguard._diagnosis.no_retrace import ON_RETRACE
+
+    n = marker.args[0] if len(marker.args) == 1 else marker.kwargs.get("n")
+    on_retrace = marker.kwargs.get("on_retrace", ON_RETRACE)
+    valid = (len(marker.args) + ("n" in marker.kwargs) == 1 and set(marker.kwargs) <= {"n", "on_retrace"}
+             and isinstance(n, int) and not isinstance(n, bool) and n >= 0)
+    if not valid:
+        pytest.fail(f"`@pytest.mark.{MARKER}(n, on_retrace='raise')` expects one non-negative integer n. "
                     f"Received: {MARKER}({_arguments(marker)})", pytrace=False)
-    return n
+    try:
+        return testing._test_budget(n, on_retrace)
+    except ValueError as error:
+        pytest.fail(str(error), pytrace=False)
 
 
-def _on_retrace_of(marker: pytest.Mark) -> str:
-    on_retrace = marker.kwargs.get("on_retrace", "raise")
-    if marker.args or set(marker.kwargs) - {"on_retrace"} or on_retrace not in ("raise", "warn"):
-        pytest.fail(f"`@pytest.mark.{NO_RETRACE_MARKER}` expects no arguments, or on_retrace= one of "
-                    f"'raise', 'warn'. Received: {NO_RETRACE_MARKER}({_arguments(marker)})", pytrace=False)
-    return str(on_retrace)
+def _guard_of(marker: pytest.Mark) -> Any:
+    """The `no_retrace()` guard of a `no_retrace` marker: its keyword arguments and defaults."""
+    from traceguard._diagnosis import no_retrace
+
+    if marker.args or set(marker.kwargs) - {"on_retrace", "allow_first_traces"}:
+        pytest.fail(f"`@pytest.mark.{NO_RETRACE_MARKER}` takes the keyword arguments of "
+                    "`traceguard.no_retrace()`: on_retrace, allow_first_traces. "
+                    f"Received: {NO_RETRACE_MARKER}({_arguments(marker)})", pytrace=False)
+    try:
+        return no_retrace.guarding(
+            marker.kwargs.get("on_retrace", no_retrace.ON_RETRACE),
+            marker.kwargs.get("allow_first_traces", no_retrace.ALLOW_FIRST_TRACES),
+            f"@pytest.mark.{NO_RETRACE_MARKER}", f"during the test (`@pytest.mark.{NO_RETRACE_MARKER}`)")
+    except ValueError as error:  # Raised on entering, below; names the argument and the value.
+        pytest.fail(str(error), pytrace=False)
 
 
 def _snapshots(config: pytest.Config) -> Any:
@@ -103,19 +130,13 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     failure: list[str] = []
     with contextlib.ExitStack() as stack:
         if marker is not None:
-            n = _budget_of(marker)
-            from traceguard.testing import _per_layer_budget
-
-            failure = stack.enter_context(_per_layer_budget(n))
+            failure = stack.enter_context(_budget_of(marker))
         if snapshots is not None:
             from traceguard import watch
 
             report = stack.enter_context(watch())
         if guard_marker is not None:
-            on_retrace = _on_retrace_of(guard_marker)
-            from traceguard import no_retrace
-
-            stack.enter_context(no_retrace(on_retrace=on_retrace, allow_first_traces=True))
+            stack.enter_context(_guard_of(guard_marker))
         result = yield
     if failure:
         pytest.fail(failure[0], pytrace=False)

@@ -30,7 +30,8 @@ from traceguard._core.events import TraceEvent  # noqa: E402
 from traceguard._core.keras_names import is_keras_step_function  # noqa: E402
 from traceguard._core.specs import TensorSpec, ValueSpec  # noqa: E402
 from traceguard._core.verdicts import EarlierTrace, RunContext  # noqa: E402
-from traceguard._reports.html import render_html, write_html  # noqa: E402
+from traceguard._diagnosis.html_report import write_html  # noqa: E402
+from traceguard._reports.html import render_html  # noqa: E402
 from traceguard._reports.messages import hint_text, reason_text  # noqa: E402
 
 LAYERS = 100

@@ -280,7 +280,7 @@ def check_graph_identity(table):
     cases = [
         ("seed layer", seed_layer, {}, x_shape),
         ("seed layer, log_eager, max_traces", seed_layer,
-         {"log_eager": True, "max_traces": 5, "on_excess": "raise"}, x_shape),
+         {"log_eager": True, "max_traces": 5, "on_retrace": "raise"}, x_shape),
         ("MLP (4 layers)", mlp, {}, (8, 16)),
         ("transformer block", transformer_block, {}, (4, 10, 32)),
     ]

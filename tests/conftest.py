@@ -16,7 +16,7 @@ if _compat.BACKEND == "tensorflow":
 # --- backends ---------------------------------------------------------------------------
 # `test_jax_*.py` runs on Keras 3's JAX backend (KERAS_BACKEND=jax, where TensorFlow may be
 # absent), the modules listed here on any backend, and every other module on TensorFlow.
-BACKEND_NEUTRAL_MODULES = frozenset({"conftest.py", "test_classify.py", "test_messages.py"})
+BACKEND_NEUTRAL_MODULES = frozenset({"conftest.py", "test_classify.py", "test_messages.py", "test_corpus.py"})
 
 
 def backend_of_module(name):

@@ -1,9 +1,12 @@
-"""`python -m traceguard`: help without TensorFlow, and commands without TensorFlow's start-up lines."""
+"""`traceguard` and `python -m traceguard`: help without TensorFlow, commands without its start-up lines."""
 
+import importlib.metadata
 import os
 import pathlib
 import subprocess
 import sys
+import sysconfig
+import textwrap
 
 import pytest
 
@@ -100,3 +103,92 @@ def test_verbose_demo_prints_what_importing_tensorflow_prints():
     # differs between releases (TF 2.16 prints "Could not find cuda drivers" before the CPU notice).
     shown = [line.split("] ", 1)[-1] for line in result.stderr.splitlines()]
     assert set(startup) <= set(shown), (startup, shown)
+
+
+def console_script():
+    """The `traceguard` command installed with this Python, as pip made it from the entry point."""
+    scripts = pathlib.Path(sysconfig.get_path("scripts"))
+    script = scripts / ("traceguard.exe" if os.name == "nt" else "traceguard")
+    if script.exists():
+        return script
+    declared = importlib.metadata.entry_points(group="console_scripts", name="traceguard")
+    if not declared:  # An install made before the entry point existed; CI installs afresh.
+        pytest.skip("the installed keras-traceguard predates the `traceguard` command: "
+                    "reinstall it (pip install -e .)")
+    pytest.fail(f"keras-traceguard declares the console script {next(iter(declared)).value}, "
+                f"but {scripts} has no `traceguard`")
+
+
+def traceguard_command(*arguments, cwd=ROOT, **environment):
+    # This checkout's code, whichever copy of traceguard the command was installed from.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3", **environment}
+    return subprocess.run([str(console_script()), *arguments], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300)
+
+
+def imported_modules(importtime_log):
+    """The top-level names of the modules in `python -X importtime`'s log."""
+    # "import time: self [us] | cumulative | imported package", the name indented by depth.
+    return {line.rsplit("|", 1)[1].strip().split(".")[0] for line in importtime_log.splitlines()
+            if line.startswith("import time:") and "imported package" not in line}
+
+
+@pytest.mark.parametrize("command", [[], ["run"]], ids=["top", "run"])
+def test_console_script_help_names_the_command_and_imports_no_backend(command):
+    result = traceguard_command(*command, "--help", PYTHONPROFILEIMPORTTIME="1")
+    assert result.returncode == 0, result.stderr
+    imported = imported_modules(result.stderr)
+    assert "traceguard" in imported
+    assert imported.isdisjoint(HEAVY_MODULES), imported & set(HEAVY_MODULES)
+    usage = ("usage: traceguard [-h] COMMAND ...\n" if not command else
+             "usage: traceguard run [options] SCRIPT [ARGS...]\n"
+             "       traceguard run [options] -m MODULE [ARGS...]\n")
+    assert result.stdout.startswith(usage)
+    if command:
+        help_text = " ".join(result.stdout.split())
+        assert ("-m run MODULE (a dotted name, found on sys.path with the current directory first; a "
+                "package runs its __main__) as `python -m MODULE` would: as __main__, with sys.argv[0] "
+                "its file, its package's relative imports working.") in help_text
+
+
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_console_script_runs_a_module_of_a_package_as_python_m_does(tmp_path):
+    package = tmp_path / "trainer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text("EPOCHS = 'from a relative import'\n")
+    (package / "train.py").write_text(textwrap.dedent("""
+        import sys
+
+        from .settings import EPOCHS
+
+        print(__name__, __spec__.name, sys.argv, EPOCHS, sys.modules["__main__"].__file__ == __file__)
+        sys.exit(int(sys.argv[-1]))
+    """))
+    # From the package's directory, as `python -m trainer.train` is run: the console script's
+    # own sys.path[0] is its bin/ directory.
+    result = traceguard_command("run", "--summary", "-m", "trainer.train", "--epochs", "3", cwd=tmp_path)
+    assert result.returncode == 3, result.stderr
+    argv = [str(package / "train.py"), "--epochs", "3"]
+    assert result.stdout == f"__main__ trainer.train {argv} from a relative import True\n"
+    assert result.stderr.startswith("\ntraceguard report for run -m trainer.train: 0 functions traced, "
+                                    "0 layers;")
+    assert result.stderr.endswith("traceguard: watched 0 functions and 0 layers; report above\n")
+
+
+def test_run_without_a_script_or_module_is_a_usage_error(capsys):
+    for arguments, message in ((["run"], "expects a SCRIPT, or -m MODULE"),
+                               (["run", "--summary", "-m"], "-m expects a MODULE")):
+        with pytest.raises(SystemExit) as exited:
+            _cli.main(arguments)
+        assert exited.value.code == 2
+        assert capsys.readouterr().err.endswith(f"traceguard run: error: {message}\n")
+
+
+def test_options_after_the_script_or_module_belong_to_it():
+    parser = _cli.build_parser()
+    module = parser.parse_args(["run", "--summary", "-m", "trainer.train", "-m", "x", "--summary"])
+    assert (module.module, module.script, module.arguments, module.summary) == (
+        True, "trainer.train", ["-m", "x", "--summary"], True)
+    script = parser.parse_args(["run", "train.py", "-m", "x"])
+    assert (script.module, script.script, script.arguments) == (False, "train.py", ["-m", "x"])

@@ -459,3 +459,7 @@ def test_keras_3_lists_the_variables_its_symbolic_pass_defers():
         assert _compat.deferred_variable_paths(made) == tuple(v.path for v in layer.variables)
     assert _compat.deferred_since(mark) is None  # The scope's end replaced the list.
     assert _compat.deferred_variable_paths(layer.variables) == ()
+
+
+def test_distributed_process_is_none_on_tensorflow_whose_workers_tf_config_names():
+    assert _compat.distributed_process() is None

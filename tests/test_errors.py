@@ -49,7 +49,7 @@ def test_autograph_lets_retrace_error_through_as_itself():
 
 
 def test_budget_raise_inside_an_autograph_converted_function_reaches_the_caller(keras_flavor, seed_input):
-    layer = keras_flavor.SeedLayer(max_traces=1, on_excess="raise", name="budgeted")
+    layer = keras_flavor.SeedLayer(max_traces=1, on_retrace="raise", name="budgeted")
     layer(seed_input)  # Built eagerly: each new shape costs exactly one trace.
 
     @tf.function

@@ -225,7 +225,7 @@ def test_budget_report_failure_does_not_break_the_call(monkeypatch, caplog, fres
         def call(self, inputs):
             return inputs
 
-    layer = Identity(max_traces=0, on_excess="raise")
+    layer = Identity(max_traces=0, on_retrace="raise")
     monkeypatch.setattr(_recorder, "budget_message", _raise)
     with caplog.at_level(logging.ERROR, logger="traceguard"):
         np.testing.assert_array_equal(tf.function(layer)(tf.ones((2,))), tf.ones((2,)))

@@ -8,6 +8,7 @@ import tensorflow as tf
 import traceguard as tg
 from traceguard import _compat
 from traceguard._diagnosis.fixes import propose_fix
+from traceguard._reports.fixes import format_fix_checks
 
 keras = _compat.keras
 
@@ -140,6 +141,24 @@ def test_keras_step_functions_get_no_fix():
     assert explanation.fixes() == []
 
 
+def test_verify_fixes_prints_as_the_report_prints_its_checks():
+    @tf.function
+    def widen(a):
+        return a * 2
+
+    with tg.watch() as explanation:
+        for length in (2, 3, 4):
+            widen(tf.ones([length, 3]))
+    checks = explanation.verify_fixes()
+    (check,) = checks  # Still a list of `FixCheck`s.
+    assert isinstance(checks, list) and checks == [check]
+    text = str(checks)
+    assert text == format_fix_checks([check])  # What `run --verify-fixes` prints.
+    assert text.startswith("Fix-its, verified by replay (1):\n\nFix-it for `widen` (defined at ")
+    assert "\n  check: `widen`: 3 traces -> 1 with this input_signature; replayed the 3 recorded" in text
+    assert "FixCheck(" not in text
+
+
 def test_a_function_gone_is_not_verified_and_says_why():
     def make():
         @tf.function
@@ -237,6 +256,10 @@ def test_retrace_with_the_same_graph_is_flagged_and_one_with_another_graph_is_no
     assert "Safe to relax: `n` (the graph does not use it: remove it from the arguments)." \
         in report.replace("\n            ", " ")
     assert report.count("waste:") == 3
+    # `shapes`'s second waste relaxes the same dimension: said once, as the fix is.
+    assert report.count("Safe to relax: `x` dim 0") == 1
+    assert ("     waste: the same graph as #1, as above.\n"
+            "     fix: as above.") in report
 
 
 def test_variable_retrace_is_not_flagged_as_waste():

@@ -3,6 +3,7 @@
 import html.parser
 import importlib.util
 import pathlib
+import re
 
 import pytest
 import tensorflow as tf
@@ -391,6 +392,35 @@ def test_an_explanations_layers_go_straight_into_the_report_and_the_notebook_tab
         "2 symbolic 2 trace 2 variable_retrace", "2 trace 2 variable_retrace")
     assert [row.children[0].text for row in tree.find_all("table", "tg-retraces")[0].find_all("tr")] == [
         "layer", seed, dense]
+
+
+def _without_write_time(document):
+    return re.sub(r"written \d{4}-\d\d-\d\d [\d:]+ \w*", "written <time>", document)
+
+
+def test_write_html_writes_the_to_html_of_an_explanation_of_the_same_events(tmp_path, seed_input):
+    explanation = tg.explain(tf.function(DEFAULT.SeedLayer(name="seed")), seed_input)
+    own = explanation.to_html(tmp_path / "own.html", axis="order")
+    delegated = tg.write_html(tmp_path / "delegated.html", explanation.layers, title=explanation.title,
+                              axis="order", functions=explanation.functions.values())
+    document = _without_write_time(own.read_text(encoding="utf-8"))
+    assert "written <time>" in document and "<h2>Functions</h2>" in document
+    assert _without_write_time(delegated.read_text(encoding="utf-8")) == document
+
+
+def test_each_report_objects_to_html_takes_the_axis_and_checks_it(tmp_path, seed_input, keras_flavor):
+    layer = keras_flavor.SeedLayer(name="seed")
+    tf.function(layer)(seed_input)
+    by_order = layer.trace_log.to_html(tmp_path / "order.html", axis="order").read_text(encoding="utf-8")
+    by_time = layer.trace_log.to_html(tmp_path / "time.html").read_text(encoding="utf-8")
+    assert _without_write_time(by_order) == _without_write_time(
+        tg.write_html(tmp_path / "logs.html", {"seed": layer.trace_log}, title="traceguard: layer seed",
+                      axis="order").read_text(encoding="utf-8"))
+    assert _without_write_time(by_order) != _without_write_time(by_time)
+    for report in (layer.trace_log, tg.explain(lambda: None)):
+        with pytest.raises(ValueError, match=r"^`axis` expects one of time, order. Received: axis='x'$"):
+            report.to_html(tmp_path / "bad.html", axis="x")
+    assert not (tmp_path / "bad.html").exists()
 
 
 def test_repr_html_shows_counts_as_pills_and_one_row_per_event(seed_input, keras_flavor):

@@ -123,7 +123,7 @@ def test_no_variable_retrace_on_jax(seed_input):
 
 
 def test_budget_raises_on_the_trace_past_it(seed_input):
-    layer = SeedLayer(name="seed", max_traces=1, on_excess="raise")
+    layer = SeedLayer(name="seed", max_traces=1, on_retrace="raise")
     layer(seed_input)
     step = jitted_stateless_call(layer)
     step(seed_input)

@@ -193,3 +193,10 @@ def test_a_listener_error_that_stops_the_trace_reaches_the_jitted_call_and_nothi
                 double(jnp.ones((2,)))
         assert _function_tracing.running_traces() == ()
     assert double(jnp.ones((2,))).tolist() == [2.0, 2.0]
+
+
+def test_distributed_process_is_none_outside_jax_distributed_and_initializes_nothing():
+    # `jax.distributed.is_initialized()` reads the distributed client: a process of no job gets
+    # None. tests/test_jax_multiprocess.py checks the index of each process of a real job.
+    assert not jax.distributed.is_initialized()
+    assert _compat.distributed_process() is None

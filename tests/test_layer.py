@@ -5,6 +5,7 @@ Each test runs once per Keras importable here (the `keras_flavor` fixture).
 
 import inspect
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
@@ -91,13 +92,55 @@ def test_training_argument_reaches_call_as_keras_passes_it(keras_flavor):
 
 
 def test_auto_config_subclass_keeps_its_arguments_and_traceguards(Scale):
-    layer = Scale(3.0, max_traces=2, on_excess="raise")
+    layer = Scale(3.0, max_traces=2, on_retrace="raise")
     config = layer.get_config()
     assert config["factor"] == 3.0
-    assert (config["max_traces"], config["on_excess"], config["log_eager"]) == (2, "raise", False)
+    assert (config["max_traces"], config["on_retrace"], config["log_eager"]) == (2, "raise", False)
     restored = Scale.from_config(config)
     assert restored.factor == 3.0
-    assert restored.get_config()["on_excess"] == "raise"
+    assert restored.get_config()["on_retrace"] == "raise"
+
+
+def test_on_excess_still_works_with_a_deprecation_warning_naming_on_retrace(keras_flavor, seed_input):
+    with pytest.warns(DeprecationWarning) as caught:
+        layer = keras_flavor.SeedLayer(max_traces=0, on_excess="raise", name="former")
+    assert [str(warning.message) for warning in caught] == [
+        "The `on_excess` argument of traceguard layers is deprecated: use `on_retrace` (same values). "
+        "Received: on_excess='raise'"]
+    with pytest.warns(DeprecationWarning, match="`on_excess`") as caught:
+        keras_flavor.TraceAwareLayer(on_excess="warn")
+    assert caught[0].filename == __file__  # The user's line (else their layer's `__init__`).
+    config = layer.get_config()
+    assert config["on_retrace"] == "raise" and "on_excess" not in config
+    with pytest.raises(tg.RetraceError, match="Layer 'former' traced 1 times, over its budget of "):
+        tf.function(layer)(seed_input)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError) as raised:
+        keras_flavor.SeedLayer(on_retrace="raise", on_excess="warn")
+    assert str(raised.value) == ("`on_retrace` and `on_excess` (its deprecated name) disagree: give only "
+                                 "`on_retrace`. Received: on_retrace='raise', on_excess='warn'")
+
+
+def test_a_keras_file_saved_with_on_excess_loads_without_a_warning(keras_flavor, Scale, TracedDense,
+                                                                   tmp_path):
+    # The config as traceguard wrote it before `on_retrace`: the same file with the former key.
+    keras = keras_flavor.keras
+    inputs = keras.Input((4,))
+    outputs = TracedDense(3, name="dense_tg", max_traces=2, on_retrace="raise")(
+        Scale(2.0, name="scale", on_retrace="raise")(inputs))
+    keras.Model(inputs, outputs).save(tmp_path / "new.keras")
+    with zipfile.ZipFile(tmp_path / "new.keras") as new, zipfile.ZipFile(tmp_path / "old.keras", "w") as old:
+        for item in new.infolist():
+            data = new.read(item)
+            if item.filename == "config.json":
+                assert data.count(b'"on_retrace": "raise"') == 2 and b"on_excess" not in data
+                data = data.replace(b'"on_retrace"', b'"on_excess"')
+            old.writestr(item, data)
+    loaded = keras.models.load_model(tmp_path / "old.keras",  # Warnings are errors here.
+                                     custom_objects={"Scale": Scale, "TracedDense": TracedDense})
+    for name in ("scale", "dense_tg"):
+        config = loaded.get_layer(name).get_config()
+        assert config["on_retrace"] == "raise" and "on_excess" not in config
+    assert loaded.get_layer("dense_tg").get_config()["max_traces"] == 2
 
 
 def test_keras_file_round_trip(keras_flavor, Scale, TracedDense, tmp_path):
@@ -155,7 +198,8 @@ def test_user_exception_passes_through_unchanged_and_is_recorded(keras_flavor):
         ({"trace_log_size": 2.5}, "Received: trace_log_size=2.5"),
         ({"log_eager": "yes"}, "`log_eager` expects a bool. Received: log_eager='yes'"),
         ({"max_traces": -1}, "`max_traces` expects None or a non-negative integer. Received: max_traces=-1"),
-        ({"on_excess": "ignore"}, "`on_excess` expects one of warn, raise. Received: on_excess='ignore'"),
+        ({"on_retrace": "ignore"},
+         "`on_retrace` expects one of 'raise', 'warn'. Received: on_retrace='ignore'"),
     ],
 )
 def test_bad_constructor_arguments_are_rejected(kwargs, message):
@@ -175,7 +219,7 @@ def test_budget_warns_once_per_excess_trace(keras_flavor, seed_input):
 
 
 def test_budget_raise_reaches_the_caller_as_retrace_error_after_logging(keras_flavor, seed_input):
-    layer = keras_flavor.SeedLayer(max_traces=1, on_excess="raise")
+    layer = keras_flavor.SeedLayer(max_traces=1, on_retrace="raise")
     layer(seed_input)
     step = tf.function(layer)
     step(seed_input)
@@ -200,7 +244,7 @@ def _plain_scale(keras):
     return Scale
 
 
-SETTINGS = {"trace_log_size": 1000, "log_eager": False, "max_traces": None, "on_excess": "warn"}
+SETTINGS = {"trace_log_size": 1000, "log_eager": False, "max_traces": None, "on_retrace": "warn"}
 
 
 def test_mixed_class_signature_is_the_parents_plus_keyword_only_settings(keras_flavor):
@@ -288,10 +332,10 @@ def test_own_get_config_calling_super_keeps_the_settings_on_a_bare_layer(keras_f
         def from_config(cls, config):
             return cls(**{key: value for key, value in config.items() if key != "note"})
 
-    expected = {**SETTINGS, "max_traces": 3, "on_excess": "raise"}
-    for layer in (Bare(2.0, max_traces=3, on_excess="raise"),
-                  OwnConfigDense(2, max_traces=3, on_excess="raise")):
+    expected = {**SETTINGS, "max_traces": 3, "on_retrace": "raise"}
+    for layer in (Bare(2.0, max_traces=3, on_retrace="raise"),
+                  OwnConfigDense(2, max_traces=3, on_retrace="raise")):
         config = layer.get_config()
         assert {name: config[name] for name in SETTINGS} == expected
         restored = type(layer).from_config(config)
-        assert restored.get_config()["max_traces"] == 3 and restored.get_config()["on_excess"] == "raise"
+        assert restored.get_config()["max_traces"] == 3 and restored.get_config()["on_retrace"] == "raise"

@@ -121,6 +121,26 @@ def test_no_retrace_failure_reads_as_a_short_report():
         "   layers traced in it: 'dense' (retrace)")
 
 
+def test_a_retrace_of_an_unrecorded_warm_up_says_what_cannot_be_known():
+    from traceguard._reports.guards import format_guard_failure, unrecorded_retrace_reason
+
+    reason = unrecorded_retrace_reason("tf.function", "scale", 2)
+    text = format_guard_failure(
+        "`scale`", "retrace", "during the test (`@pytest.mark.no_retrace`)", signature={"x": "float32[5]"},
+        changes=[], reason=reason, hint=None, call_site="test_scale.py:9", baseline_recorded=False)
+    assert text == (
+        "`scale` retraced during the test (`@pytest.mark.no_retrace`).\n"
+        "   called at: test_scale.py:9\n"
+        "   signature: x=float32[5]\n"
+        "   changed: unknown: traceguard did not record the function's earlier traces, so it knows no "
+        "earlier\n"
+        "            signature to compare with. Run the warm-up inside `traceguard.watch()` to see what\n"
+        "            changed.\n"
+        "   why: The tf.function `scale` traced again for a signature its cache did not hold; it had traced "
+        "2\n"
+        "        times before traceguard recorded it, so its first trace seen here is a retrace.")
+
+
 def test_snapshot_difference_names_the_count_the_kind_and_what_changed():
     from traceguard._reports.snapshot_file import SnapshotTrace, describe_changes
 

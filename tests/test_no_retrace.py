@@ -100,23 +100,31 @@ def test_a_failed_trace_is_not_cached_and_outside_the_block_the_function_works()
     assert len(body_runs) == 4
 
 
-def test_a_first_trace_inside_the_block_fails_unless_first_traces_are_allowed():
+def test_each_functions_first_trace_is_its_warm_up_unless_first_traces_are_not_allowed():
     @tf.function
     def new(x):
         return x + 1
 
-    with pytest.raises(tg.RetraceError, match=r"^`new` traced for the first time inside the "):
-        with tg.no_retrace():
-            new(tf.ones((2,)))
-    with tg.no_retrace(allow_first_traces=True):
+    with tg.no_retrace():
         new(tf.ones((2,)))  # Its warm-up.
         with pytest.raises(tg.RetraceError) as raised:
             new(tf.ones((3,)))
     assert raised.value.kind == "retrace" and texts(raised.value.changes) == ("x: dim 0 2 -> 3",)
+
+    @tf.function
+    def fresh(x):
+        return x + 1
+
+    with pytest.raises(tg.RetraceError) as raised:
+        with tg.no_retrace(allow_first_traces=False):
+            fresh(tf.ones((2,)))
+    assert str(raised.value).startswith("`fresh` traced for the first time inside the ")
+    assert raised.value.kind == "trace"
+    assert "changed:" not in str(raised.value)  # TensorFlow says it never traced before: nothing changed.
     assert_clean()
 
 
-def test_without_a_recorded_warm_up_the_error_says_what_it_cannot_know():
+def test_without_a_recorded_warm_up_a_retrace_fails_and_says_what_it_cannot_know():
     @tf.function
     def scale(x):
         return x * 2
@@ -124,11 +132,18 @@ def test_without_a_recorded_warm_up_the_error_says_what_it_cannot_know():
     scale(tf.ones((3,)))  # Warm-up, while traceguard does not record.
     with pytest.raises(tg.RetraceError) as raised:
         with tg.no_retrace():
-            scale(tf.ones((5,)))
-    assert raised.value.kind == "trace" and texts(raised.value.changes) == ()
-    assert ("changed: unknown: traceguard was not recording before the block, so it knows no earlier trace "
-            "to compare with. Run the warm-up inside `traceguard.watch()` to see what changed.") \
-        in " ".join(str(raised.value).split())
+            scale(tf.ones((5,)))  # unrecorded-call
+    error = raised.value
+    assert (error.kind, texts(error.changes)) == ("retrace", ())
+    assert error.reason == ("The tf.function `scale` traced again for a signature its cache did not hold; "
+                            "it had traced once before traceguard recorded it, so its first trace seen "
+                            "here is a retrace.")
+    message = " ".join(str(error).split())
+    assert message.startswith("`scale` retraced inside the `traceguard.no_retrace()` block. called at: "
+                              f"{HERE}:{line_of('# unrecorded-call')} signature: x=float32[5] changed: "
+                              "unknown: traceguard did not record the function's earlier traces, so it "
+                              "knows no earlier signature to compare with. Run the warm-up inside "
+                              "`traceguard.watch()` to see what changed. why: The tf.function `scale`")
     assert_clean()
 
 
@@ -171,7 +186,7 @@ def test_a_users_exception_in_the_block_passes_unchanged():
         raise Mine("from the user")
 
     with pytest.raises(Mine, match="from the user"):
-        with tg.no_retrace(allow_first_traces=True):
+        with tg.no_retrace(allow_first_traces=False):
             fails(tf.ones((2,)))
     assert_clean()
 
@@ -196,18 +211,21 @@ def test_fit_with_a_partial_batch_raises_from_fit_with_the_reason_and_the_fix():
     assert_clean()
 
 
-def test_evaluate_after_fit_traces_the_test_step_for_the_first_time():
+def test_evaluate_after_fit_passes_and_fails_only_when_first_traces_are_not_allowed():
     model = small_model()
     x, y = data(64)
     with tg.watch():
         model.fit(x, y, batch_size=32, verbose=0)
+        with tg.no_retrace():  # The test step's first trace is its warm-up.
+            model.evaluate(x, y, batch_size=32, verbose=0)
+            model.evaluate(x, y, batch_size=32, verbose=0)
+    model = small_model()
+    with tg.watch():
+        model.fit(x, y, batch_size=32, verbose=0)
         with pytest.raises(tg.RetraceError, match=r"traced for the first time") as raised:
-            with tg.no_retrace():
+            with tg.no_retrace(allow_first_traces=False):
                 model.evaluate(x, y, batch_size=32, verbose=0)
-        assert raised.value.kind == "trace"
-        with tg.no_retrace(allow_first_traces=True):
-            model.evaluate(x, y, batch_size=32, verbose=0)
-            model.evaluate(x, y, batch_size=32, verbose=0)
+    assert raised.value.kind == "trace"
     assert_clean()
 
 
@@ -271,11 +289,18 @@ def test_retrace_error_keeps_its_facts_through_pickle_and_budget_use_is_unchange
     assert tg.RetraceError.__init__ is Exception.__init__  # AutoGraph re-raises it as itself.
 
 
-def test_pytest_marker_fails_a_retrace_and_allows_first_traces(pytester, monkeypatch):
+def test_pytest_marker_is_no_retrace_around_the_test_with_its_arguments_and_defaults(pytester, monkeypatch):
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     pytester.makepyfile(test_marked=textwrap.dedent("""
         import pytest
         import tensorflow as tf
+
+
+        @pytest.fixture
+        def warmed_up():
+            step = tf.function(lambda x: x * 2)
+            step(tf.ones((2,)))  # In the fixture: before the marker's guard.
+            return step
 
 
         @pytest.mark.no_retrace
@@ -292,18 +317,52 @@ def test_pytest_marker_fails_a_retrace_and_allows_first_traces(pytester, monkeyp
             step(tf.ones((3,)))
 
 
+        @pytest.mark.no_retrace
+        def test_retraces_what_a_fixture_warmed_up(warmed_up):
+            warmed_up(tf.ones((4,)))
+
+
+        @pytest.mark.no_retrace(allow_first_traces=False)
+        def test_first_trace_not_allowed():
+            tf.function(lambda x: x - 1)(tf.ones((2,)))
+
+
+        @pytest.mark.no_retrace(on_retrace="warn")
+        def test_warns():
+            step = tf.function(lambda x: x + 1)
+            step(tf.ones((2,)))
+            with pytest.warns(UserWarning, match="retraced during the test"):
+                step(tf.ones((3,)))
+
+
         @pytest.mark.no_retrace("yes")
         def test_bad_marker():
             pass
+
+
+        @pytest.mark.no_retrace(allow_first_traces="no")
+        def test_bad_value():
+            pass
     """))
     result = pytester.runpytest("-p", "_traceguard_pytest_plugin", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(passed=2, failed=5)
     result.stdout.fnmatch_lines([
-        "*RetraceError: `<lambda>` retraced inside the `traceguard.no_retrace()` block.",
+        "*RetraceError: `<lambda>` retraced during the test (`@pytest.mark.no_retrace`).",
         "*changed: x: dim 0 2 -> 3",
-        "*`@pytest.mark.no_retrace` expects no arguments, or on_retrace= one of 'raise', 'warn'. "
-        "Received: no_retrace('yes')",
     ])
+    result.stdout.fnmatch_lines([
+        "*RetraceError: `<lambda>` retraced during the test (`@pytest.mark.no_retrace`).",
+        "*signature: x=float32?4?",
+        "*changed: unknown: traceguard did not record the function's earlier traces*",
+    ])
+    result.stdout.fnmatch_lines(
+        ["*RetraceError: `<lambda>` traced for the first time during the test (`@pytest.mark.no_retrace`)."])
+    result.stdout.fnmatch_lines([
+        "*`@pytest.mark.no_retrace` takes the keyword arguments of `traceguard.no_retrace()`: "
+        "on_retrace, allow_first_traces. Received: no_retrace('yes')",
+    ])
+    result.stdout.fnmatch_lines(["*`@pytest.mark.no_retrace(allow_first_traces=...)` expects a bool. "
+                                 "Received: allow_first_traces='no'"])
     assert_clean()
 
 

@@ -1,4 +1,5 @@
-"""The pytest plugin: `trace_budget`, `@pytest.mark.max_traces(n)`, its entry point, its light import."""
+"""The pytest plugin: `@pytest.mark.max_traces(n)`, the deprecated `trace_budget`, its entry point,
+its light import (`@pytest.mark.no_retrace`: tests/test_no_retrace.py)."""
 
 import configparser
 import importlib.metadata
@@ -47,7 +48,7 @@ def run_plugin(pytester, monkeypatch):
     return run
 
 
-def test_trace_budget_fixture_is_assert_max_traces(run_plugin):
+def test_trace_budget_fixture_is_deprecated_and_still_assert_max_traces(run_plugin):
     result = run_plugin("""
         def test_within(trace_budget):
             layer, step = traced_layer()
@@ -60,10 +61,14 @@ def test_trace_budget_fixture_is_assert_max_traces(run_plugin):
                 step(tf.ones((2,)))
                 step(tf.ones((3,)))
     """)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=1, warnings=2)
     result.stdout.fnmatch_lines([
         "*AssertionError: Layer 'identity' traced 2 times inside the block, more than the 1 allowed.",
         "*changed: inputs: dim 0 2 -> 3",
+    ])
+    result.stdout.fnmatch_lines([
+        "*DeprecationWarning: The `trace_budget` fixture is deprecated: use `from traceguard.testing "
+        "import assert_max_traces` and `with assert_max_traces(layer_or_function, n): ...` instead.",
     ])
 
 
@@ -94,7 +99,7 @@ def test_max_traces_marker_fails_a_test_whose_layer_traces_too_often(run_plugin)
         "Layer 'identity' traced 2 times during the test, more than the 1 allowed.",
         "The traces of TraceAwareLayers counted, with their reasons:",
         "  layer 'identity':",
-        "    #1 trace in function  (inputs=float32[2])",
+        "    #1 trace in function  (inputs=float32?2?)",
     ])
 
 
@@ -122,15 +127,57 @@ def test_max_traces_marker_rejects_a_bad_budget(run_plugin):
             pass
     """)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*`@pytest.mark.max_traces(n)` expects one non-negative integer n. "
-                                 "Received: max_traces('two')"])
+    result.stdout.fnmatch_lines(["*`@pytest.mark.max_traces(n, on_retrace='raise')` expects one "
+                                 "non-negative integer n. Received: max_traces('two')"])
+
+
+def test_max_traces_marker_counts_functions_per_object_and_a_layer_once_per_trace(run_plugin):
+    result = run_plugin("""
+        @pytest.mark.max_traces(1)
+        def test_function_retraces():
+            step = tf.function(lambda x: x + 1)
+            step(tf.ones((2,)))
+            step(tf.ones((3,)))
+
+        @pytest.mark.max_traces(1)
+        def test_two_objects_of_one_code_trace_once_each():
+            for _ in range(2):
+                tf.function(lambda x: x + 1)(tf.ones((2,)))
+
+        @pytest.mark.max_traces(1)
+        def test_a_layer_twice_in_one_trace():
+            layer, _ = traced_layer()
+            tf.function(lambda x: layer(x) + layer(x))(tf.ones((2,)))
+
+        @pytest.mark.max_traces(0, on_retrace="warn")
+        @pytest.mark.filterwarnings("default::UserWarning")  # This process makes warnings errors.
+        def test_warns():
+            tf.function(lambda x: x + 1)(tf.ones((2,)))
+    """)
+    result.assert_outcomes(passed=3, failed=1, warnings=1)
+    result.stdout.fnmatch_lines([
+        "test_module.py::test_warns",
+        "*UserWarning: `<lambda>` (defined at test_module.py:*) traced 1 times during the test, more than "
+        "the 0 allowed.",
+    ])
+    result.stdout.fnmatch_lines([
+        "*FAILED test_module.py::test_function_retraces*",
+    ])
+    result.stdout.fnmatch_lines([
+        "`<lambda>` (defined at test_module.py:*) traced 2 times during the test, more than the 1 allowed.",
+    ])
 
 
 def test_marker_is_registered(pytester, monkeypatch):
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     result = pytester.runpytest("-p", PLUGIN, "--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.max_traces(n): fail the test if any traceguard "
-                                 "TraceAwareLayer traces*"])
+    result.stdout.fnmatch_lines([
+        "@pytest.mark.max_traces(n, on_retrace='raise'): fail the test if a traced function (tf.function, "
+        "Keras step, jax.jit; per function object) or a traceguard TraceAwareLayer makes more than n graph "
+        "traces*",
+        "@pytest.mark.no_retrace(on_retrace='raise', allow_first_traces=True): traceguard.no_retrace() "
+        "around the test*",
+    ])
 
 
 def test_plugin_imports_nothing_heavy_until_used(pytester, monkeypatch):

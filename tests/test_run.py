@@ -1,5 +1,6 @@
 """`python -m traceguard run SCRIPT`: an unmodified script under watch(), as `python SCRIPT` runs it."""
 
+import contextlib
 import io
 import os
 import pathlib
@@ -13,7 +14,7 @@ from conftest import DEFAULT, keras
 
 import traceguard as tg
 from traceguard._diagnosis import instrument as _instrument
-from traceguard._diagnosis.run import run_script
+from traceguard._diagnosis.run import run_module, run_script
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -173,3 +174,81 @@ def test_summary_of_a_50_layer_model_without_retraces_fits_on_one_screen():
     lines = report.summary(brief=True).splitlines()
     assert len(lines) <= 24, "\n".join(lines)
     assert any("(50 layers)" in line for line in lines)
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch, request):
+    """An importable package `pkg_<test>` in the current directory (tmp_path), forgotten afterwards."""
+    name = f"pkg_{request.node.originalname}"
+    directory = tmp_path / name
+    directory.mkdir()
+    (directory / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    yield directory
+    for module in [module for module in sys.modules if module.split(".")[0] == name]:
+        del sys.modules[module]
+
+
+def module_in_process(module, *arguments, err=None):
+    err = err or io.StringIO()
+    code = run_module(module, list(arguments), None, err)
+    return code, err.getvalue()
+
+
+def test_run_module_reports_its_retrace_and_restores_argv_path_and_main(package):
+    (package / "layers.py").write_text("from tensorflow import keras\nDense = keras.layers.Dense\n")
+    (package / "train.py").write_text(textwrap.dedent("""
+        import sys
+
+        import tensorflow as tf
+
+        from .layers import Dense
+
+        assert __name__ == "__main__" and sys.modules["__main__"].__file__ == __file__
+        assert sys.argv == [__file__, "--epochs", "2"], sys.argv
+        step = tf.function(Dense(2, name="scripted"))
+        step(tf.ones((3, 2)))
+        step(tf.ones((5, 2)))
+    """))
+    saved_argv, saved_path, saved_main = list(sys.argv), list(sys.path), sys.modules["__main__"]
+    code, err = module_in_process(f"{package.name}.train", "--epochs", "2")
+    assert code == 0, err
+    assert (sys.argv, sys.path, sys.modules["__main__"]) == (saved_argv, saved_path, saved_main)
+    assert err.startswith(f"\ntraceguard report for run -m {package.name}.train: 1 function traced, "
+                          "1 layer; 1 trace, 1 variable_retrace, 1 retrace; 0 eager runs\n")
+    assert "  scripted #3 in function: inputs: dim 0 3 -> 5" in err
+
+
+def test_run_module_finds_it_from_the_current_directory_first(package):
+    (package / "__main__.py").write_text("import sys\nprint(sys.path[0])\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code, err = module_in_process(package.name)  # A package runs its __main__.
+    assert code == 0, err
+    assert out.getvalue() == f"{os.getcwd()}\n"
+
+
+@pytest.mark.parametrize("name, message", [
+    ("{package}.missing", "No module named {package}.missing"),
+    ("{package}", "No module named {package}.__main__; '{package}' is a package and cannot be "
+                  "directly executed"),
+    ("no_such_package.train", "Error while finding module specification for 'no_such_package.train' "
+                              "(ModuleNotFoundError: No module named 'no_such_package')"),
+])
+def test_module_that_cannot_be_found_is_a_usage_error_naming_it(package, name, message):
+    name, message = name.format(package=package.name), message.format(package=package.name)
+    code, err = module_in_process(name)
+    assert code == 2
+    assert err == f"traceguard run -m {name}: {message}\n"
+
+
+def test_module_exception_prints_its_traceback_from_its_own_frames(package):
+    (package / "train.py").write_text("import missing_dependency_of_train\n")
+    code, err = module_in_process(f"{package.name}.train")
+    assert code == 1
+    traceback_text, report = err.split(f"\ntraceguard report for run -m {package.name}.train", 1)
+    assert traceback_text.startswith(f'Traceback (most recent call last):\n  File "{package / "train.py"}", '
+                                     "line 1, in <module>\n")
+    assert traceback_text.rstrip().endswith(
+        "ModuleNotFoundError: No module named 'missing_dependency_of_train'")
+    assert "runpy" not in traceback_text and "traceguard" not in traceback_text

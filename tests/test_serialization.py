@@ -267,7 +267,7 @@ def test_keras_2_warns_of_the_second_build_for_a_plain_layer_too(keras_flavor):
 
 
 def test_state_copies_are_fresh_with_the_same_settings():
-    settings = TraceSettings(trace_log_size=5, log_eager=True, max_traces=2, on_excess="raise")
+    settings = TraceSettings(trace_log_size=5, log_eager=True, max_traces=2, on_retrace="raise")
     state = LayerTraceState(settings, owner="scale")
     state.log._append(tg.TraceEvent(index=1, kind=tg.TraceKind.TRACE, layer="scale", function="f",
                                     signature={}, changes=(), created_variables=(), reason="",

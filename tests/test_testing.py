@@ -1,8 +1,9 @@
-"""traceguard.testing.assert_max_traces: a budget of traces for a block of code."""
+"""traceguard.testing.assert_max_traces: a budget of traces for a block of code, in the unit of
+every budget (the layer's `max_traces=`, the `max_traces` marker: tests/test_pytest_plugin.py)."""
 
 import pytest
 import tensorflow as tf
-from conftest import SeedLayer, keras
+from conftest import SeedLayer, keras, kinds
 
 import traceguard as tg
 from traceguard.testing import assert_max_traces
@@ -53,6 +54,48 @@ def test_tf_function_counts_its_own_traces_explained_by_trace_aware_layers(keras
     assert message.startswith("tf.function `step` traced 1 times inside the block, more than the 0 allowed.")
     index = keras_flavor.pick(4, 3)
     assert f"  layer 'inside':\n    #{index} retrace in step  (inputs=float32[3,28,28])" in message
+
+
+def test_every_budget_counts_a_trace_once_however_often_the_layer_ran_in_it(keras_flavor, seed_input):
+    # The layer runs twice in each trace of `twice`; its first trace creates the Dense's
+    # variables, so TensorFlow traces `twice` again (a variable retrace): 2 graph traces.
+    layer = keras_flavor.SeedLayer(name="twice", max_traces=2, on_retrace="raise")
+
+    @tf.function
+    def twice(x):
+        return layer(x) + layer(x)
+
+    with assert_max_traces(layer, 2), assert_max_traces(twice, 2):
+        twice(seed_input)  # No RetraceError: the layer's own budget counts 2 too.
+    assert twice.experimental_get_tracing_count() == 2
+    graph_runs = [kind for kind in kinds(layer) if kind in ("trace", "variable_retrace", "retrace")]
+    assert graph_runs == ["trace", "trace", "variable_retrace", "variable_retrace"]  # 4 body runs.
+    with pytest.raises(AssertionError) as layer_over, assert_max_traces(layer, 0):
+        with pytest.raises(tg.RetraceError, match=r"Layer 'twice' traced 3 times, over its budget of "
+                           r"max_traces=2\."):  # 3 traces, 6 body runs.
+            twice(seed_input[:5])
+    assert str(layer_over.value).startswith(
+        "Layer 'twice' traced 1 times inside the block, more than the 0 allowed.\n")
+
+
+def test_warn_mode_warns_with_the_same_report_and_the_block_goes_on(keras_flavor, seed_input):
+    layer = keras_flavor.SeedLayer(name="warned")
+    step = tf.function(layer)
+    step(seed_input)
+    with pytest.warns(UserWarning) as caught:
+        with assert_max_traces(layer, 0, on_retrace="warn"):
+            step(seed_input[:5])
+    assert len(caught) == 1 and caught[0].filename == __file__
+    assert str(caught[0].message).startswith(
+        "Layer 'warned' traced 1 times inside the block, more than the 0 allowed.\n")
+
+
+def test_unknown_on_retrace_is_rejected_on_entering():
+    with pytest.raises(ValueError) as raised:
+        with assert_max_traces(SeedLayer(), 1, on_retrace="ignore"):
+            raise AssertionError("the block must not run")
+    assert str(raised.value) == ("`assert_max_traces(on_retrace=...)` expects one of 'raise', 'warn'. "
+                                 "Received: on_retrace='ignore'")
 
 
 def test_tf_function_without_trace_aware_layers_points_to_explain():

@@ -21,7 +21,7 @@ def exact(message):
 
 SIZE = "`trace_log_size` expects a positive integer. Received: trace_log_size="
 BUDGET = "`max_traces` expects None or a non-negative integer. Received: max_traces="
-ON_EXCESS = "`on_excess` expects one of warn, raise. Received: on_excess="
+ON_RETRACE = "`on_retrace` expects one of 'raise', 'warn'. Received: on_retrace="
 
 
 @pytest.mark.parametrize(
@@ -36,8 +36,8 @@ ON_EXCESS = "`on_excess` expects one of warn, raise. Received: on_excess="
         ({"max_traces": True}, BUDGET + "True"),
         ({"max_traces": 1.5}, BUDGET + "1.5"),
         ({"max_traces": "2"}, BUDGET + "'2'"),
-        ({"on_excess": None}, ON_EXCESS + "None"),
-        ({"on_excess": "WARN"}, ON_EXCESS + "'WARN'"),
+        ({"on_retrace": None}, ON_RETRACE + "None"),
+        ({"on_retrace": "WARN"}, ON_RETRACE + "'WARN'"),
     ],
 )
 def test_layer_arguments_are_checked_at_construction(kwargs, message):

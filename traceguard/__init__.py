@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from traceguard._diagnosis.explanation import Explanation, LayerRuns
     from traceguard._diagnosis.forecast import Forecast, ForecastCheck, forecast
     from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
+    from traceguard._diagnosis.html_report import write_html
     from traceguard._diagnosis.no_retrace import no_retrace
     from traceguard._diagnosis.watch import explain, watch
     from traceguard._record.layer import TraceAwareLayer, TraceAwareMixin
     from traceguard._record.log import TraceLog
-    from traceguard._reports.html import write_html
     from traceguard._side_effects.side_effects import PRINT_MODES, side_effects
     from traceguard._side_effects.tf_print import print
     from traceguard._side_effects.trace_once import trace_once
@@ -81,7 +81,7 @@ _MODULES = {
     "testing": "traceguard.testing",
     "trace_once": "traceguard._side_effects.trace_once",
     "watch": "traceguard._diagnosis.watch",
-    "write_html": "traceguard._reports.html",
+    "write_html": "traceguard._diagnosis.html_report",
 }
 
 

@@ -1,4 +1,8 @@
-"""The command line: `python -m traceguard demo [--keras {2,3}]`, `run SCRIPT` and `report FILE...`.
+"""The command line: `traceguard demo [--keras {2,3}]`, `run SCRIPT | -m MODULE` and `report FILE...`.
+
+The same parser serves the `traceguard` console script (setup.cfg's entry point,
+`main()`) and `python -m traceguard` (`__main__.py`, which names itself so in the
+usage lines).
 
 Parsing imports nothing heavy, so `--help` answers at once. `demo` and `run`
 import the backend (TensorFlow or JAX) through `_quiet_backend_import()`, which
@@ -26,9 +30,9 @@ _STARTUP_LINE = re.compile(
     r"|To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "traceguard") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m traceguard",
+        prog=prog,
         description="See, explain and control when Keras and TensorFlow run a layer's `call`.",
     )
     common = argparse.ArgumentParser(add_help=False)
@@ -42,13 +46,21 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run on Keras 2 (tf_keras, or tf.keras on TensorFlow <= 2.15) or "
                       "Keras 3; default: the Keras that tf.keras is")
     run = commands.add_parser(
-        "run", parents=[common], help="run a Python script under traceguard.watch() and report "
-        "every traced function and every Keras layer's body runs when it ends",
-        description="Run SCRIPT as `python SCRIPT ARGS...` would, recording every trace of every "
-        "tf.function (and Keras step, or jax.jit) and every run of every Keras layer's `call` body, "
-        "and print the report to stderr when the script ends (also when it raises), then one line "
-        "saying how many functions and layers were watched and where the report is. The exit code "
-        "is the script's.")
+        "run", parents=[common], help="run a Python script, or a module with -m, under "
+        "traceguard.watch() and report every traced function and every Keras layer's body runs "
+        "when it ends",
+        usage=f"{prog} run [options] SCRIPT [ARGS...]\n       {prog} run [options] -m MODULE [ARGS...]",
+        description="Run SCRIPT as `python SCRIPT ARGS...` would, or with -m the module MODULE as "
+        "`python -m MODULE ARGS...` would, recording every trace of every tf.function (and Keras "
+        "step, or jax.jit) and every run of every Keras layer's `call` body, and print the report "
+        "to stderr when it ends (also when it raises), then one line saying how many functions and "
+        "layers were watched and where the report is. The exit code is the script's; 2 for a "
+        "script or module that cannot be found.")
+    run.add_argument("-m", dest="module", action="store_true", help="run MODULE (a dotted name, found "
+                     "on sys.path with the current directory first; a package runs its __main__) as "
+                     "`python -m MODULE` would: as __main__, with sys.argv[0] its file, its package's "
+                     "relative imports working. Options for traceguard come before -m; everything "
+                     "after MODULE goes to the module")
     run.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stderr")
     run.add_argument("--summary", action="store_true", help="report the totals, the tables and the "
                      "retraces only, without the run-by-run detail")
@@ -58,12 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
                      "or tensor argument that stops a tf.function's retraces) by replaying its recorded "
                      "signatures as zero tensors against copies of the function; runs them again")
     run.add_argument("--trace-file", metavar="FILE", help="also write every record to FILE as it "
-                     "happens (JSON Lines; read it with `python -m traceguard report FILE`)")
+                     "happens (JSON Lines; read it with `traceguard report FILE`); FILE may "
+                     "hold {worker}, {task_type}, {task_index}, {process_index}, {pid} or {host}, "
+                     "filled when it opens, so every worker of a job can run the same command")
     run.add_argument("--trace-file-label", metavar="LABEL", help="how reports name this process in "
-                     "the trace file; default: HOST:PID")
-    run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+                     "the trace file; default: the worker in a tf.distribute (TF_CONFIG) or "
+                     "jax.distributed job (worker-1, process-1), else HOST:PID")
+    run.add_argument("script", metavar="SCRIPT", nargs="?",
+                     help="the Python script to run; with -m, the module")
     run.add_argument("arguments", metavar="ARGS", nargs=argparse.REMAINDER,
-                     help="arguments for the script")
+                     help="arguments for the script or module")
+    run.set_defaults(run_usage_error=run.error)  # Prints `run`'s usage line, then the message.
     report = commands.add_parser(
         "report", help="render the reports of trace files written by `run --trace-file`, "
         "`watch(trace_file=...)` or `TraceMonitor(trace_file=...)`, without TensorFlow",
@@ -83,9 +100,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str = "traceguard") -> int:
+    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit code.
+
+    Args:
+        argv: The arguments after the program name.
+        prog: How usage lines name the program: `"traceguard"` for the console
+            script, `"python -m traceguard"` for `__main__.py`.
+    """
+    parser = build_parser(prog)
     arguments = parser.parse_args(argv)
+    if arguments.command == "run" and arguments.script is None:
+        arguments.run_usage_error("-m expects a MODULE" if arguments.module
+                                  else "expects a SCRIPT, or -m MODULE")
     if arguments.command == "report":
         from traceguard._diagnosis.report_files import report_files
 
@@ -104,12 +131,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError as error:
             parser.error(f"--keras {arguments.keras}: {error}")
     elif arguments.command == "run":
-        from traceguard._diagnosis.run import run_script
+        from traceguard._diagnosis.run import run_module, run_script
 
-        return run_script(arguments.script, arguments.arguments, arguments.output, sys.stderr,
-                          html=arguments.html, summary=arguments.summary,
-                          verify_fixes=arguments.verify_fixes, trace_file=arguments.trace_file,
-                          trace_file_label=arguments.trace_file_label)
+        run = run_module if arguments.module else run_script
+        return run(arguments.script, arguments.arguments, arguments.output, sys.stderr,
+                   html=arguments.html, summary=arguments.summary,
+                   verify_fixes=arguments.verify_fixes, trace_file=arguments.trace_file,
+                   trace_file_label=arguments.trace_file_label)
     return 0
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._diagnosis.explanation import Explanation, Filler
-from traceguard._diagnosis.no_retrace import RetraceGuard
+from traceguard._diagnosis.no_retrace import ALLOW_FIRST_TRACES, ON_RETRACE, RetraceGuard
 from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import add_observer, remove_observer
 from traceguard._reports.tensorboard import TensorBoardWriter
@@ -64,6 +64,11 @@ class _Observer:
             monitor._filler.record_function(record)
             monitor._guard.record_function(record)
 
+    def record_function_cost(self, record: Any) -> None:
+        monitor = self._monitor()
+        if monitor is not None:
+            monitor.report.record_function_cost(record)
+
 
 class TraceMonitorMixin:
     """The behaviour of `TraceMonitor`, for the `Callback` class of any Keras.
@@ -82,9 +87,9 @@ class TraceMonitorMixin:
                              f"{', '.join(map(repr, NO_RETRACE_AFTER))}, or None. "
                              f"Received: no_retrace_after={no_retrace_after!r}")
         self.no_retrace_after = no_retrace_after
-        # Armed during the calls after warm-up; each function's first trace is its own warm-up.
+        # `no_retrace()`'s guard, with its defaults, armed during the calls after warm-up.
         monitor = weakref.ref(self)  # The guard must not keep the monitor alive (see `_Observer`).
-        self._guard = RetraceGuard("raise", allow_first_traces=True,
+        self._guard = RetraceGuard(ON_RETRACE, allow_first_traces=ALLOW_FIRST_TRACES,
                                    where=lambda: monitor()._guard_place())  # type: ignore[union-attr]
         self._guard.armed = False
         self.html = _checked_html_path(html)
@@ -296,13 +301,20 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             layer body run and per function trace as each happens, and the
             eager run counts at the end of each call (when the file is
             closed until the next call). `python -m traceguard
-            report FILE` renders it without TensorFlow. Its directory must
-            exist. Defaults to `None`, no file.
+            report FILE` renders it without TensorFlow. It may hold fields,
+            filled when the file opens, so that every worker of a
+            multi-worker job runs the same code: `{worker}` (`"worker-1"`,
+            `"chief-0"` from `TF_CONFIG`, `"process-1"` under
+            `jax.distributed`, else `"<host>-<pid>"`), `{task_type}`,
+            `{task_index}`, `{process_index}`, `{pid}`, `{host}`. Its
+            directory must exist. Defaults to `None`, no file.
         trace_file_label: String, how reports name this process when they
-            merge several trace files. Defaults to `None`, `"<host>:<pid>"`.
-        no_retrace_after: When a retrace fails the call, with
-            `traceguard.RetraceError` raised from the step that retraced (as in
-            a `traceguard.no_retrace()` block). One of `{"epoch", "call"}`:
+            merge or compare several trace files. Defaults to `None`: the
+            worker in a multi-worker job (`"worker-1"`), else
+            `"<host>:<pid>"`.
+        no_retrace_after: When `traceguard.no_retrace()` starts, with its
+            defaults: a retrace fails the call, with `traceguard.RetraceError`
+            raised from the step that retraced. One of `{"epoch", "call"}`:
             after the first epoch of the first `fit` (and in every later
             call), or in the calls after the first one. Each function's first
             trace is its warm-up, wherever it happens (a first `predict`
@@ -317,8 +329,9 @@ class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type
             `fit`, `evaluate` or `predict` call begins, if the model is of
             another Keras.
         ValueError: If the directory of `html` or `trace_file` does not
-            exist, or `log_dir` is an existing file, or `no_retrace_after` is
-            not one of the accepted values.
+            exist, `trace_file` holds an unknown field, `log_dir` is an
+            existing file, or `no_retrace_after` is not one of the accepted
+            values.
         traceguard.RetraceError: With `no_retrace_after`, from the `fit`,
             `evaluate` or `predict` call whose step retraced.
 

@@ -34,7 +34,7 @@ class TraceAwareLayer(TraceAwareMixin, _FLAVOR.layer_base):  # type: ignore[misc
             `False`.
         max_traces: None or a non-negative integer, the retrace budget.
             Defaults to `None`.
-        on_excess: One of `{"warn", "raise"}`. Defaults to `"warn"`.
+        on_retrace: One of `{"raise", "warn"}`. Defaults to `"warn"`.
         **kwargs: Standard `Layer` arguments (`name`, `dtype`, ...).
 
     Example:
@@ -78,9 +78,11 @@ else:
             log_dir: Directory (str or path-like) for TensorBoard summaries.
                 Defaults to `None`.
             trace_file: Path (str or path-like) of a trace file, written as
-                records happen. Defaults to `None`.
+                records happen; it may hold `{worker}` and the other fields of
+                `traceguard.callbacks.TraceMonitor`'s. Defaults to `None`.
             trace_file_label: String, how reports name this process.
-                Defaults to `None`, `"<host>:<pid>"`.
+                Defaults to `None`: the worker in a multi-worker job
+                (`"worker-1"`), else `"<host>:<pid>"`.
 
         Example:
 

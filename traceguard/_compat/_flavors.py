@@ -123,7 +123,7 @@ def _load_keras2(name: str) -> KerasFlavor:
                        base_layer_utils=utils)
 
 
-# --- Keras 2's `model.export`, and every Keras in the process (issues #5, #6) ----------
+# --- Keras 2's `model.export`, and every Keras in the process ------------------------
 # Keras 2 `model.export` (keras/export in Keras 2.12, keras/src/export in 2.13-2.15,
 # tf_keras/src/export) traces `__call__` through `ExportArchive.add_endpoint` outside
 # TF's save context, as Keras 3's does: its frames tell (measured on tf_keras 2.21,

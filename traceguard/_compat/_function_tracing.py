@@ -12,6 +12,14 @@ listener when it ends, on the tracing thread: `listener(tracing)`. Its
 they are dropped afterwards, and a listener keeps specs, never the values.
 `tracing_of_graph(graph)` answers, while a trace runs, which one a graph
 belongs to: a layer run made during it links to it by `serial`.
+
+What the miss cost after the trace (building, lowering, compiling, the first call;
+see `_function_calls`) is known when the call that traced returns: each trace is
+then *completed*, handed to the completion listeners with its `phases` final. A
+trace made outside a call the hooks see (`get_concrete_function`, a `tf.data`
+function) is completed as it ends. An XLA compilation without a trace (a new input
+shape of a relaxed concrete function) is reported the same way, as a
+`FunctionTracing` whose `compilation` is true.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import contextlib
 import dataclasses
 import inspect
 import logging
+import os
 import sys
 import threading
 import time
@@ -27,6 +36,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from traceguard._compat import _function_calls
 from traceguard._compat._backend import IS_JAX
 from traceguard._compat._frames import _LIBRARY_DIRS
 from traceguard._compat._keras_calls import keras_call
@@ -83,6 +93,22 @@ class FunctionTracing:
     relaxed_signature: dict[Any, Any] | None = None
     # "dataset" when the user's calling frame holds a `tf.data` dataset or iterator, else None.
     data: str | None = None
+    # Not a trace: XLA compiled the function's concrete function for new input shapes.
+    compilation: bool = False
+    # The graph runs XLA: `jit_compile=True`, or it calls a function that has it (TensorFlow).
+    xla: bool = False
+    # The names of the `jit_compile=True` functions its graph calls (TensorFlow).
+    xla_functions: tuple[str, ...] = ()
+    # Seconds per phase (`_function_calls.PHASES`) measured so far: `trace` when it ends.
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    call: Any = None  # The `_function_calls.Call` it was made in, while that call runs.
+    call_start: float | None = None  # time.perf_counter() at that call's entry.
+    miss: float | None = None  # That call's seconds, on the last trace the call made.
+    persistent_cache: str | None = None  # One of `_function_calls.CACHE_OUTCOMES`, or None.
+    cache_saved: float | None = None  # Seconds the persistent cache saved (a hit).
+    # The call's arguments as compiled (TensorFlow, XLA: a Keras step's batch), for the records.
+    compiled_arguments: dict[str, Any] | None = None
+    completed: bool = False
 
     @property
     def duration(self) -> float:
@@ -105,6 +131,10 @@ def _is_library(filename: str) -> bool:
     return known
 
 
+# traceguard's own hooks (`_tf_calls`' around `Function.__call__`) are no entry a user called.
+_OWN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+
+
 def user_frame(frame: Any) -> tuple[Any, str | None]:
     """The first user frame from `frame` outward, and the library function it called.
 
@@ -115,7 +145,8 @@ def user_frame(frame: Any) -> tuple[Any, str | None]:
     while frame is not None and _is_library(frame.f_code.co_filename):
         code = frame.f_code
         qualname = getattr(code, "co_qualname", code.co_name)  # Python 3.11+ has the qualified name.
-        if "<locals>" not in qualname:  # Not a decorator's wrapper (Keras's `error_handler`).
+        # Not a decorator's wrapper (Keras's `error_handler`), nor traceguard's hook.
+        if "<locals>" not in qualname and not code.co_filename.startswith(_OWN_DIR):
             entry = qualname
         frame = frame.f_back
     return frame, entry
@@ -191,6 +222,7 @@ def function_text(function: Any) -> str | None:
 # --- the listeners --------------------------------------------------------------------
 _lock = threading.RLock()
 _listeners: tuple[Listener, ...] = ()
+_completion_listeners: tuple[tuple[Listener, Listener], ...] = ()  # (listener, on_complete)
 _local = threading.local()  # .stack: the traces running on this thread, innermost last.
 _serial = 0
 # The traces running now, by id() of their graph: `tracing_in_progress` finds a graph's.
@@ -214,37 +246,43 @@ def _backend() -> Any:
     return _hook
 
 
-def add_listener(listener: Listener) -> None:
+def add_listener(listener: Listener, on_complete: Listener | None = None) -> None:
     """Calls `listener(tracing)` at the end of every function trace from now on.
 
-    The first listener installs the backend's hook.
+    And `on_complete(tracing)`, if given, when the call that made the trace
+    returns, its `phases` final (see `complete`). The first listener installs
+    the backend's hooks.
     """
-    global _listeners
-    if not callable(listener):
-        raise TypeError(f"A function-trace listener must be callable. Received: {listener!r}")
+    global _listeners, _completion_listeners
+    if not callable(listener) or (on_complete is not None and not callable(on_complete)):
+        raise TypeError(f"A function-trace listener must be callable. Received: {listener!r}, "
+                        f"on_complete={on_complete!r}")
     with _lock:
         if not _listeners:
             _backend().install()
         _listeners += (listener,)
+        if on_complete is not None:
+            _completion_listeners += ((listener, on_complete),)
 
 
 def remove_listener(listener: Listener) -> None:
     """Stops calling `listener`; the last one to leave removes the backend's hook."""
-    global _listeners
+    global _listeners, _completion_listeners
     with _lock:
         remaining = list(_listeners)
         if listener not in remaining:
             raise ValueError(f"{listener!r} is not a function-trace listener.")
         remaining.remove(listener)
         _listeners = tuple(remaining)
+        _completion_listeners = tuple(pair for pair in _completion_listeners if pair[0] is not listener)
         if not _listeners:
             _backend().uninstall()
 
 
 @contextlib.contextmanager
-def listening(listener: Listener) -> Iterator[None]:
-    """`add_listener(listener)` for the duration of the block."""
-    add_listener(listener)
+def listening(listener: Listener, on_complete: Listener | None = None) -> Iterator[None]:
+    """`add_listener(listener, on_complete)` for the duration of the block."""
+    add_listener(listener, on_complete)
     try:
         yield
     finally:
@@ -257,8 +295,11 @@ def is_installed() -> bool:
 
 
 def begin(origin: str, name: str, function: Any, python_function: Any,
-          arguments: dict[str, Any], graph: Any = None) -> FunctionTracing:
-    """A trace starts on this thread: its record, now in progress. Called by the hooks."""
+          arguments: dict[str, Any], graph: Any = None, compilation: bool = False) -> FunctionTracing:
+    """A trace starts on this thread: its record, now in progress. Called by the hooks.
+
+    With `compilation`, an XLA compilation without a trace instead (see `FunctionTracing`).
+    """
     global _serial
     stack = getattr(_local, "stack", None)
     if stack is None:
@@ -279,7 +320,11 @@ def begin(origin: str, name: str, function: Any, python_function: Any,
     tracing = FunctionTracing(
         serial, parent, origin, name, reference,
         id(python_function if function is None else function), python_function, arguments,
-        time.perf_counter(), graph=None if graph is None else weakref.ref(graph))
+        time.perf_counter(), graph=None if graph is None else weakref.ref(graph), compilation=compilation)
+    call = _function_calls.current_call()
+    if call is not None:
+        tracing.call = call
+        call.tracings.append(tracing)
     code = getattr(getattr(python_function, "__func__", python_function), "__code__", None)
     tracing.library_function = code is not None and _is_library(code.co_filename)
     if tracing.library_function:  # A Keras step: under which method, with which data.
@@ -291,8 +336,13 @@ def begin(origin: str, name: str, function: Any, python_function: Any,
 
 
 def end(tracing: FunctionTracing, graph: Any = None) -> None:
-    """The trace ends: hands it to every listener, then drops its argument values."""
+    """The trace ends: hands it to every listener, then drops its argument values.
+
+    Completes it too when no call the hooks see made it (else its call does, as it returns).
+    """
     tracing.end = time.perf_counter()
+    if not tracing.compilation:
+        tracing.phases["trace"] = tracing.end - tracing.start
     stack = _local.stack
     if stack and stack[-1] is tracing:
         stack.pop()
@@ -314,6 +364,8 @@ def end(tracing: FunctionTracing, graph: Any = None) -> None:
     finally:
         tracing.arguments = None
         tracing.python_function = None
+        if tracing.call is None:
+            complete(tracing)
     if verdict is not None:
         raise verdict
 
@@ -326,8 +378,25 @@ def discard(tracing: FunctionTracing, graph: Any = None) -> None:
         stack.remove(tracing)
     if graph is not None:
         _running_by_graph.pop(id(graph), None)
+    call = tracing.call
+    if call is not None and tracing in call.tracings:  # Its call's costs go to no trace.
+        call.tracings.remove(tracing)
+    tracing.call = None
     tracing.arguments = None
     tracing.python_function = None
+def complete(tracing: FunctionTracing) -> None:
+    """The call that made `tracing` returned: hands it, its phases final, to the completion
+    listeners. Once per tracing; a listener's failure is logged."""
+    if tracing.completed:
+        return
+    tracing.completed = True
+    tracing.call = None
+    for _, on_complete in _completion_listeners:
+        try:
+            on_complete(tracing)
+        except Exception:
+            _log.exception("A function-trace listener failed on the costs of %s", tracing.name)
+    tracing.compiled_arguments = None
 
 
 def stops_trace(error: BaseException) -> bool:
@@ -366,3 +435,6 @@ def innermost_tracing() -> FunctionTracing | None:
 def running_traces() -> tuple[FunctionTracing, ...]:
     """This thread's function traces in progress, outermost first."""
     return tuple(getattr(_local, "stack", ()))
+
+
+_function_calls.set_completion(complete)

@@ -58,6 +58,11 @@ class Backend(Protocol):
     def current_replica(self, graph: Any = None) -> int | None:
         """The replica id under `tf.distribute`, else None."""
 
+    def distributed_process(self) -> tuple[int, int] | None:
+        """`(process index, process count)` of this process in the backend's own multi-process
+        job (`jax.distributed`, once initialized), else None. Never initializes a backend
+        that was not; TensorFlow's workers are named by TF_CONFIG, which is public."""
+
     def variable_creation_watch(self, on_create: Callable[[Any], None], graph: Any = None) -> Any:
         """A context manager calling `on_create(variable)` for each variable created inside."""
 

@@ -136,6 +136,20 @@ def current_replica(graph: Any = None) -> int | None:
     return None
 
 
+# `jax.distributed.is_initialized()` tells whether `jax.distributed.initialize()` ran without
+# initializing a backend (it reads the distributed client, jax/_src/distributed.py), which
+# `jax.process_index()` would do in a process of no job.
+if not callable(getattr(jax.distributed, "is_initialized", None)):
+    raise internal_missing("`jax.distributed.is_initialized()`")
+
+
+def distributed_process() -> tuple[int, int] | None:
+    if not jax.distributed.is_initialized():
+        return None
+    # Initialized: the backend knows the job, and the first array made initialized it anyway.
+    return jax.process_index(), jax.process_count()
+
+
 def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
     # JAX variables are arrays held by Keras; the layer's `variables` show new ones.
     return contextlib.nullcontext()

@@ -32,7 +32,7 @@ from jax._src import pjit as _pjit
 from jax._src import util as _util
 from jax._src.interpreters import partial_eval as _partial_eval
 
-from traceguard._compat import _function_tracing, _graph_fingerprint, _jax_keys
+from traceguard._compat import _function_tracing, _graph_fingerprint, _jax_calls, _jax_keys
 from traceguard._compat._flavors import internal_missing
 
 _PARAMETERS = ("fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs")
@@ -60,18 +60,20 @@ _previous_listener: Any = None
 
 
 def install() -> None:
-    """Patches the hook in (idempotent)."""
+    """Patches the hook in (idempotent), and the call-level hooks (`_jax_calls`)."""
     global _previous_listener
     _pjit._trace_for_jit = _hooked
+    _jax_calls.install()
     if _util.test_event_listener is not _on_test_event:
         _previous_listener = _util.test_event_listener
         _util.test_event_listener = _on_test_event
 
 
 def uninstall() -> None:
-    """Puts JAX's own function back, the very object that was there, and the listener there was."""
+    """Puts JAX's own functions back, the very objects that were there, and the listener there was."""
     global _previous_listener
     _pjit._trace_for_jit = _ORIGINAL
+    _jax_calls.uninstall()
     if _util.test_event_listener is _on_test_event:
         _util.test_event_listener = _previous_listener
     _previous_listener = None
@@ -89,7 +91,7 @@ def _on_test_event(name: str, *args: Any) -> None:
 
 
 def is_installed() -> bool:
-    return _pjit.__dict__["_trace_for_jit"] is not _ORIGINAL
+    return _pjit.__dict__["_trace_for_jit"] is not _ORIGINAL or _jax_calls.is_installed()
 
 
 def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:

@@ -112,6 +112,12 @@ def keras3_flavor() -> KerasFlavor:
                       f"Received: TensorFlow {tf.__version__} with {DEFAULT_FLAVOR.describe()}.")
 
 
+def distributed_process() -> tuple[int, int] | None:
+    """None: TensorFlow's multi-worker jobs name each worker in TF_CONFIG, a public environment
+    variable that `_diagnosis.workers` reads."""
+    return None
+
+
 # --- variables -------------------------------------------------------------------------
 if not isinstance(getattr(tf.Graph, "_variable_creator_stack", None), property):
     raise internal_missing("tensorflow.python.framework.ops.Graph._variable_creator_stack")

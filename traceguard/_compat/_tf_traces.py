@@ -34,7 +34,14 @@ from tensorflow.python.eager.polymorphic_function import polymorphic_function as
 from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
 from tensorflow.python.saved_model import save_context as _save_context
 
-from traceguard._compat import _flavors, _function_tracing, _graph_fingerprint, _tf_function, _tf_trace_types
+from traceguard._compat import (
+    _flavors,
+    _function_tracing,
+    _graph_fingerprint,
+    _tf_calls,
+    _tf_function,
+    _tf_trace_types,
+)
 from traceguard._compat._flavors import internal_missing
 
 try:  # TF 2.14+.
@@ -161,18 +168,20 @@ def control_flow_path(graph: Any) -> tuple[str, ...]:
 
 # --- the hook ---------------------------------------------------------------------------
 def install() -> None:
-    """Patches the hook in (idempotent)."""
+    """Patches the hook in (idempotent), and the call-level hook (`_tf_calls`)."""
     setattr(_OWNER, _HOOKED, _hooked if _compilation is not None else _hooked_method)
+    _tf_calls.install()
 
 
 def uninstall() -> None:
-    """Puts TensorFlow's own function back, the very object that was there."""
+    """Puts TensorFlow's own functions back, the very objects that were there."""
     setattr(_OWNER, _HOOKED, _ORIGINAL)
+    _tf_calls.uninstall()
     _graph_fingerprint.forget()
 
 
 def is_installed() -> bool:
-    return _OWNER.__dict__[_HOOKED] is not _ORIGINAL
+    return _OWNER.__dict__[_HOOKED] is not _ORIGINAL or _tf_calls.is_installed()
 
 
 def _hooked(function_type: Any, type_context: Any, func_graph: Any, tracing_options: Any) -> Any:
@@ -248,6 +257,7 @@ def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: 
     if not tracing.saving and not tracing.library_function:
         tracing.same_graph_as = _graph_fingerprint.same_graph_as(
             tracing.function, tracing.phase, tracing.serial, func_graph)
+    _tf_calls.watch_concrete_function(result, tracing)
     _function_tracing.end(tracing, func_graph)
     return result
 
@@ -288,7 +298,8 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
         elif (function is not None or data_frame is not None) \
                 and not _function_tracing._is_library(code.co_filename):
             break  # The first user frame.
-        if "<locals>" not in qualname:  # Not a decorator's wrapper (Keras's `error_handler`).
+        # Not a decorator's wrapper (Keras's `error_handler`), nor traceguard's call hook.
+        if "<locals>" not in qualname and not code.co_filename.startswith(_function_tracing._OWN_DIR):
             entry = qualname
         frame = frame.f_back
     if function is None and data_frame is None:

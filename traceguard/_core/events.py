@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from traceguard._core.changes import Change
-from traceguard._core.kinds import GRAPH_TRACE_KINDS, RETRACE_KINDS, TRACE_KINDS, TraceKind
+from traceguard._core.kinds import (
+    FUNCTION_KINDS,
+    GRAPH_TRACE_KINDS,
+    MISS_KINDS,
+    RETRACE_KINDS,
+    RUN_KINDS,
+    TRACE_KINDS,
+    TraceKind,
+)
 from traceguard._core.specs import Spec
 from traceguard._core.verdicts import Verdict
 
@@ -94,4 +102,5 @@ class TraceEvent:
         return result
 
 
-__all__ = ["GRAPH_TRACE_KINDS", "RETRACE_KINDS", "TRACE_KINDS", "TraceEvent", "TraceKind"]
+__all__ = ["FUNCTION_KINDS", "GRAPH_TRACE_KINDS", "MISS_KINDS", "RETRACE_KINDS", "RUN_KINDS", "TRACE_KINDS",
+           "TraceEvent", "TraceKind"]

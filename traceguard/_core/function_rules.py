@@ -22,6 +22,8 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
         return verdict_of_place(RunContext.SAVE, name, backend)
     reason = record.reason
     data = keras_call.data if keras_call is not None else record.data
+    if record.kind is TraceKind.COMPILE:
+        return compilation_verdict(record, backend, keras_call)
     if reason is Reason.FIRST_TRACE:
         return Verdict(record.kind, (), reason, None, name, backend, of_function=True)
     if reason is Reason.VARIABLE_RETRACE:
@@ -44,4 +46,23 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
                    of_function=True)
 
 
-__all__ = ["classify_function_trace"]
+def compilation_verdict(record: FunctionTrace, backend: str, keras_call: KerasCall | None) -> Verdict:
+    """The verdict of a compilation without a trace (`record.kind` is `TraceKind.COMPILE`)."""
+    name = record.name
+    if not record.changes:
+        return Verdict(TraceKind.COMPILE, (), Reason.RECOMPILE, Hint.RECOMPILE_SAME_SIGNATURE, name, backend,
+                       of_function=True)
+    method = keras_call.method if keras_call is not None else None
+    if method in ("fit", "evaluate", "train_on_batch", "test_on_batch"):
+        hint = Hint.XLA_DROP_REMAINDER if keras_call is not None and keras_call.data == "dataset" \
+            else Hint.XLA_BATCH_DIVIDES
+    elif method in ("predict", "predict_on_batch"):
+        hint = Hint.XLA_PREDICT_PAD
+    else:
+        hint = Hint.XLA_FIXED_SHAPES
+    return Verdict(TraceKind.COMPILE, record.changes, Reason.XLA_COMPILE, hint, name, backend,
+                   record.changes[0].parameter, keras_call, xla_functions=record.xla_functions,
+                   of_function=True)
+
+
+__all__ = ["classify_function_trace", "compilation_verdict"]

@@ -7,6 +7,7 @@ reports; holds specs and strings only, never a tensor, graph or function.
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,13 +21,16 @@ from traceguard._core.verdicts import Reason
 # trace; a trace by an object that traced before, for a new signature (or the same
 # one, when a Python value outside the arguments changed); the first trace of a new
 # object whose code traced before; the trace `tf.function` repeats, without variable
-# creation, after its first trace created variables.
+# creation, after its first trace created variables; an XLA compilation for new input shapes
+# without a trace (or JAX's compilation without one).
 FUNCTION_TRACE_KINDS: dict[Reason, TraceKind] = {
     Reason.FIRST_TRACE: TraceKind.TRACE,
     Reason.SIGNATURE_CHANGED: TraceKind.RETRACE,
     Reason.SAME_ARGUMENTS: TraceKind.RETRACE,
     Reason.NEW_FUNCTION_OBJECT: TraceKind.RETRACE,
     Reason.VARIABLE_RETRACE: TraceKind.VARIABLE_RETRACE,
+    Reason.XLA_COMPILE: TraceKind.COMPILE,
+    Reason.RECOMPILE: TraceKind.COMPILE,
 }
 
 
@@ -74,6 +78,15 @@ class FunctionTrace:
     # For a new function object of a Keras step: whether it steps the same model as the object
     # before it (`compile()` dropped the step function), or another model; None when not known.
     same_model: bool | None = None
+    # Seconds per phase of the miss (`_compat._function_calls.PHASES`: trace, lower, compile,
+    # first_call), those measured; until the call that traced returns, the trace's only.
+    phases: Mapping[str, float] = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
+    miss: float | None = None  # The whole call that traced (its last trace), in seconds.
+    persistent_cache: str | None = None  # JAX's persistent compilation cache: "hit", "miss".
+    cache_saved: float | None = None  # Seconds that cache saved (a hit).
+    xla_functions: tuple[str, ...] = ()  # The `jit_compile=True` functions its graph runs.
+    started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
+    call_started: float | None = None  # When the call that made it started, likewise.
 
     @property
     def backend(self) -> str:

@@ -41,6 +41,10 @@ class Reason(enum.Enum):
     SIGNATURE_CHANGED = "signature_changed"
     # The layer's arguments did not change; the enclosing function's did.
     ENCLOSING_CHANGED = "enclosing_changed"
+    # A whole function: XLA compiled it for new input shapes without a trace; JAX compiled
+    # it again for a signature it had traced.
+    XLA_COMPILE = "xla_compile"
+    RECOMPILE = "recompile"
 
 
 class SymbolicPass(enum.Enum):
@@ -107,6 +111,12 @@ class Hint(enum.Enum):
     # A Keras step traced anew for the same model: `compile()` (or `make_*_function(force=True)`)
     # dropped the step function.
     RECOMPILED_MODEL = "recompiled_model"
+    # An XLA compilation without a trace: fixed shapes, by input kind.
+    XLA_FIXED_SHAPES = "xla_fixed_shapes"  # Pad or bucket, or no `jit_compile` if shapes must vary.
+    XLA_DROP_REMAINDER = "xla_drop_remainder"  # fit/evaluate on a tf.data.Dataset.
+    XLA_BATCH_DIVIDES = "xla_batch_divides"  # fit/evaluate on arrays: a batch size that divides.
+    XLA_PREDICT_PAD = "xla_predict_pad"  # predict: pad the last batch, or one batch size.
+    RECOMPILE_SAME_SIGNATURE = "recompile_same_signature"  # JAX: a new device, sharding or cache.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +146,7 @@ class Verdict:
     relaxed_to: Any = None
     # Whether the verdict is a whole function's trace (else a layer's body run).
     of_function: bool = False
+    xla_functions: tuple[str, ...] = ()  # For a compilation: the `jit_compile=True` functions run.
 
 
 class EarlierTrace(NamedTuple):

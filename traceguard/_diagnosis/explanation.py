@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._diagnosis.fixes import FixIt, propose_fix
-from traceguard._diagnosis.function_runs import FunctionRuns, add_record, function_key, is_reported
+from traceguard._diagnosis.function_runs import FunctionRuns, add_cost, add_record, function_key, is_reported
 from traceguard._record.layer_state import STATE_ATTRIBUTE
 from traceguard._record.log import event_of, normalize_kinds
 from traceguard._record.observers import traced_function
-from traceguard._reports.html import write_html
+from traceguard._reports.html import render_html, write_document
 from traceguard._reports.html_tables import layers_html
 from traceguard._reports.text import format_explanation, format_layer_table, format_retracing_note
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
-    from traceguard._diagnosis.fix_checks import FixCheck
+    from traceguard._diagnosis.fix_checks import FixChecks
     from traceguard._diagnosis.trace_file import TraceFileWriter
 
 # `fix_checks` (which imports TensorFlow) is imported when fixes are checked, so that
@@ -193,15 +193,24 @@ class Explanation:
                 self._signatures.popitem(last=False)
             if is_reported(record):
                 old = None if record.closest is None else self._signatures.get(record.closest)
-                key, runs, event = add_record(self._functions, record, old)
-                if self._trace_file is not None:
-                    self._trace_file.function_trace(key, runs, record, event)
+                add_record(self._functions, record, old)
             if record.origin == "tf.function" and not record.library_function:
                 key = function_key(record)
                 kept = self._fix_records.setdefault(key, [])
                 kept.append(record)
                 del kept[:-_EVENTS_PER_LAYER]
                 self._fix_functions[key] = traced_function(record) or self._fix_functions.get(key)
+
+    def record_function_cost(self, record: FunctionTrace) -> None:
+        """Completes a function trace's event with its phases and whole miss, as the call that
+        made it returns; a trace file gets the trace then."""
+        with self._lock:
+            if not is_reported(record):
+                return
+            found = add_cost(self._functions, record)
+            if found is not None and self._trace_file is not None:
+                key, runs, event = found
+                self._trace_file.function_trace(key, runs, record, event)
 
     def _restore(self, layers: list[LayerRuns], functions: dict[str, FunctionRuns]) -> None:
         """Fills an empty report with runs read back from trace files, layers in the given order."""
@@ -222,8 +231,7 @@ class Explanation:
         left out.
         """
         with self._lock:
-            return {key: dataclasses.replace(runs, events=list(runs.events))
-                    for key, runs in self._functions.items()}
+            return {key: runs.copy() for key, runs in self._functions.items()}
 
     def fixes(self) -> list[FixIt]:
         """The fix-its: for each `tf.function` that retraced, the change that stops it.
@@ -251,7 +259,7 @@ class Explanation:
         reference = self._fix_functions.get(key)
         return None if reference is None else reference()
 
-    def verify_fixes(self) -> list[FixCheck]:
+    def verify_fixes(self) -> FixChecks:
         """Checks each fix-it by replaying the function's recorded signatures.
 
         Runs your code: each distinct recorded signature is replayed as zero
@@ -265,11 +273,13 @@ class Explanation:
         could not be verified.
 
         Returns:
-            A list of `FixCheck`, one per fix-it of `fixes()`.
+            A list of `FixCheck`, one per fix-it of `fixes()`, whose `str()` is
+            the report of them all, as `python -m traceguard run --verify-fixes`
+            prints it.
         """
-        from traceguard._diagnosis.fix_checks import verify_fix
+        from traceguard._diagnosis.fix_checks import FixChecks, verify_fix
 
-        checks = []
+        checks = FixChecks()
         for fix in self.fixes():
             key = f"{fix.qualname} ({fix.definition})" if fix.definition else fix.qualname
             checks.append(verify_fix(fix, self._live_function(key)))
@@ -341,26 +351,31 @@ class Explanation:
         return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
                                   summary=brief)
 
-    def to_html(self, path: str | os.PathLike[str]) -> pathlib.Path:
-        """Writes the report as one self-contained HTML file: a timeline per layer, then tables.
+    def to_html(self, path: str | os.PathLike[str], axis: str = "time") -> pathlib.Path:
+        """Writes the report as one self-contained HTML file: the functions, a timeline per layer,
+        then tables.
 
         One row per layer and one mark per body run, coloured by kind, with
         the reason, changes and fix as tooltip; then the counts by kind per
         layer and the retraces with their fixes. No scripts and nothing
-        fetched: the file opens offline. Same as
-        `traceguard.write_html(path, explanation.layers, title=explanation.title,
-        functions=explanation.functions.values())`.
+        fetched: the file opens offline. `python -m traceguard run --html`,
+        `python -m traceguard report --html` and `TraceMonitor(html=...)`
+        write it.
 
         Args:
             path: File to write (str or path-like); its directory must exist.
+            axis: One of `{"time", "order"}`: place runs by seconds since the
+                first run, or by their order. Defaults to `"time"`.
 
         Returns:
             The path written, as a `pathlib.Path`.
 
         Raises:
             TypeError: If `path` is not a str or path-like.
+            ValueError: If `axis` is not one of the choices.
         """
-        return write_html(path, self.layers, title=self.title, functions=list(self.functions.values()))
+        return write_document(path, render_html(self.layers, title=self.title, axis=axis,
+                                                functions=list(self.functions.values())))
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""

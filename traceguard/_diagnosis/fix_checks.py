@@ -60,6 +60,19 @@ class FixCheck:
         return format_fix_check(self)
 
 
+class FixChecks(list[FixCheck]):
+    """The `FixCheck`s of `explanation.verify_fixes()`: a list whose `str()` is the report's.
+
+    `print(explanation.verify_fixes())` shows each fix-it with its check, as
+    `python -m traceguard run --verify-fixes` does, instead of their reprs.
+    """
+
+    def __str__(self) -> str:
+        from traceguard._reports.fixes import format_fix_checks
+
+        return format_fix_checks(self)
+
+
 class _CannotRebuild(Exception):
     pass
 

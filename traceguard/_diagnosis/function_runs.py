@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from traceguard._core.changes import Change
 from traceguard._core.function_rules import classify_function_trace
 from traceguard._core.keras_names import is_keras_step_function
-from traceguard._core.kinds import TRACE_KINDS, TraceKind
+from traceguard._core.kinds import FUNCTION_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
 from traceguard._core.verdicts import Verdict
 from traceguard._reports.messages import hint_text, reason_text
@@ -27,14 +27,18 @@ _TRACES_PER_FUNCTION = 1000
 
 @dataclasses.dataclass(frozen=True)
 class FunctionEvent:
-    """One trace of a whole function, classified.
+    """One trace of a whole function, classified; or one XLA compilation without a trace.
 
     Attributes:
         serial: The trace's number in this process; a layer's `TraceEvent`
             made during the trace has it as `function_trace`.
         kind: The `TraceKind`: `trace` (its first), `retrace` (a new signature,
             or a new function object from the same code), `variable_retrace`,
-            or `save`.
+            `save`, or `compile`: no trace, but XLA compiled the function for
+            input shapes it had not run (`jit_compile=True` with a relaxed
+            signature, a Keras step's new batch shape); then `signature` holds
+            those shapes and `changes` what differs from the closest shapes
+            compiled before.
         function: The backend's name for the function, e.g. `train_step`.
         signature: Every argument's spec (`_core.specs`), by name; `str()` of one
             reads `"float32[8,4]"`, `"3"`.
@@ -45,7 +49,7 @@ class FunctionEvent:
         call_site: The `Site` (`path`, `line`; `str()` reads `"file:line"`) of
             the user's code that made the trace, if found.
         definition: The `Site` of the function's `def`, if found.
-        duration_s: Seconds spent tracing.
+        duration_s: Seconds spent tracing (0 for a `compile`).
         object_number: Which function object of this code traced (1, 2, ...).
         created_variables: Names of the variables the trace created.
         parent: The `serial` of the trace this one ran inside (a Keras step
@@ -55,6 +59,25 @@ class FunctionEvent:
             only shapes differ): that trace's `serial`. The retrace was pure
             waste, and what changed is safe to relax. None otherwise, and on
             JAX.
+        phases: Seconds per phase of the miss, only the phases measured:
+            `trace` (Python ran the body), `lower` (TensorFlow: building and
+            optimizing the new concrete function's graph in its first call,
+            that call's one execution included; JAX: the jaxpr to MLIR),
+            `compile` (XLA compiling; on TensorFlow the first call of a
+            function that runs XLA, graph building and one execution
+            included; on JAX the backend's compilation, or the persistent
+            cache's read), `first_call` (JAX: dispatching the first
+            execution). Device time is not counted: on a GPU a call returns
+            before the device finishes.
+        miss_s: Seconds from the call's entry to its return (the dispatcher's
+            cache lookup and bookkeeping, the trace, and the phases after it),
+            on the last trace that call made; None for another trace of the
+            same call (its time is in that one's) or when the call was not seen.
+        persistent_cache: JAX's persistent compilation cache for this
+            compilation: `"hit"` (read from the cache) or `"miss"` (compiled
+            and written); None without such a cache.
+        cache_saved_s: On a hit, the compilation seconds the cache saved
+            (the original compilation's time less the read), as JAX reports it.
         verdict: The classification as codes (`verdict.reason`, `verdict.hint`),
             which `reason` and `hint` word.
     """
@@ -73,7 +96,18 @@ class FunctionEvent:
     created_variables: tuple[str, ...]
     parent: int | None = None
     same_graph_as: int | None = None
+    phases: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    miss_s: float | None = None
+    persistent_cache: str | None = None
+    cache_saved_s: float | None = None
     verdict: Verdict | None = None
+
+    @property
+    def cost_s(self) -> float:
+        """What the miss cost, in seconds: the whole call when measured, else its phases."""
+        if self.miss_s is not None:
+            return self.miss_s
+        return sum(self.phases.values()) if self.phases else self.duration_s
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names: specs, changes and sites as
@@ -84,7 +118,7 @@ class FunctionEvent:
         result.update(kind=self.kind.value,
                       signature={str(name): str(spec) for name, spec in self.signature.items()},
                       changes=[str(change) for change in self.changes],
-                      created_variables=list(self.created_variables),
+                      created_variables=list(self.created_variables), phases=dict(self.phases),
                       call_site=None if self.call_site is None else str(self.call_site),
                       definition=None if self.definition is None else str(self.definition),
                       reason_code=None if verdict is None else verdict.reason.value,
@@ -96,14 +130,22 @@ class FunctionEvent:
 class FunctionRuns:
     """The traces of one function in an `Explanation`.
 
+    The counts and seconds cover every trace and compilation seen, the events
+    dropped from `events` included.
+
     Attributes:
         name: The function's qualified name, e.g. `"train_step"` or
             `"TensorFlowTrainer._make_function.<locals>.one_step_on_data"`.
         function: The backend's name for it, e.g. `"one_step_on_data"`.
         definition: The `Site` of its `def`, if found.
         keras_step: Whether Keras made it (a step of `fit`, `evaluate` or `predict`).
-        events: The `FunctionEvent`s, oldest first.
+        events: The `FunctionEvent`s kept, oldest first (the last 1000).
         objects: How many function objects of this code traced.
+        dropped: How many older events were dropped from `events`.
+        kind_counts: Events per kind name, over all of them.
+        phase_seconds: Seconds per phase (`FunctionEvent.phases`), over all.
+        cost_seconds: What its misses cost, in seconds, over all (each event's
+            `cost_s`).
     """
 
     name: str
@@ -112,15 +154,62 @@ class FunctionRuns:
     keras_step: bool
     events: list[FunctionEvent] = dataclasses.field(default_factory=list)
     objects: int = 1
+    dropped: int = 0
+    kind_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    phase_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    cost_seconds: float = 0.0
 
     @property
     def seconds(self) -> float:
-        """The time spent tracing it, in seconds."""
-        return sum(event.duration_s for event in self.events)
+        """The time spent tracing it, in seconds, over every trace."""
+        return self.phase_seconds.get("trace", 0.0)
+
+    @property
+    def traces(self) -> int:
+        """How many traces it made, kept or dropped (its compilations without one aside)."""
+        return sum(count for kind, count in self.kind_counts.items() if kind != TraceKind.COMPILE.value)
+
+    @property
+    def compilations(self) -> int:
+        """How many times XLA (or JAX) compiled it without a trace."""
+        return self.kind_counts.get(TraceKind.COMPILE.value, 0)
 
     def counts(self) -> dict[str, int]:
-        """Traces per kind name."""
-        return {kind: sum(event.kind.value == kind for event in self.events) for kind in TRACE_KINDS}
+        """Events per kind name, over every event seen."""
+        return {kind.value: self.kind_counts.get(kind.value, 0) for kind in FUNCTION_KINDS}
+
+    def dominant_phase(self) -> str | None:
+        """The phase that took the most seconds over all its events, or None."""
+        return max(self.phase_seconds, key=self.phase_seconds.__getitem__) if self.phase_seconds else None
+
+    def add(self, event: FunctionEvent) -> None:
+        """Keeps `event` (dropping the oldest past 1000) and counts it."""
+        if len(self.events) >= _TRACES_PER_FUNCTION:
+            self.events.pop(0)
+            self.dropped += 1
+        self.events.append(event)
+        self.kind_counts[event.kind.value] = self.kind_counts.get(event.kind.value, 0) + 1
+        self._count(event, 1)
+
+    def replace(self, event: FunctionEvent) -> bool:
+        """Puts `event` where the event of the same serial is, recounting its seconds."""
+        for position in range(len(self.events) - 1, -1, -1):
+            if self.events[position].serial == event.serial:
+                self._count(self.events[position], -1)
+                self.events[position] = event
+                self._count(event, 1)
+                return True
+        return False
+
+    def _count(self, event: FunctionEvent, sign: int) -> None:
+        for phase, seconds in (event.phases or {"trace": event.duration_s}).items():
+            self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + sign * seconds
+        self.cost_seconds += sign * event.cost_s
+
+    def copy(self) -> FunctionRuns:
+        """A snapshot: its own lists and counts."""
+        return dataclasses.replace(self, events=list(self.events), kind_counts=dict(self.kind_counts),
+                                   phase_seconds=dict(self.phase_seconds))
 
 
 def is_reported(record: FunctionTrace) -> bool:
@@ -137,9 +226,13 @@ def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> Func
         serial=record.serial, kind=verdict.kind, function=record.name,
         signature=record.signature, changes=tuple(verdict.changes),
         reason=reason_text(verdict), hint=hint_text(verdict), call_site=record.call_site,
-        definition=record.definition, duration_s=record.duration, object_number=record.object_number,
-        created_variables=record.created_variables, parent=record.parent,
-        same_graph_as=record.same_graph_as if verdict.kind is TraceKind.RETRACE else None, verdict=verdict)
+        definition=record.definition,
+        duration_s=0.0 if verdict.kind is TraceKind.COMPILE else record.duration,
+        object_number=record.object_number, created_variables=record.created_variables,
+        parent=record.parent,
+        same_graph_as=record.same_graph_as if verdict.kind is TraceKind.RETRACE else None,
+        phases=dict(record.phases), miss_s=record.miss, persistent_cache=record.persistent_cache,
+        cache_saved_s=record.cache_saved, verdict=verdict)
 
 
 def function_key(record: FunctionTrace) -> str:
@@ -158,9 +251,29 @@ def add_record(functions: dict[str, FunctionRuns], record: FunctionTrace,
     if runs is None:
         keras_step = record.library_function and is_keras_step_function(record.name)
         runs = functions[key] = FunctionRuns(record.qualname, record.name, record.definition, keras_step)
-    if len(runs.events) >= _TRACES_PER_FUNCTION:
-        runs.events.pop(0)
     event = function_event(record, old)
-    runs.events.append(event)
+    runs.add(event)
     runs.objects = max(runs.objects, record.objects)
     return key, runs, event
+
+
+def add_cost(functions: dict[str, FunctionRuns], record: FunctionTrace) -> tuple[str, FunctionRuns,
+                                                                                  FunctionEvent] | None:
+    """The record's event in `functions`, its costs final (`FunctionRecords.on_complete`).
+
+    Returns the key, the function's runs and the event, or None when the event is not
+    kept (a helper function, or dropped).
+    """
+    key = function_key(record)
+    runs = functions.get(key)
+    if runs is None:
+        return None
+    for event in reversed(runs.events):
+        if event.serial == record.serial:
+            break
+    else:
+        return None
+    costed = dataclasses.replace(event, phases=dict(record.phases), miss_s=record.miss,
+                                 persistent_cache=record.persistent_cache, cache_saved_s=record.cache_saved)
+    runs.replace(costed)
+    return key, runs, costed

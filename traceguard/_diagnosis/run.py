@@ -1,8 +1,12 @@
-"""`python -m traceguard run SCRIPT [ARGS...]`: an unmodified script, run under `watch()`.
+"""`traceguard run SCRIPT | -m MODULE [ARGS...]`: an unmodified script or module, run under `watch()`.
 
-The script runs as `python SCRIPT ARGS...` would run it: as module `__main__`,
+A script runs as `python SCRIPT ARGS...` would run it: as module `__main__`,
 with `sys.argv` set to `[SCRIPT, *ARGS]` and the script's directory first on
-`sys.path`. The report is written when the script ends, however it ends, and
+`sys.path`. A module runs as `python -m MODULE ARGS...` would: found on
+`sys.path` with the current directory first, run as `__main__` by
+`runpy.run_module(..., alter_sys=True)` (as `python -m cProfile -m` and
+`python -m pdb -m` do), so `sys.argv[0]` is its file and its package's relative
+imports work. The report is written when the script ends, however it ends, and
 the exit code is the script's.
 """
 
@@ -12,11 +16,25 @@ import os
 import runpy
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from traceguard._diagnosis.trace_file import check_trace_file_path
 
 if TYPE_CHECKING:
     from traceguard._diagnosis.explanation import Explanation
+
+
+def check_output_file(option: str, path: str | None, command: str) -> str | None:
+    """The message for `path` given to `option` when it cannot be a file to write, else None.
+
+    Said before the script runs, not after an hour of training.
+    """
+    if path is None:
+        return None
+    if os.path.isdir(path) or not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        return f"{command}: {option} expects a file in an existing directory. Received: {option} {path!r}"
+    return None
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
@@ -42,37 +60,96 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
     if not os.path.isfile(script):
         print(f"traceguard run: no such file: {script!r}", file=err)
         return 2
-    # Say so before the script runs, not after an hour of training.
-    html_directory = os.path.dirname(os.path.abspath(html)) if html is not None else ""
-    if html is not None and (os.path.isdir(html) or not os.path.isdir(html_directory)):
-        print(f"traceguard run: --html expects a file in an existing directory. Received: --html {html!r}",
-              file=err)
+
+    def run() -> dict[str, Any]:
+        return runpy.run_path(script, run_name="__main__")
+
+    return _run(run, f"run {os.path.basename(script)}", [script, *arguments],
+                os.path.dirname(os.path.abspath(script)), output, err, html, summary, verify_fixes,
+                trace_file, trace_file_label)
+
+
+def run_module(module: str, arguments: Sequence[str], output: str | None, err: TextIO,
+               html: str | None = None, summary: bool = False, verify_fixes: bool = False,
+               trace_file: str | None = None, trace_file_label: str | None = None) -> int:
+    """Runs `module` as `python -m module arguments...` would under `watch()`, then writes the report.
+
+    The arguments after `module` are those of `run_script`.
+
+    Returns:
+        The exit code `python -m module` would have had; 2 when the module
+        cannot be found or run as a module (the message names it).
+    """
+
+    def run() -> dict[str, Any]:
+        try:
+            return runpy.run_module(module, run_name="__main__", alter_sys=True)
+        except ImportError as error:
+            if _raised_by_runpy(error):  # Finding the module failed; its own code did not run.
+                raise _ModuleNotFound(f"traceguard run -m {module}: {error}") from None
+            raise
+
+    # `python -m` puts the current directory first on sys.path (the console script's is its bin/).
+    return _run(run, f"run -m {module}", [module, *arguments], os.getcwd(), output, err, html, summary,
+                verify_fixes, trace_file, trace_file_label)
+
+
+class _ModuleNotFound(Exception):
+    """`run -m`'s module could not be found: a usage error, said without a traceback."""
+
+
+def _raised_by_runpy(error: ImportError) -> bool:
+    """Whether runpy raised `error` itself, finding the module (not the module's own imports).
+
+    runpy raises a plain `ImportError` from its own frame ("No module named x",
+    "'x' is a package and cannot be directly executed"); an import inside the
+    module fails in the module's frames or importlib's.
+    """
+    entry = error.__traceback__
+    while entry is not None and entry.tb_next is not None:
+        entry = entry.tb_next
+    return (type(error) is ImportError and entry is not None
+            and entry.tb_frame.f_globals.get("__name__") == "runpy")
+
+
+def _run(run: Callable[[], dict[str, Any]], title: str, argv: list[str], path0: str,
+         output: str | None, err: TextIO, html: str | None, summary: bool, verify_fixes: bool,
+         trace_file: str | None, trace_file_label: str | None) -> int:
+    """Calls `run` under `watch()` with `sys.argv` and `sys.path[0]` set, then writes the report."""
+    message = check_output_file("--html", html, "traceguard run")
+    if message is not None:
+        print(message, file=err)
         return 2
-    trace_directory = os.path.dirname(os.path.abspath(trace_file)) if trace_file is not None else ""
-    if trace_file is not None and (os.path.isdir(trace_file) or not os.path.isdir(trace_directory)):
-        print("traceguard run: --trace-file expects a file in an existing directory. "
-              f"Received: --trace-file {trace_file!r}", file=err)
-        return 2
+    if trace_file is not None:
+        try:
+            check_trace_file_path(trace_file, trace_file_label, None)
+        except ValueError as error:
+            print(f"traceguard run: {error}", file=err)
+            return 2
     from traceguard._diagnosis.watch import watch
 
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
-    sys.argv = [script, *arguments]
+    sys.argv = argv
     if sys.path:
-        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        sys.path[0] = path0
     report = None
     kept_alive: object = None
     try:
         with watch(trace_file=trace_file, trace_file_label=trace_file_label) as report:
-            report.title = f"run {os.path.basename(script)}"
+            report.title = title
             try:
                 # The script's globals (or, if it raises, its traceback's frames) stay alive until
                 # the report is written: `--verify-fixes` replays the functions they hold.
-                kept_alive = runpy.run_path(script, run_name="__main__")
+                kept_alive = run()
                 code = 0
+            except _ModuleNotFound as error:
+                print(error, file=err)
+                report = None  # Nothing ran: no report.
+                return 2
             except SystemExit as exit_request:
                 code, kept_alive = _exit_code(exit_request, err), exit_request
             except Exception as error:
-                _print_script_traceback(error, script, err)
+                _print_user_traceback(error, err)
                 code, kept_alive = 1, error
     finally:
         sys.argv = saved_argv
@@ -82,7 +159,8 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
             _write_report(report.summary(brief=summary) + _fixes_text(report, verify_fixes), output, err)
             if html is not None:
                 report.to_html(html)
-            print(_closing_line(report, output, html, trace_file), file=err)
+            written = report._trace_file.path if report._trace_file is not None else None
+            print(_closing_line(report, output, html, written), file=err)
         del kept_alive
     return code
 
@@ -98,14 +176,24 @@ def _exit_code(exit_request: SystemExit, err: TextIO) -> int:
     return 1
 
 
-def _print_script_traceback(error: BaseException, script: str, err: TextIO) -> None:
-    # Show the traceback from the script's own frames on, as `python SCRIPT` does.
+def _print_user_traceback(error: BaseException, err: TextIO) -> None:
+    """Prints the traceback from the user's own frames on, as `python SCRIPT` and `python -m` do.
+
+    The frames of traceguard, runpy and importlib that started the script or module (importing
+    its package, compiling it) are left out. A SyntaxError in the script has no frame of it
+    left, and is shown without a traceback, as Python shows it.
+    """
     entry = error.__traceback__
-    script_path = os.path.abspath(script)
-    while entry is not None and os.path.abspath(entry.tb_frame.f_code.co_filename) != script_path:
+    while entry is not None and _is_launcher_frame(entry.tb_frame.f_globals.get("__name__")):
         entry = entry.tb_next
-    # No frame of the script: it did not compile (SyntaxError), which Python shows without traceback.
     traceback.print_exception(type(error), error, entry, file=err)
+
+
+def _is_launcher_frame(module: object) -> bool:
+    return isinstance(module, str) and (module in _LAUNCHER_MODULES or module.startswith("traceguard."))
+
+
+_LAUNCHER_MODULES = frozenset({"runpy", "importlib._bootstrap", "importlib._bootstrap_external"})
 
 
 def _fixes_text(report: Explanation, verify: bool) -> str:

@@ -15,6 +15,7 @@ docs/trace-files.md; `trace_file_reader` reads it back without TensorFlow.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sys
@@ -23,6 +24,7 @@ import time
 from typing import IO, Any
 
 from traceguard._core.values_json import change_json, signature_json, site_json, verdict_json
+from traceguard._diagnosis.workers import check_trace_file_pattern, current_worker, expand_trace_file
 from traceguard._version import __version__
 
 SCHEMA = "traceguard.trace-file"
@@ -48,17 +50,26 @@ def event_json(event: Any) -> dict[str, Any]:
     return result
 
 
-def check_trace_file_path(path: object, label: object, caller: str) -> str:
+def check_trace_file_path(path: object, label: object, caller: str | None,
+                          option: str = "--trace-file") -> str:
     """`path` as a str when it can name a trace file to write and `label` is a str or None, else a
-    clear error naming `caller`'s argument (`caller` is e.g. `"watch"`)."""
+    clear error naming `caller`'s argument (`caller` is e.g. `"watch"`; None: the command line's
+    `option`).
+
+    `path` may hold fields (`{worker}`, ...; `workers.TRACE_FILE_FIELDS`), filled when the
+    file opens; its directory is checked as this process would fill them now.
+    """
+    where, received = (f"`{caller}(trace_file=...)`", "trace_file=") if caller is not None \
+        else (option, f"{option} ")
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"`{caller}(trace_file=...)` expects the path of the trace file to write (str or "
-                        f"path-like), or None. Received: trace_file={path!r}")
+        raise TypeError(f"{where} expects the path of the trace file to write (str or path-like), or "
+                        f"None. Received: {received}{path!r}")
     text = str(os.fspath(path))
-    directory = os.path.dirname(os.path.abspath(text))
-    if os.path.isdir(text) or not os.path.isdir(directory):
-        raise ValueError(f"`{caller}(trace_file=...)` expects a file in an existing directory. "
-                         f"Received: trace_file={path!r}")
+    check_trace_file_pattern(text, where, received)
+    filled = expand_trace_file(text, current_worker())
+    directory = os.path.dirname(os.path.abspath(filled))
+    if os.path.isdir(filled) or not os.path.isdir(directory):
+        raise ValueError(f"{where} expects a file in an existing directory. Received: {received}{path!r}")
     if label is not None and not isinstance(label, str):
         raise TypeError(f"`{caller}(trace_file_label=...)` expects a str, or None. "
                         f"Received: trace_file_label={label!r}")
@@ -68,20 +79,45 @@ def check_trace_file_path(path: object, label: object, caller: str) -> str:
 class TraceFileWriter:
     """Writes one JSON object per line to `path`, flushed per record; thread-safe.
 
+    The file opens at the first record (or when closed without one), when the worker
+    this process is in a distributed job is known (`workers.current_worker()`): it fills
+    the fields of `path` and labels the file by default.
+
     Args:
-        path: The file to write; an existing file is replaced.
-        label: How reports name this process; defaults to `"<host>:<pid>"`.
+        path: The file to write, with `{worker}`, `{pid}`, ... fields
+            (`workers.TRACE_FILE_FIELDS`) filled when it opens; an existing file is replaced.
+        label: How reports name this process; defaults to the worker (`"worker-1"`) in a
+            distributed job, else `"<host>:<pid>"`.
     """
 
     def __init__(self, path: str, label: str | None = None) -> None:
-        self.path = path
+        self.pattern = path
+        self.path: str | None = None  # The file written, once it opened.
+        self._label = label
         self._lock = threading.Lock()
-        self._file: IO[str] | None = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
+        self._file: IO[str] | None = None
+        self._failed = False  # Opening failed: records are dropped (logged once).
+
+    def _open(self) -> None:
+        """Fills the path, opens the file and writes the header. Called with the lock held."""
+        worker = current_worker()
         host, pid = socket.gethostname(), os.getpid()
-        self._write({"type": "header", "schema": SCHEMA, "version": SCHEMA_VERSION,
-                     "label": label if label is not None else f"{host}:{pid}", "pid": pid, "host": host,
-                     "started": time.time(), "argv": list(sys.argv), "traceguard": __version__,
-                     "backend": _backend(), "stack": _stack(), "versions": _versions()})
+        label = self._label if self._label is not None else worker.name if worker is not None \
+            else f"{host}:{pid}"
+        path = expand_trace_file(self.pattern, worker)
+        try:
+            self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
+        except OSError as error:  # Recording never fails the user's call: say so once, go on.
+            self._failed = True
+            logging.getLogger("traceguard").warning("could not open the trace file %r: %s; no trace "
+                                                    "file is written.", path, error)
+            return
+        self.path = path
+        header = {"type": "header", "schema": SCHEMA, "version": SCHEMA_VERSION, "label": label, "pid": pid,
+                  "host": host, "started": time.time(), "argv": list(sys.argv), "traceguard": __version__,
+                  "backend": _backend(), "stack": _stack(), "versions": _versions(),
+                  "worker": None if worker is None else worker.to_dict()}
+        self._write_line(json.dumps(header, default=str) + "\n")
 
     def layer_run(self, runs: Any, event: Any) -> None:
         """Writes one layer body run: its layer (`LayerRuns`) and its `TraceEvent`."""
@@ -90,12 +126,14 @@ class TraceFileWriter:
 
     def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
         """Writes one function trace: its `FunctionRuns` (`key` in `Explanation.functions`), its
-        `FunctionTrace` and the `FunctionEvent` made of it. Called as the trace ends."""
-        ended = time.time()
+        `FunctionTrace` and the `FunctionEvent` made of it. Called when the call that traced
+        returns, the event's phases final."""
         keras_call = record.keras_call
+        started = record.started if record.started is not None else time.time() - record.duration
         self._write({
             "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
-            "objects": runs.objects, "started": ended - record.duration, "event": event_json(event),
+            "objects": runs.objects, "started": started, "call_started": record.call_started,
+            "event": event_json(event),
             "trace": {"index": record.index, "origin": record.origin, "kind": record.kind.value,
                       "reason": record.reason.value,
                       "closest": record.closest, "caller": record.caller, "entry": record.entry,
@@ -127,15 +165,21 @@ class TraceFileWriter:
     def reopen(self) -> None:
         """Opens the closed file again, to append (`TraceMonitor`'s next call)."""
         with self._lock:
-            if self._file is None:
+            if self._file is None and self.path is not None:
                 self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
 
     def _write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, default=str) + "\n"
         with self._lock:
-            if self._file is not None:
-                self._file.write(line)
-                self._file.flush()
+            if self.path is None and not self._failed:
+                self._open()
+            self._write_line(line)
+
+    def _write_line(self, line: str) -> None:
+        """Writes one line. Called with the lock held."""
+        if self._file is not None:
+            self._file.write(line)
+            self._file.flush()
 
 
 def _backend() -> str:

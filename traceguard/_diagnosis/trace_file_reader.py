@@ -30,6 +30,7 @@ from traceguard._core.values_json import (
 from traceguard._diagnosis.explanation import Explanation, LayerRuns
 from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
+from traceguard._diagnosis.workers import Worker
 
 
 class TraceFileError(ValueError):
@@ -46,8 +47,12 @@ class TraceFile:
         layers: Layer name to its `LayerRuns`, in the order of their first run.
         functions: Function key to its `FunctionRuns`.
         function_starts: `FunctionEvent.serial` to when its trace started (epoch seconds).
+        call_starts: `FunctionEvent.serial` to when the call that made it started, where
+            the file has it (epoch seconds).
         complete: Whether the file's last record is an end line (the process closed
             it, or a `TraceMonitor` call ended).
+        worker: The worker of a distributed job that wrote it (its header's
+            `worker`), or None.
     """
 
     path: str
@@ -55,7 +60,14 @@ class TraceFile:
     layers: dict[str, LayerRuns] = dataclasses.field(default_factory=dict)
     functions: dict[str, FunctionRuns] = dataclasses.field(default_factory=dict)
     function_starts: dict[int, float] = dataclasses.field(default_factory=dict)
+    call_starts: dict[int, float] = dataclasses.field(default_factory=dict)
     complete: bool = False
+    worker: Worker | None = None
+
+    @property
+    def version(self) -> int:
+        """The schema version it was written with."""
+        return int(self.header["version"])
 
     @property
     def label(self) -> str:
@@ -92,7 +104,8 @@ def read_trace_file(path: str) -> TraceFile:
             raise TraceFileError(f"{path}:{number}: not a JSON record ({error}). "
                                  f"Received: {_shorten(line)}") from None
         if trace_file is None:
-            trace_file = TraceFile(path, _checked_header(record, path))
+            header = _checked_header(record, path)
+            trace_file = TraceFile(path, header, worker=_worker(header, path))
             continue
         try:
             _add_record(trace_file, record)
@@ -116,6 +129,16 @@ def _checked_header(record: Any, path: str) -> dict[str, Any]:
     return record
 
 
+def _worker(header: dict[str, Any], path: str) -> Worker | None:
+    fields = header.get("worker")
+    if fields is None:
+        return None
+    try:
+        return Worker.from_dict(fields)
+    except ValueError as error:
+        raise TraceFileError(f"{path}:1: the header's `worker` is not a worker: {error}") from None
+
+
 def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
     kind = record["type"]
     trace_file.complete = kind == "end"
@@ -133,9 +156,11 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
             function = trace_file.functions[record["key"]] = FunctionRuns(
                 record["qualname"], function_event.function, function_event.definition,
                 bool(record["keras_step"]))
-        function.events.append(function_event)
+        function.add(function_event)
         function.objects = max(function.objects, int(record["objects"]))
         trace_file.function_starts[function_event.serial] = float(record["started"])
+        if record.get("call_started") is not None:
+            trace_file.call_starts[function_event.serial] = float(record["call_started"])
     elif kind != "end":
         raise ValueError(f"unknown record type {kind!r}; one of {', '.join(RECORD_TYPES[1:])} expected")
 
@@ -195,7 +220,9 @@ def _function_event(fields: dict[str, Any], version: int, change_fields: Any = N
     known = {field.name for field in dataclasses.fields(FunctionEvent)}
     values = {name: value for name, value in fields.items() if name in known}
     values.update(_typed(fields, version, change_fields), kind=TraceKind(fields["kind"]),
-                  created_variables=tuple(fields["created_variables"]))
+                  created_variables=tuple(fields["created_variables"]),
+                  phases={str(phase): float(seconds)
+                          for phase, seconds in (fields.get("phases") or {}).items()})
     return FunctionEvent(**values)
 
 
@@ -220,7 +247,8 @@ def merged_explanation(trace_files: Sequence[TraceFile]) -> Explanation:
             events = [dataclasses.replace(event, function=prefix + event.function)
                       for event in function.events]
             functions[prefix + key] = dataclasses.replace(
-                function, name=prefix + function.name, function=prefix + function.function, events=events)
+                function.copy(), name=prefix + function.name, function=prefix + function.function,
+                events=events)
     # Each file's layers together, in the order of their first run.
     explanation._restore([runs for _, _, runs in sorted(layers, key=lambda item: item[:2])], functions)
     return explanation

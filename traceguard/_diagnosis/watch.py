@@ -99,10 +99,17 @@ def watch(trace_file: str | os.PathLike[str] | None = None,
             trace, written and flushed as each happens, so a killed process
             keeps what it wrote; the eager run counts are written on leaving
             the block. `python -m traceguard report FILE` renders it, without
-            TensorFlow. An existing file is replaced; its directory must exist.
-            Defaults to `None`, no file.
+            TensorFlow. It may hold fields, filled when the file opens (at
+            its first record), so that every worker of a multi-worker job
+            runs the same code: `{worker}` (`"worker-1"`, `"chief-0"` from
+            `TF_CONFIG`, `"process-1"` under `jax.distributed`, else
+            `"<host>-<pid>"`), `{task_type}`, `{task_index}`,
+            `{process_index}`, `{pid}`, `{host}`. An existing file is
+            replaced; its directory must exist. Defaults to `None`, no file.
         trace_file_label: String, how reports name this process when they
-            merge several trace files. Defaults to `None`, `"<host>:<pid>"`.
+            merge or compare several trace files. Defaults to `None`: the
+            worker in a multi-worker job (`"worker-1"`), else
+            `"<host>:<pid>"`.
 
     Returns:
         A context manager yielding a `traceguard.Explanation`, filled while the
@@ -111,7 +118,8 @@ def watch(trace_file: str | os.PathLike[str] | None = None,
     Raises:
         TypeError: If `trace_file` is not a str or path-like, or
             `trace_file_label` not a str.
-        ValueError: If the directory of `trace_file` does not exist.
+        ValueError: If the directory of `trace_file` does not exist, or
+            `trace_file` holds an unknown field.
 
     Example:
 

@@ -16,8 +16,10 @@ reference to a tensor, graph or function is kept.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import threading
+import time
 import types
 import weakref
 from collections import OrderedDict, deque
@@ -156,6 +158,10 @@ class FunctionRecords:
         self._models: dict[Any, int] = {}  # A Keras step's function object key -> its model's id.
         # Trace serial -> `preview()`'s answer, while the trace runs.
         self._previews: dict[int, EnclosingTrace] = {}
+        # Per function object: the signatures compiled (XLA, JAX), latest last; and the
+        # records made but not yet completed (`on_complete`), by serial.
+        self._compiled: dict[Any, OrderedDict[frozenset, _Compared]] = {}
+        self._pending: dict[int, tuple[int, Any, _Compared]] = {}
 
     def __len__(self) -> int:
         return len(self._records)
@@ -189,14 +195,20 @@ class FunctionRecords:
         return cached
 
     def on_trace(self, tracing: Any) -> FunctionTrace:
-        """The listener: makes the record of one ended trace (a `FunctionTracing`)."""
+        """The listener: makes the record of one ended trace (a `FunctionTracing`), or of an
+        XLA compilation without a trace (its `compilation` is true)."""
         self._previews.pop(tracing.serial, None)
         key, site, signature, object_key = self._facts(tracing)
         with self._lock:
             index = self._next_index
-            same_model = self._same_model(key, object_key, tracing)
-            reason, changes, closest, number, objects, lifted = self._diagnose(
-                key, site, signature, object_key, tracing, register=True)
+            if getattr(tracing, "compilation", False):
+                same_model = None
+                reason, changes, closest, number, objects, lifted = self._compilation(
+                    key, signature, object_key)
+            else:
+                same_model = self._same_model(key, object_key, tracing)
+                reason, changes, closest, number, objects, lifted = self._diagnose(
+                    key, site, signature, object_key, tracing, register=True)
             record = FunctionTrace(
                 index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
                 name=tracing.name, qualname=site[0] if site else tracing.name,
@@ -213,8 +225,14 @@ class FunctionRecords:
                 lifted_variables=lifted, same_graph_as=getattr(tracing, "same_graph_as", None),
                 relaxed_signature=None if tracing.relaxed_signature is None
                 else types.MappingProxyType(tracing.relaxed_signature),
-                data=tracing.data, same_model=same_model)
+                data=tracing.data, same_model=same_model,
+                phases=types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
+                xla_functions=tuple(getattr(tracing, "xla_functions", ())),
+                started=_epoch(tracing.start))
             self._records.append(record)
+            self._pending[tracing.serial] = (index, object_key, _Compared(index, signature))
+            if len(self._pending) > self.limit:
+                self._pending.pop(next(iter(self._pending)))
             self._code_of[index] = key
             self._owner_of[index] = object_key
             if tracing.function_text:
@@ -225,6 +243,53 @@ class FunctionRecords:
                 self._owner_of.pop(old.index, None)
                 self.dropped += 1
         return record
+
+    def on_complete(self, tracing: Any) -> FunctionTrace | None:
+        """The record of `tracing`, completed: its phases and whole miss (see
+        `_compat._function_calls`), or None when it was not recorded. The signature it
+        compiled is kept, to compare later compilations with."""
+        compiled = getattr(tracing, "compiled_arguments", None)
+        specs = None if compiled is None else {name: _spec(value) for name, value in compiled.items()}
+        with self._lock:
+            pending = self._pending.pop(tracing.serial, None)
+            if pending is None:
+                return None
+            index, object_key, compared = pending
+            if specs is not None:
+                compared = _Compared(index, specs)
+            if not tracing.raised:
+                signatures = self._compiled.setdefault(object_key, OrderedDict())
+                signatures[compared.pairs] = compared
+                signatures.move_to_end(compared.pairs)
+                if len(signatures) > _MAX_COMPARED:
+                    signatures.popitem(last=False)
+            position = index - self._records[0].index if self._records else -1
+            if not 0 <= position < len(self._records) or self._records[position].index != index:
+                position = next((place for place in range(len(self._records) - 1, -1, -1)
+                                 if self._records[place].index == index), -1)
+                if position < 0:  # Dropped already.
+                    return None
+            record = self._records[position] = dataclasses.replace(
+                self._records[position], phases=types.MappingProxyType(dict(tracing.phases)),
+                miss=tracing.miss, persistent_cache=tracing.persistent_cache,
+                cache_saved=tracing.cache_saved,
+                call_started=None if tracing.call_start is None else _epoch(tracing.call_start))
+        return record
+
+    def _compilation(self, key: tuple, signature: dict[str, Spec], object_key: Any) -> tuple:
+        """`_diagnose` for a compilation: what differs from the closest signature compiled.
+
+        Called with the lock held.
+        """
+        index = self._next_index
+        self._next_index += 1
+        compared = _Compared(index, signature)
+        code = self._codes.get(key) or _Code()
+        number = code.objects.get(object_key, len(code.objects) + 1)
+        closest = _closest(self._compiled.get(object_key, OrderedDict()), compared)
+        changes = diff_signatures(closest.signature, signature) if closest is not None else []
+        reason = Reason.XLA_COMPILE if changes else Reason.RECOMPILE
+        return reason, changes, closest, number, max(len(code.objects), number), ()
 
     @staticmethod
     def _facts(tracing: Any) -> tuple[tuple, tuple[str, str, int] | None, dict[str, Spec], Any]:
@@ -335,6 +400,11 @@ class FunctionRecords:
         """The records of the function TensorFlow's retracing warning names as `text`."""
         key = self._function_texts.get(text)
         return [] if key is None else self.records(key)
+
+
+def _epoch(perf_counter_time: float) -> float:
+    """A `time.perf_counter()` reading of this process as seconds since the epoch."""
+    return time.time() - (time.perf_counter() - perf_counter_time)
 
 
 def _closest(candidates: dict[frozenset, _Compared], new: _Compared) -> _Compared | None:

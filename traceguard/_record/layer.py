@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from traceguard import _compat
 from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
 from traceguard._record.log import TraceLog
 from traceguard._record.recorder import is_recorded, record_body, record_build
-from traceguard._record.settings import SETTING_NAMES, TraceSettings
+from traceguard._record.settings import RENAMED_SETTINGS, SETTING_NAMES, TraceSettings
 
 
 class TraceAwareMixin:
@@ -45,11 +46,16 @@ class TraceAwareMixin:
         log_eager: Boolean, whether eager runs become events (they are always
             counted in `trace_log.eager_calls`). Defaults to `False`.
         max_traces: None or a non-negative integer: how many graph traces
-            (`trace`, `retrace`, `variable_retrace`) the layer may make.
-            Defaults to `None`, no budget.
-        on_excess: What a trace past `max_traces` does. One of
-            `{"warn", "raise"}`: a `UserWarning`, or `traceguard.RetraceError`
-            raised during the trace. Defaults to `"warn"`.
+            (`trace`, `retrace`, `variable_retrace`) the layer may make, each
+            trace of a function that ran the body counted once however many
+            times the body ran in it: the unit of
+            `traceguard.testing.assert_max_traces()`. Defaults to `None`, no
+            budget.
+        on_retrace: What a trace past `max_traces` does. One of
+            `{"raise", "warn"}`: `traceguard.RetraceError` raised during the
+            trace, or a `UserWarning`. Defaults to `"warn"`: the budget lives
+            in the model, and a long training run goes on. (`on_excess`, its
+            former name, is deprecated.)
         **kwargs: Passed on to the Keras layer.
 
     Example:
@@ -87,7 +93,7 @@ class TraceAwareMixin:
         trace_log_size: int = 1000,
         log_eager: bool = False,
         max_traces: int | None = None,
-        on_excess: str = "warn",
+        on_retrace: str = "warn",
         **kwargs: Any,
     ) -> None:
         if _compat.layer_base_of(type(self)) is None:
@@ -97,7 +103,8 @@ class TraceAwareMixin:
                 f"Received: an instance of {type(self).__qualname__}, not a "
                 f"{_compat.LayerBase.__module__}.{_compat.LayerBase.__qualname__}"
             )
-        settings = TraceSettings(trace_log_size, log_eager, max_traces, on_excess)
+        on_retrace = _renamed_on_excess(on_retrace, kwargs)
+        settings = TraceSettings(trace_log_size, log_eager, max_traces, on_retrace)
         super().__init__(*args, **kwargs)
         # Set around Keras's `__setattr__` so the state is never tracked or saved.
         object.__setattr__(self, STATE_ATTRIBUTE, LayerTraceState(settings, owner=self.name))
@@ -106,11 +113,31 @@ class TraceAwareMixin:
         # Reached from a subclass's own `get_config` through `super().get_config()`.
         return _with_settings(self, super().get_config())  # type: ignore[misc]
 
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Any:
+        # A config saved under a setting's former name (`on_excess`) loads as the new one, with
+        # no warning: the file is not the user's code to change, and saving it again renames it.
+        return super().from_config(_renamed_settings(config))  # type: ignore[misc]
+
     @property
     def trace_log(self) -> TraceLog:
         """The `traceguard.TraceLog` of this layer's body runs."""
         state: LayerTraceState = self.__dict__[STATE_ATTRIBUTE]
         return state.log
+
+
+def _renamed_on_excess(on_retrace: str, kwargs: dict[str, Any]) -> str:
+    """`on_retrace`, or the value of `on_excess`, its deprecated name, taken out of `kwargs`."""
+    if "on_excess" not in kwargs:
+        return on_retrace
+    on_excess = kwargs.pop("on_excess")
+    warnings.warn("The `on_excess` argument of traceguard layers is deprecated: use `on_retrace` "
+                  f"(same values). Received: on_excess={on_excess!r}", DeprecationWarning,
+                  stacklevel=_compat.user_stacklevel())
+    if on_retrace != "warn" and on_retrace != on_excess:
+        raise ValueError("`on_retrace` and `on_excess` (its deprecated name) disagree: give only "
+                         f"`on_retrace`. Received: on_retrace={on_retrace!r}, on_excess={on_excess!r}")
+    return on_excess  # type: ignore[no-any-return]
 
 
 # traceguard's keyword-only arguments, as the mixin's `__init__` declares them.
@@ -164,6 +191,20 @@ def _with_settings(layer: Any, config: dict[str, Any]) -> dict[str, Any]:
     owner: type = type(layer)
     if _accepts_settings(owner):
         config.update(layer.__dict__[STATE_ATTRIBUTE].settings.as_config())
+        for old in RENAMED_SETTINGS:  # Keras 3's automatic config keeps the arguments as passed.
+            config.pop(old, None)
+    return config
+
+
+def _renamed_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with the settings saved under a former name under their name now."""
+    if not any(old in config for old in RENAMED_SETTINGS):
+        return config
+    config = dict(config)
+    for old, new in RENAMED_SETTINGS.items():
+        if old in config:
+            value = config.pop(old)
+            config.setdefault(new, value)
     return config
 
 
@@ -217,7 +258,7 @@ class TraceAwareLayer(TraceAwareMixin, _compat.LayerBase):  # type: ignore[misc]
             `False`.
         max_traces: None or a non-negative integer, the retrace budget.
             Defaults to `None`.
-        on_excess: One of `{"warn", "raise"}`. Defaults to `"warn"`.
+        on_retrace: One of `{"raise", "warn"}`. Defaults to `"warn"`.
         **kwargs: Standard `Layer` arguments (`name`, `dtype`, ...).
 
     Example:

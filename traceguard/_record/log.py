@@ -16,7 +16,7 @@ from traceguard._core.kinds import TRACE_KINDS, TraceKind
 
 # The one module of recording that words: the log's own summary, notebook display and
 # events (`.importlinter` allows it alone).
-from traceguard._reports.html import write_html
+from traceguard._reports.html import render_html, write_document
 from traceguard._reports.html_tables import log_html
 from traceguard._reports.messages import hint_text, reason_text
 from traceguard._reports.text import format_budget_excess, format_log
@@ -228,7 +228,7 @@ class TraceLog:
         """A readable table: counts by kind, then one block per event."""
         return format_log(self.owner, self._snapshot(), self._dropped, self.eager_calls)
 
-    def to_html(self, path: str | os.PathLike[str]) -> pathlib.Path:
+    def to_html(self, path: str | os.PathLike[str], axis: str = "time") -> pathlib.Path:
         """Writes the log as a self-contained HTML report: a timeline and tables.
 
         One mark per body run, coloured by kind, with its reason, changes and
@@ -238,11 +238,18 @@ class TraceLog:
 
         Args:
             path: File to write (str or path-like).
+            axis: One of `{"time", "order"}`: place runs by seconds since the
+                first run, or by their order. Defaults to `"time"`.
 
         Returns:
             The path written, as a `pathlib.Path`.
+
+        Raises:
+            TypeError: If `path` is not a str or path-like.
+            ValueError: If `axis` is not one of the choices.
         """
-        return write_html(path, {self.owner: self}, title=f"traceguard: layer {self.owner}")
+        return write_document(path, render_html({self.owner: self}, title=f"traceguard: layer {self.owner}",
+                                                axis=axis))
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind, then a table of the events."""

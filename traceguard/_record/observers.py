@@ -26,7 +26,9 @@ class Observer(Protocol):
     """What the recorder calls on an observer; both may be called from any thread.
 
     An observer may also define `record_function(record)`, which receives each
-    `FunctionTrace` while it is registered, and `record_run(layer, run)`, which
+    `FunctionTrace` while it is registered (as its trace ends, with the trace's
+    phase only), `record_function_cost(record)`, which receives it again when the
+    call that traced returns, its `phases` and `miss` final, and `record_run(layer, run)`, which
     receives the finished run instead of its event: the event's words are then made
     when it first calls `log.event_of(run)`, not at once. One with a
     `retracing_note(records, function_text)` method words traceguard's note on
@@ -62,7 +64,7 @@ def add_observer(observer: Observer) -> None:
             return
         if not function_observers:
             function_records = FunctionRecords()
-            _compat.add_trace_listener(_on_function_trace)
+            _compat.add_trace_listener(_on_function_trace, _on_function_complete)
             _retracing_notes = _compat.retracing_warning_notes(_retracing_note)
             _retracing_notes.__enter__()
         function_observers = (*function_observers, observer)
@@ -120,6 +122,26 @@ def _on_function_trace(tracing: Any) -> None:
                 verdict = error
     if verdict is not None:
         raise verdict
+
+
+def _on_function_complete(tracing: Any) -> None:
+    records = function_records
+    if records is None or getattr(_unrecorded, "active", False):
+        return
+    try:
+        record = records.on_complete(tracing)
+    except Exception:
+        log_internal_error("recording the cost of a function trace", "its phases go unrecorded")
+        return
+    if record is None:
+        return
+    for observer in function_observers:
+        record_cost = getattr(observer, "record_function_cost", None)
+        if record_cost is not None:
+            try:
+                record_cost(record)
+            except Exception:
+                log_internal_error("reporting the cost of a function trace")
 
 
 def traced_function(record: Any) -> Any:

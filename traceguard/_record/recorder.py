@@ -262,6 +262,6 @@ def _enforce_budget(state: LayerTraceState, event: TraceEvent) -> None:
     except Exception:
         log_internal_error("reporting a trace over max_traces")
         return
-    if state.settings.on_excess == "raise":
+    if state.settings.on_retrace == "raise":
         raise RetraceError(message)
     warnings.warn(message, UserWarning, stacklevel=stacklevel)

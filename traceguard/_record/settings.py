@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-ON_EXCESS_MODES = ("warn", "raise")
+from traceguard._core.guards import ON_RETRACE_MODES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,7 +15,9 @@ class TraceSettings:
     trace_log_size: int = 1000
     log_eager: bool = False
     max_traces: int | None = None
-    on_excess: str = "warn"
+    # A layer's budget warns by default: it lives in the model, which must not fail a long run
+    # for a trace; the test forms of the budget fail the test.
+    on_retrace: str = "warn"
 
     def __post_init__(self) -> None:
         if isinstance(self.trace_log_size, bool) or not isinstance(self.trace_log_size, int) \
@@ -30,12 +32,15 @@ class TraceSettings:
         ):
             raise ValueError("`max_traces` expects None or a non-negative integer. "
                              f"Received: max_traces={self.max_traces!r}")
-        if self.on_excess not in ON_EXCESS_MODES:
-            raise ValueError(f"`on_excess` expects one of {', '.join(ON_EXCESS_MODES)}. "
-                             f"Received: on_excess={self.on_excess!r}")
+        if self.on_retrace not in ON_RETRACE_MODES:
+            raise ValueError(f"`on_retrace` expects one of {', '.join(map(repr, ON_RETRACE_MODES))}. "
+                             f"Received: on_retrace={self.on_retrace!r}")
 
     def as_config(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
 SETTING_NAMES = tuple(field.name for field in dataclasses.fields(TraceSettings))
+# Former names of settings, still taken (with a `DeprecationWarning`) and still read from
+# saved configs: old name -> new name.
+RENAMED_SETTINGS = {"on_excess": "on_retrace"}

@@ -15,7 +15,16 @@ _TRACED = {
     Reason.FIRST_TRACE: "traced for the first time",
     Reason.NEW_FUNCTION_OBJECT: "traced again, as a new function object from the same code,",
     Reason.VARIABLE_RETRACE: "traced again after its first trace created variables",
+    Reason.XLA_COMPILE: "compiled again without a retrace (XLA, for new input shapes)",
+    Reason.RECOMPILE: "compiled again without a retrace",
 }
+
+
+def unrecorded_retrace_reason(origin: str, name: str, traces: int) -> str:
+    """The `why` of a retrace whose function traced before traceguard recorded it."""
+    times = "once" if traces == 1 else f"{traces} times"
+    return (f"The {origin} `{name}` traced again for a signature its cache did not hold; it had traced "
+            f"{times} before traceguard recorded it, so its first trace seen here is a retrace.")
 
 
 def format_guard_failure(subject: str, why: Reason | None, where: str, *,
@@ -41,10 +50,11 @@ def format_guard_failure(subject: str, why: Reason | None, where: str, *,
     add("signature", ", ".join(f"{arg}={spec}" for arg, spec in signature.items()) or "-")
     if changes:
         add("changed", "; ".join(map(str, changes)))
-    elif why is Reason.FIRST_TRACE and not baseline_recorded:
-        add("changed", "unknown: traceguard was not recording before the block, so it knows no "
-                       "earlier trace to compare with. Run the warm-up inside `traceguard.watch()` "
-                       "to see what changed.")
+    elif why in (None, Reason.FIRST_TRACE, Reason.SIGNATURE_CHANGED, Reason.SAME_ARGUMENTS) \
+            and not baseline_recorded:
+        add("changed", "unknown: traceguard did not record the function's earlier traces, so it knows "
+                       "no earlier signature to compare with. Run the warm-up inside "
+                       "`traceguard.watch()` to see what changed.")
     add("why", reason)
     if hint:
         add("fix", hint)

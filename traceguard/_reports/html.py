@@ -2,9 +2,10 @@
 
 One file with inline CSS and SVG: no script, no font, no image, no address to
 fetch, so it opens offline, attaches to a bug report and passes strict content
-security policies. Pure Python; it never imports TensorFlow. `write_html()` is
-the entry point of every report writer (`TraceLog.to_html()` and the ones built
-on the diagnosis API).
+security policies. Pure Python; it never imports TensorFlow. Each report object
+writes it with its own `to_html()` (`TraceLog`, `Explanation`), through
+`write_document(path, render_html(...))`; `traceguard.write_html()` makes an
+`Explanation` of several logs and calls its `to_html()`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class _LayerRunsLike(Protocol):
 # What `events_by_layer` maps a layer's name to: its `TraceLog` (iterable), a `LayerRuns`, or
 # a list of events.
 LayerEvents: TypeAlias = "Iterable[TraceEvent] | _LayerRunsLike"
+DEFAULT_TITLE = "traceguard report"
 
 _PAGE_CSS = (
     "body{margin:24px;color:#1f2328;background:#fff;font:14px/1.5 system-ui,-apple-system,'Segoe UI',"
@@ -113,7 +115,7 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
         raise ValueError(f"`axis` expects one of {', '.join(AXES)}. Received: axis={axis!r}")
     # One snapshot per log, so the timeline and the tables agree while a log keeps growing.
     events_by_layer = snapshot(events_by_layer)
-    title = "traceguard report" if title is None else str(title)
+    title = DEFAULT_TITLE if title is None else str(title)
     runs = sum(len(events) for events in events_by_layer.values())
     everything = [event for events in events_by_layer.values() for event in events]
     generated = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
@@ -144,45 +146,10 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
     ])
 
 
-def write_html(path: str | os.PathLike[str], events_by_layer: Mapping[str, LayerEvents],
-               title: str | None = None, axis: str = "time",
-               functions: Sequence[Any] = ()) -> pathlib.Path:
-    """Writes the self-contained HTML report of trace events to `path`.
-
-    A timeline with one row per layer and one mark per body run, coloured by
-    kind, with the reason, changes and fix in each mark's tooltip; then the
-    runs of each kind per layer and the retraces with their fixes. One file,
-    no scripts and nothing fetched: it opens offline in any browser.
-
-    Args:
-        path: File to write (str or path-like); its directory must exist.
-        events_by_layer: Mapping of layer name to its events: a `TraceLog`
-            (e.g. `{layer.name: layer.trace_log for layer in layers}`), a
-            `LayerRuns` (`explanation.layers`) or a list of `TraceEvent`s.
-        title: The page's heading. Defaults to `"traceguard report"`.
-        axis: One of `{"time", "order"}`: place runs by seconds since the
-            first run, or by their order. Defaults to `"time"`.
-        functions: The traced functions, `explanation.functions.values()`,
-            shown in a table above the timeline. Defaults to none.
-
-    Returns:
-        The path written, as a `pathlib.Path`.
-
-    Raises:
-        TypeError: If `path` or `events_by_layer` has the wrong type.
-        ValueError: If `axis` is not one of the choices.
-
-    Example:
-
-    ```python
-    traceguard.write_html("traces.html", {layer.name: layer.trace_log for layer in model.layers
-                                          if isinstance(layer, traceguard.TraceAwareMixin)})
-    traceguard.write_html("fit.html", traceguard.explain(model.fit, x, y, verbose=0).layers)
-    ```
-    """
+def write_document(path: str | os.PathLike[str], document: str) -> pathlib.Path:
+    """Writes an HTML document (`render_html`) to `path`; the one writer of every `to_html()`."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` expects a file path (str or path-like). Received: path={path!r}")
-    document = render_html(events_by_layer, title=title, axis=axis, functions=list(functions))
     target = pathlib.Path(path)
     # Lone surrogates in user text cannot be encoded; a report with a replacement character beats none.
     target.write_text(document, encoding="utf-8", errors="replace")

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from html import escape
 from typing import Any, Protocol
 
-from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._core.events import RETRACE_KINDS, RUN_KINDS, TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._reports.fixes import same_graph_text
 
 # The Okabe-Ito palette, readable with every common colour-vision deficiency: cool colours
@@ -25,6 +25,7 @@ KIND_COLORS = {
     TraceKind.VARIABLE_RETRACE.value: "#E69F00",
     TraceKind.RETRACE.value: "#D55E00",
     TraceKind.SAVE.value: "#009E73",
+    TraceKind.COMPILE.value: "#F0E442",
 }
 # Text on a kind's colour: the one of black and white with the higher contrast.
 KIND_TEXT_COLORS = {
@@ -34,6 +35,7 @@ KIND_TEXT_COLORS = {
     TraceKind.VARIABLE_RETRACE.value: "#000",
     TraceKind.RETRACE.value: "#000",
     TraceKind.SAVE.value: "#000",
+    TraceKind.COMPILE.value: "#000",
 }
 KIND_DESCRIPTIONS = {
     TraceKind.EAGER.value: "TensorFlow ran call op by op, outside any graph",
@@ -42,6 +44,7 @@ KIND_DESCRIPTIONS = {
     TraceKind.VARIABLE_RETRACE.value: "traced again because the first trace created variables",
     TraceKind.RETRACE.value: "traced again for a new signature",
     TraceKind.SAVE.value: "traced by SavedModel saving or model.export",
+    TraceKind.COMPILE.value: "a whole function compiled again by XLA for new input shapes, without a retrace",
 }
 
 TABLE_CSS = (
@@ -140,7 +143,7 @@ def counts_table(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
     eager_calls = {layer: getattr(events, "eager_calls", 0) for layer, events in events_by_layer.items()}
     dropped = {layer: getattr(events, "dropped", 0) for layer, events in events_by_layer.items()}
     show_eager_calls, show_dropped = any(eager_calls.values()), any(dropped.values())
-    header = "".join(f'<th class="num">{kind_badge(kind.value)}</th>' for kind in TraceKind)
+    header = "".join(f'<th class="num">{kind_badge(kind.value)}</th>' for kind in RUN_KINDS)
     header += '<th class="num">body runs</th>'
     header += '<th class="num" title="eager runs counted, logged or not">eager calls</th>' \
         if show_eager_calls else ""
@@ -149,7 +152,7 @@ def counts_table(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
     for layer, events in events_by_layer.items():
         counts = collections.Counter(event.kind for event in events)
         cells = "".join(f'<td class="num">{counts[kind]:,}</td>' if counts[kind] else
-                        f'<td class="num zero">{_NONE}</td>' for kind in TraceKind)
+                        f'<td class="num zero">{_NONE}</td>' for kind in RUN_KINDS)
         cells += f'<td class="num">{len(events):,}</td>'
         cells += f'<td class="num">{eager_calls[layer]:,}</td>' if show_eager_calls else ""
         cells += f'<td class="num">{dropped[layer]:,}</td>' if show_dropped else ""

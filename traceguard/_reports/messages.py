@@ -11,6 +11,7 @@ import functools
 from traceguard._core.changes import Aspect
 from traceguard._core.keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
 from traceguard._core.verdicts import Hint, Reason, Verdict
+from traceguard._reports.compilations import compilation_hint, compilation_reason
 
 _HINTS: dict[Hint, str] = {
     Hint.SYMBOLIC_PASS: (
@@ -298,8 +299,16 @@ def _names(function: str | None, backend: str) -> tuple[bool, str, str, str]:
     return jax, tracer, engine, where
 
 
+# A compilation without a trace: worded in `compilations`.
+_COMPILATION_REASONS = (Reason.XLA_COMPILE, Reason.RECOMPILE)
+_COMPILATION_HINTS = (Hint.XLA_FIXED_SHAPES, Hint.XLA_DROP_REMAINDER, Hint.XLA_BATCH_DIVIDES,
+                      Hint.XLA_PREDICT_PAD, Hint.RECOMPILE_SAME_SIGNATURE)
+
+
 def reason_text(verdict: Verdict) -> str:
     """One sentence: why the run happened."""
+    if verdict.reason in _COMPILATION_REASONS:
+        return compilation_reason(verdict)
     if verdict.reason is Reason.SAME_TRACE:
         _, tracer, _, where = _names(verdict.function, verdict.backend)
         how = (f"as the body of a `{verdict.control_flow}` traced within it (an RNN cell, "
@@ -367,6 +376,8 @@ def hint_text(verdict: Verdict) -> str | None:
         return None
     if hint in _HINTS_WITH_FACTS:
         return _HINTS_WITH_FACTS[hint](verdict)
+    if hint in _COMPILATION_HINTS:
+        return compilation_hint(verdict)
     if hint is Hint.PYTHON_VALUE_AS_TENSOR:
         return _PYTHON_VALUE[_backend(verdict)].format(argument=verdict.argument)
     if hint in _BY_BACKEND:

@@ -191,19 +191,23 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
         lines += ["", f"Function `{runs.function}` ({name}defined at {_short_site(runs.definition)}): "
                   f"{format_counts(runs.events)}; tracing took {runs.seconds:.2f} s"]
         hints_shown: set[str | None] = set()
+        wastes_shown: set[str] = set()  # What is safe to relax, said once per function, as the fix.
         numbers = {event.serial: number for number, event in enumerate(runs.events, 1)}
         for number, event in enumerate(runs.events, 1):
             lines.append(format_function_event(event, number, "  ", show_hint=event.hint not in hints_shown,
-                                               numbers=numbers))
+                                               numbers=numbers, wastes_shown=wastes_shown))
             hints_shown.add(event.hint)
     return lines
 
 
 def format_function_event(event: Any, number: int, indent: str = "", show_hint: bool = True,
-                          numbers: Mapping[int, int] | None = None) -> str:
+                          numbers: Mapping[int, int] | None = None,
+                          wastes_shown: set[str] | None = None) -> str:
     """One function trace (a `FunctionEvent`) as a header line and its why / changed / fix lines.
 
-    `numbers`: the report's number of each trace of the function, by serial.
+    `numbers`: the report's number of each trace of the function, by serial. `wastes_shown`: what
+    the waste lines above said is safe to relax; one that says it again reads "as above", and
+    gets added.
     """
     signature = ", ".join(f"{name}={spec}" for name, spec in event.signature.items()) or "-"
     where = f", called at {_short_site(event.call_site)}" if event.call_site else ""
@@ -218,7 +222,14 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
     add("why", event.reason)
     if event.same_graph_as is not None:
         earlier = (numbers or {}).get(event.same_graph_as)
-        add("waste", same_graph_text(event.changes, f"#{earlier}" if earlier else "an earlier trace"))
+        same_as = f"#{earlier}" if earlier else "an earlier trace"
+        relax = same_graph_text(event.changes, "")
+        if wastes_shown is not None and relax in wastes_shown:
+            add("waste", f"the same graph as {same_as}, as above.")
+        else:
+            add("waste", same_graph_text(event.changes, same_as))
+        if wastes_shown is not None:
+            wastes_shown.add(relax)
     if event.hint:
         add("fix", event.hint if show_hint else "as above.")
     return "\n".join(lines)
@@ -256,6 +267,19 @@ def format_budget_failure(subject: str, n: int, count: int, events: list[TraceEv
     else:
         lines.append("No TraceAwareLayer ran in these traces; wrap the code in "
                      "`traceguard.explain()` to see every layer's runs.")
+    return "\n".join(lines)
+
+
+def format_function_budget_failure(function: Any, n: int, events: Sequence[Any]) -> str:
+    """The text of a `max_traces` marker failure for one function object: `function` is its
+    `FunctionRuns`, `events` the object's counted traces (`FunctionEvent`s)."""
+    numbers = {event.serial: number for number, event in enumerate(function.events, 1)}
+    number = events[0].object_number
+    which = f"function object {number} of its code, " if function.objects > 1 else ""
+    lines = [f"`{function.function}` ({which}defined at {_short_site(function.definition)}) traced "
+             f"{len(events)} times during the test, more than the {n} allowed.",
+             "Its traces counted, with their reasons:"]
+    lines += [format_function_event(event, numbers[event.serial], "  ", numbers=numbers) for event in events]
     return "\n".join(lines)
 
 

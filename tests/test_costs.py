@@ -1,0 +1,135 @@
+"""What each miss costs, end to end on TensorFlow: phases, whole misses, XLA compilations
+without a retrace, their guards, their counts over every trace, and their trace files."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import traceguard as tg
+from traceguard import _compat
+from traceguard._diagnosis import function_runs
+from traceguard._diagnosis.trace_file_reader import read_trace_file
+
+keras = _compat.keras
+
+
+def matmuls(x):
+    for _ in range(20):
+        x = tf.matmul(x, x) * 0.01
+    return x
+
+
+def runs_of(explanation, function):
+    (runs,) = [runs for runs in explanation.functions.values() if runs.function == function]
+    return runs
+
+
+def test_a_plain_tf_function_s_event_has_its_trace_and_its_first_call():
+    step = tf.function(matmuls)
+    with tg.watch() as explanation:
+        step(tf.ones((8, 8)))
+        step(tf.ones((8, 8)))
+    runs = runs_of(explanation, "matmuls")
+    (event,) = runs.events
+    assert set(event.phases) == {"trace", "lower"}
+    assert event.phases["trace"] == event.duration_s
+    assert event.miss_s >= event.phases["trace"] + event.phases["lower"]
+    assert runs.phase_seconds == event.phases
+    assert runs.cost_seconds == event.cost_s == event.miss_s
+
+
+def test_jit_compile_with_varying_shapes_gives_compile_events_without_a_retrace():
+    step = tf.function(matmuls, jit_compile=True, reduce_retracing=True)
+    with tg.watch() as explanation:
+        for rows in (4, 5, 6, 7, 5, 8, 9):
+            step(tf.ones((rows, rows)))
+    assert step.experimental_get_tracing_count() == 2
+    runs = runs_of(explanation, "matmuls")
+    assert [event.kind.value for event in runs.events] == ["trace", "retrace", "compile", "compile",
+                                                          "compile", "compile"]
+    assert (runs.traces, runs.compilations) == (2, 4)
+    compiled = runs.events[2]
+    assert compiled.signature == {"x": "float32[6,6]"}
+    assert [(change.argument, change.aspect.value, change.axis, change.old, change.new)
+            for change in compiled.changes] == [("x", "dim", 0, 5, 6), ("x", "dim", 1, 5, 6)]
+    assert set(compiled.phases) == {"compile"} and compiled.duration_s == 0.0
+    assert compiled.miss_s >= compiled.phases["compile"]
+    assert compiled.reason.startswith("XLA compiled tf.function `matmuls` (`jit_compile=True`) for new "
+                                      "input shapes without a retrace: x: dim 0 5 -> 6")
+    assert compiled.hint == ("Each new input shape costs an XLA compilation although the trace is reused: "
+                             "pad or bucket the inputs to a few fixed shapes, or drop `jit_compile=True` "
+                             "from a function whose shapes must vary.")
+
+
+def test_no_retrace_fails_on_a_compilation_without_a_retrace_after_warm_up():
+    step = tf.function(matmuls, jit_compile=True, reduce_retracing=True)
+    with tg.watch():
+        step(tf.ones((4, 4)))
+        step(tf.ones((5, 5)))  # Relaxed: later row counts reuse this trace.
+        with tg.no_retrace():
+            step(tf.ones((5, 5)))  # Compiled already.
+            with pytest.raises(tg.RetraceError) as failure:
+                step(tf.ones((6, 6)))
+    assert failure.value.kind == "compile"
+    assert str(failure.value).startswith(
+        "`matmuls` compiled again without a retrace (XLA, for new input shapes) inside the "
+        "`traceguard.no_retrace()` block.")
+    assert failure.value.changes == ("x: dim 0 5 -> 6", "x: dim 1 5 -> 6")
+
+
+def keras_model():
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+    return model
+
+
+def test_keras_fit_with_jit_compile_compiles_the_partial_batch_without_a_retrace():
+    model = keras_model()
+    with tg.watch() as explanation:
+        model.fit(np.ones((70, 8)), np.ones((70, 4)), batch_size=32, epochs=2, verbose=0)
+    (compiled,) = [event for runs in explanation.functions.values() for event in runs.events
+                   if event.kind is tg.TraceKind.COMPILE]
+    assert [str(change) for change in compiled.changes] == ["iterator[0]: dim 0 32 -> 6",
+                                                             "iterator[1]: dim 0 32 -> 6"]
+    assert compiled.hint.startswith("`fit` got 70 samples in batches of 32: the last batch of 6 has a new "
+                                    "shape, and XLA compiles the step again for it")
+
+
+@pytest.mark.skipif(not _compat.IS_KERAS_3, reason="Keras 3 relaxes predict's batch dimension")
+def test_keras_predict_with_jit_compile_compiles_each_new_batch_size():
+    model = keras_model()
+    with tg.watch() as explanation:
+        for rows in (5, 7, 9, 9, 11):
+            model.predict(np.ones((rows, 8)), verbose=0)
+    compiled = [event for runs in explanation.functions.values() for event in runs.events
+                if event.kind is tg.TraceKind.COMPILE]
+    assert [str(change) for event in compiled for change in event.changes] == [
+        "data[0]: dim 0 7 -> 9", "data[0]: dim 0 9 -> 11"]
+    assert all("Each new batch size in `predict` costs an XLA compilation" in event.hint
+               for event in compiled)
+
+
+def test_counts_and_seconds_cover_the_events_dropped(monkeypatch):
+    monkeypatch.setattr(function_runs, "_TRACES_PER_FUNCTION", 3)
+    step = tf.function(lambda x, k: x * k)
+    with tg.watch() as explanation:
+        for k in range(7):
+            step(tf.ones((2,)), k)
+    (runs,) = explanation.functions.values()
+    assert (len(runs.events), runs.dropped, runs.traces) == (3, 4, 7)
+    assert runs.counts()["retrace"] == 6
+    assert runs.seconds > sum(event.duration_s for event in runs.events)
+
+
+def test_the_trace_file_carries_the_phases_and_the_compilations(tmp_path):
+    step = tf.function(matmuls, jit_compile=True, reduce_retracing=True)
+    path = tmp_path / "costs.jsonl"
+    with tg.watch(trace_file=str(path)) as explanation:
+        for rows in (4, 5, 6):
+            step(tf.ones((rows, rows)))
+    live = runs_of(explanation, "matmuls")
+    (read,) = read_trace_file(str(path)).functions.values()
+    assert [event.kind.value for event in read.events] == ["trace", "retrace", "compile"]
+    assert [event.phases for event in read.events] == [event.phases for event in live.events]
+    assert [event.miss_s for event in read.events] == [event.miss_s for event in live.events]
+    assert read.cost_seconds == pytest.approx(live.cost_seconds)

@@ -1,0 +1,147 @@
+"""What a `jax.jit` miss costs (`_compat._jax_calls`): phases from `jax.monitoring`, the whole
+miss, and the persistent compilation cache, on real calls.
+
+When one of these fails after a JAX upgrade, `pjit._infer_params`, `pjit._run_python_pjit`
+or the monitoring events moved: `traceguard/_compat/_jax_calls.py` needs a new branch.
+"""
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax._src import dispatch, pjit
+from jax._src import monitoring as jax_monitoring
+
+import traceguard as tg
+from traceguard._compat import _function_calls, _function_tracing, _jax_calls
+from traceguard._record.functions import FunctionRecords
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture
+def completed():
+    records, done = FunctionRecords(), []
+
+    def on_complete(tracing):
+        record = records.on_complete(tracing)
+        if record is not None and not record.library_function:
+            done.append(record)
+
+    with _function_tracing.listening(records.on_trace, on_complete):
+        yield done
+    assert not _function_tracing.is_installed()
+
+
+def deep(x):
+    """A body whose compilation takes several times its trace."""
+    for _ in range(40):
+        x = jnp.sin(x) @ x + jnp.cos(x)
+    return x
+
+
+def fresh():
+    """A jitted function of its own: JAX shares traces between jits of one Python function."""
+    def step(x):
+        return deep(x)
+    return jax.jit(step)
+
+
+def test_the_hooked_internals_are_where_this_jax_misses():
+    assert tuple(inspect.signature(_jax_calls._INFER_PARAMS).parameters) == ("fun", "ji", "args", "kwargs")
+    assert tuple(inspect.signature(_jax_calls._RUN_PYTHON_PJIT).parameters) == (
+        "p", "args_flat", "fun", "args", "kwargs")
+    assert {"_infer_params", "_run_python_pjit"} <= set(_jax_calls._cache_miss_code.co_names)
+    assert (dispatch.JAXPR_TO_MLIR_MODULE_EVENT, dispatch.BACKEND_COMPILE_EVENT) == (
+        "/jax/core/compile/jaxpr_to_mlir_module_duration", "/jax/core/compile/backend_compile_duration")
+
+
+def test_listening_patches_in_the_hooks_and_leaving_removes_every_one():
+    records = FunctionRecords()
+    with _function_tracing.listening(records.on_trace, records.on_complete):
+        assert pjit._infer_params is not _jax_calls._INFER_PARAMS
+        assert _jax_calls._on_duration in jax_monitoring._event_duration_secs_listeners
+        fresh()(jnp.ones((3, 3)))
+    assert pjit._infer_params is _jax_calls._INFER_PARAMS
+    assert pjit._run_python_pjit is _jax_calls._RUN_PYTHON_PJIT
+    assert _jax_calls._on_duration not in jax_monitoring._event_duration_secs_listeners
+    assert _jax_calls._on_event not in jax_monitoring._event_listeners
+    assert not _function_tracing.is_installed()
+    assert _function_calls.current_call() is None
+
+
+def test_phases_come_from_jax_monitoring_for_a_function_whose_compilation_dominates(completed):
+    step = fresh()
+    step(jnp.ones((4, 4)))
+    step(jnp.ones((4, 4)))  # A hit: nothing recorded.
+    step(jnp.ones((5, 5)))
+    first, retrace = completed
+    assert [first.kind, retrace.kind] == ["first", "retrace"]
+    for record in (first, retrace):
+        assert set(record.phases) == {"trace", "lower", "compile", "first_call"}
+        assert record.phases["compile"] > record.phases["trace"]
+        assert record.miss >= sum(record.phases.values())
+        assert record.persistent_cache is None
+
+
+def test_lower_ends_the_call_at_the_trace(completed):
+    fresh().lower(jnp.ones((3, 3)))
+    (record,) = completed
+    assert set(record.phases) == {"trace"}
+    assert record.miss is not None and record.miss >= record.phases["trace"]
+
+
+_CACHED_RUN = textwrap.dedent("""
+    import json, sys
+    import jax, jax.numpy as jnp
+    jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    import traceguard as tg
+    sys.path.insert(0, sys.argv[2])
+    from test_jax_costs import deep
+
+    step = jax.jit(deep)
+    with tg.watch() as explanation:
+        step(jnp.ones((4, 4)))
+        step(jnp.ones((5, 5)))
+    (runs,) = [runs for runs in explanation.functions.values() if runs.function == "deep"]
+    print(json.dumps([[event.kind.value, event.persistent_cache, event.cache_saved_s,
+                       event.phases.get("compile")] for event in runs.events]))
+""")
+
+
+def test_a_second_process_is_served_by_the_persistent_cache(tmp_path):
+    def run():
+        result = subprocess.run([sys.executable, "-c", _CACHED_RUN, str(tmp_path / "cache"), HERE],
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "KERAS_BACKEND": "jax"})
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.splitlines()[-1])
+
+    cold, warm = run(), run()
+    assert [(kind, cache, saved) for kind, cache, saved, _ in cold] == [("trace", "miss", None),
+                                                                      ("retrace", "miss", None)]
+    assert [(kind, cache) for kind, cache, _, _ in warm] == [("trace", "hit"), ("retrace", "hit")]
+    assert all(isinstance(saved, float) for _, _, saved, _ in warm)
+    # The read took less than compiling did in the cold process.
+    assert sum(compile_s for *_, compile_s in warm) < sum(compile_s for *_, compile_s in cold)
+
+
+def test_watch_gives_the_phases_on_function_events():
+    step = fresh()
+    with tg.watch() as explanation:
+        step(jnp.ones((4, 4)))
+    (runs,) = [runs for runs in explanation.functions.values() if runs.function == "step"]
+    (event,) = runs.events
+    assert set(event.phases) == {"trace", "lower", "compile", "first_call"}
+    assert event.phases["trace"] == event.duration_s
+    assert event.miss_s >= sum(event.phases.values())
+    assert runs.dominant_phase() == "compile"
+    assert runs.cost_seconds == event.miss_s
