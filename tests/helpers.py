@@ -12,9 +12,9 @@ from traceguard._core.classify import Observation, classify_run
 from traceguard._core.specs import MappingSpec, SequenceSpec, Spec, TensorSpec, ValueSpec
 
 
-def tensor(*dims: int | None, dtype: str = "float32") -> TensorSpec:
+def tensor(*dims: int | None, dtype: str = "float32", weak_type: bool = False) -> TensorSpec:
     """The spec of a dense tensor of these dimensions."""
-    return TensorSpec(dtype, tuple(dims))
+    return TensorSpec(dtype, tuple(dims), "", weak_type)
 
 
 def python_spec(value: Any) -> Spec:
@@ -40,10 +40,10 @@ def texts(changes: Any) -> tuple[str, ...]:
 
 # A function trace's reason as the names its kind had before kinds and reasons were split.
 _RECORD_LABELS = {"first_trace": "first", "new_function_object": "new_function",
-                  "variable_retrace": "variable_retrace"}
+                  "variable_retrace": "variable_retrace", "xla_compile": "compile", "recompile": "compile"}
 
 
 def record_kind(record: Any) -> str:
-    """`"first"`, `"retrace"`, `"new_function"` or `"variable_retrace"`: a `FunctionTrace`'s
-    kind, told apart by its reason."""
+    """`"first"`, `"retrace"`, `"new_function"`, `"variable_retrace"` or `"compile"`: a
+    `FunctionTrace`'s kind, told apart by its reason."""
     return _RECORD_LABELS.get(record.reason.value, "retrace")

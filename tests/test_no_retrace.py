@@ -238,7 +238,8 @@ def test_trace_monitor_fails_a_retrace_in_a_later_call():
     with pytest.raises(tg.RetraceError) as raised:
         model.fit(x, y, batch_size=32, verbose=0, callbacks=[monitor])  # monitor-call
     assert raised.value.kind == "retrace"
-    assert str(raised.value.call_site) == f"{HERE}:{line_of('# monitor-call')}"
+    call_site = str(raised.value.call_site)  # Outside the assert: its temporaries would keep `raised`.
+    assert call_site == f"{HERE}:{line_of('# monitor-call')}"
     assert "retraced after the first call (`TraceMonitor(no_retrace_after='call')`), during fit call 3" \
         in str(raised.value)
     del monitor, raised  # The monitor records between calls while it lives.

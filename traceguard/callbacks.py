@@ -67,7 +67,7 @@ class _Observer:
     def record_function_cost(self, record: Any) -> None:
         monitor = self._monitor()
         if monitor is not None:
-            monitor.report.record_function_cost(record)
+            monitor._filler.record_function_cost(record)
 
 
 class TraceMonitorMixin:

@@ -27,8 +27,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tensorflow.python.data.ops import dataset_ops as _dataset_ops
-from tensorflow.python.data.ops import iterator_ops as _iterator_ops
 from tensorflow.python.data.ops import structured_function as _structured_function
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _polymorphic_function
 from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
@@ -39,6 +37,7 @@ from traceguard._compat import (
     _function_tracing,
     _graph_fingerprint,
     _tf_calls,
+    _tf_data_elements,
     _tf_function,
     _tf_trace_types,
 )
@@ -168,15 +167,18 @@ def control_flow_path(graph: Any) -> tuple[str, ...]:
 
 # --- the hook ---------------------------------------------------------------------------
 def install() -> None:
-    """Patches the hook in (idempotent), and the call-level hook (`_tf_calls`)."""
+    """Patches the hook in (idempotent), the call-level hook (`_tf_calls`), and the note of what
+    `tf.data` iterators hand out (`_tf_data_elements`)."""
     setattr(_OWNER, _HOOKED, _hooked if _compilation is not None else _hooked_method)
     _tf_calls.install()
+    _tf_data_elements.install()
 
 
 def uninstall() -> None:
     """Puts TensorFlow's own functions back, the very objects that were there."""
     setattr(_OWNER, _HOOKED, _ORIGINAL)
     _tf_calls.uninstall()
+    _tf_data_elements.uninstall()
     _graph_fingerprint.forget()
 
 
@@ -325,24 +327,10 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
         tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
         tracing.caller = frame.f_code.co_name
         tracing.entry = entry  # The library function the user's frame called.
-        tracing.data = _data_source(frame)
+        # Fed by a `tf.data` pipeline: an argument is a tensor its iterator just handed out.
+        if _tf_data_elements.came_from_dataset((given.get("args"), given.get("kwargs"))):
+            tracing.data = "dataset"
     return tracing
-
-
-_DATA_TYPES = (_dataset_ops.DatasetV2, _iterator_ops.IteratorBase)
-_SCANNED = 256  # Names of the calling frame looked at, at most.
-
-
-def _data_source(frame: Any) -> str | None:
-    """"dataset" when the user's frame that made the trace holds a `tf.data` dataset or iterator
-    (a local, or a module's global at module level): the batches most likely come from it."""
-    names = frame.f_locals
-    for number, value in enumerate(names.values()):
-        if number >= _SCANNED:
-            break
-        if isinstance(value, _DATA_TYPES):
-            return "dataset"
-    return None
 
 
 def _unwrap(function: Any) -> Any:

@@ -123,7 +123,9 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
             "backend": verdict.backend, "argument": verdict.argument,
             "keras_call": None if verdict.keras_call is None else dataclasses.asdict(verdict.keras_call),
             "control_flow": verdict.control_flow, "objects": verdict.objects,
-            "created": list(verdict.created)}
+            "created": list(verdict.created), "data": verdict.data,
+            "relaxed_to": None if verdict.relaxed_to is None else spec_json(verdict.relaxed_to),
+            "of_function": verdict.of_function, "xla_functions": list(verdict.xla_functions)}
 
 
 def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> Verdict:
@@ -132,7 +134,9 @@ def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> V
                    None if data.get("hint") is None else Hint(data["hint"]), data.get("function"),
                    data.get("backend", "tensorflow"), data.get("argument"),
                    None if keras_call is None else KerasCall(**keras_call), data.get("control_flow"),
-                   data.get("objects"), tuple(data.get("created", ())))
+                   data.get("objects"), tuple(data.get("created", ())), data.get("data"),
+                   None if data.get("relaxed_to") is None else spec_from_json(data["relaxed_to"]),
+                   bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())))
 
 
 __all__ = ["argument_from_json", "argument_json", "change_from_json", "change_json", "signature_from_json",

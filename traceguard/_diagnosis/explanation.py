@@ -201,7 +201,7 @@ class Explanation:
                 del kept[:-_EVENTS_PER_LAYER]
                 self._fix_functions[key] = traced_function(record) or self._fix_functions.get(key)
 
-    def record_function_cost(self, record: FunctionTrace) -> None:
+    def _add_function_cost(self, record: FunctionTrace) -> None:
         """Completes a function trace's event with its phases and whole miss, as the call that
         made it returns; a trace file gets the trace then."""
         with self._lock:
@@ -414,6 +414,9 @@ class Filler:
 
     def record_function(self, record: FunctionTrace) -> None:
         self.report._add_function_trace(record)
+
+    def record_function_cost(self, record: FunctionTrace) -> None:
+        self.report._add_function_cost(record)
 
     @staticmethod
     def retracing_note(records: list[FunctionTrace]) -> str | None:

@@ -106,6 +106,11 @@ def same_graph_text(changes: Sequence[Any], earlier: str) -> str:
             relax.append(f"`{change.argument}`'s rank (`shape=None` in an input_signature)")
         elif aspect is Aspect.VALUE:
             relax.append(f"`{change.argument}` (the graph does not use it: remove it from the arguments)")
+        elif aspect is Aspect.IDENTITY:
+            relax.append(f"`{change.argument}` (compared by identity: objects that compared equal would "
+                         "share one trace)")
+        elif aspect is Aspect.WEAK_TYPE:
+            relax.append(f"`{change.argument}`'s weak type (pass it typed every time)")
         else:
             relax.append(str(change))
     return (f"the same graph as {earlier} (same ops, wiring and constants; only shapes or unused values "

@@ -108,7 +108,7 @@ def test_no_retrace_failure_reads_as_a_short_report():
     from traceguard._reports.guards import format_guard_failure
 
     text = format_guard_failure(
-        "`train_step`", "retrace", "inside the `traceguard.no_retrace()` block",
+        "`train_step`", None, "inside the `traceguard.no_retrace()` block",
         signature={"x": "float32[6,4]"}, changes=["x: dim 0 32 -> 6"], reason="It traced again.",
         hint="Drop the partial batch.", call_site="train.py:12", layers=["'dense' (retrace)"])
     assert text == (
@@ -126,7 +126,7 @@ def test_a_retrace_of_an_unrecorded_warm_up_says_what_cannot_be_known():
 
     reason = unrecorded_retrace_reason("tf.function", "scale", 2)
     text = format_guard_failure(
-        "`scale`", "retrace", "during the test (`@pytest.mark.no_retrace`)", signature={"x": "float32[5]"},
+        "`scale`", None, "during the test (`@pytest.mark.no_retrace`)", signature={"x": "float32[5]"},
         changes=[], reason=reason, hint=None, call_site="test_scale.py:9", baseline_recorded=False)
     assert text == (
         "`scale` retraced during the test (`@pytest.mark.no_retrace`).\n"
