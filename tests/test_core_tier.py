@@ -9,10 +9,11 @@ TESTS = pathlib.Path(__file__).parent
 
 
 def test_the_core_tier_passes_with_no_backend_imported():
-    # Alone, with the tier's own conftest only: it refuses TensorFlow, JAX and Keras.
-    path = os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")])
+    # Alone, with the tier's plugin: it refuses TensorFlow, JAX and Keras.
+    path = os.pathsep.join([str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")])
     completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--confcutdir", str(TESTS / "core"),
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "core_tier_plugin",
+         "--confcutdir", str(TESTS / "core"),
          "-W", "error", str(TESTS / "core")],
         capture_output=True, text=True, timeout=300, cwd=TESTS.parent,
         env={**os.environ, "PYTHONPATH": path})

@@ -324,13 +324,19 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
     # `_tf_function.in_save_context`), seen between here and the user's frame.
     tracing.saving = exporting or _save_context.in_save_context()
     if frame is not None:
-        tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
-        tracing.caller = frame.f_code.co_name
-        tracing.entry = entry  # The library function the user's frame called.
-        # Fed by a `tf.data` pipeline: an argument is a tensor its iterator just handed out.
-        if _tf_data_elements.came_from_dataset((given.get("args"), given.get("kwargs"))):
-            tracing.data = "dataset"
+        _note_caller(tracing, frame, entry, given)
     return tracing
+
+
+def _note_caller(tracing: _function_tracing.FunctionTracing, frame: Any, entry: str | None,
+                 given: dict[str, Any]) -> None:
+    """Where the user's code made the trace, and whether a `tf.data` pipeline fed it."""
+    tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
+    tracing.caller = frame.f_code.co_name
+    tracing.entry = entry  # The library function the user's frame called.
+    # Fed by a `tf.data` pipeline: an argument is a tensor its iterator just handed out.
+    if _tf_data_elements.came_from_dataset((given.get("args"), given.get("kwargs"))):
+        tracing.data = "dataset"
 
 
 def _unwrap(function: Any) -> Any:

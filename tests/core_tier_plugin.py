@@ -1,9 +1,11 @@
-"""The core tier: `_core`'s values and rules, and `_reports`' words, without any backend.
+"""The pytest plugin of the core tier: `tests/core/`, `_core`'s values and rules and `_reports`'
+words, without any backend.
 
-Run alone (`tests/test_core_tier.py` does, in a subprocess), the tier refuses to import
-TensorFlow, JAX or Keras: a test that needs one fails with an `ImportError` naming it,
-and the session fails if one was imported all the same. Run with the rest of the suite,
-whose own conftest imports the backend first, the tier runs as any other tests.
+`tests/test_core_tier.py` runs the tier alone in a subprocess with this plugin
+(`-p core_tier_plugin`, and `--confcutdir tests/core` so that the suite's conftest, which
+imports the backend, is not loaded): it refuses to import TensorFlow, JAX or Keras, so a
+test that needs one fails with an `ImportError` naming it, and the session fails if one
+was imported all the same. Run with the rest of the suite, the tier runs as any tests do.
 """
 
 import pathlib
@@ -11,7 +13,7 @@ import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # `helpers`, shared with the suite.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # `helpers`, shared with the suite.
 
 BACKENDS = ("tensorflow", "jax", "keras", "tf_keras")
 ALONE = not any(name in sys.modules for name in BACKENDS)
