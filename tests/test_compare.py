@@ -161,23 +161,34 @@ def test_workers_of_a_job_without_a_file_are_noted(tmp_path, monkeypatch):
 
 
 # --- killed workers -------------------------------------------------------------------------
-def cut(path, keep_lines, cut_last=True):
-    """A copy of `path` as a process killed while writing leaves it: no end line, the last line cut short."""
+def killed_copy(path, traces, cut_last=True):
+    """A copy of `path` as a process killed after its first `traces` traces leaves it: no end line, and
+    (`cut_last`) the next line cut short, as a kill while writing it leaves it."""
     lines = pathlib.Path(path).read_text().splitlines()
-    kept = lines[:keep_lines]
+    serials, kept = set(), [lines[0]]
+    for line in lines[1:]:
+        record = json.loads(line)
+        if record["type"] == "function_trace" and record["event"]["serial"] not in serials:
+            if len(serials) == traces:
+                break
+            serials.add(record["event"]["serial"])
+        if record["type"] == "end":
+            break
+        kept.append(line)
     if cut_last:
-        kept.append(lines[keep_lines][:30])
+        kept.append(line[:30])
     copy = pathlib.Path(path).with_name("killed-" + pathlib.Path(path).name)
     copy.write_text("\n".join(kept))
-    return str(copy)
+    return str(copy), len(kept)
 
 
 def test_a_killed_worker_that_agreed_so_far_stopped_early_and_does_not_diverge(tmp_path):
     paths = workers(tmp_path, [8, 6, 4], [8, 6, 4])
-    first_trace_only = cut(paths[1], 2)  # The header and the first function trace; the second cut short.
+    first_trace_only, lines = killed_copy(paths[1], 1)  # Killed while writing its second trace.
     code, out, err = run_compare(paths[0], first_trace_only)
     assert code == 0
-    assert err.startswith(f"traceguard compare: warning: {first_trace_only}:3: the last line is cut short")
+    assert err.startswith(f"traceguard compare: warning: {first_trace_only}:{lines}: the last line is cut "
+                          "short")
     assert out.splitlines()[1:3] == [
         "All 2 workers made the same traces: 1 function, 3 traces each.",
         "worker-1 stopped early (no end line: killed, or still running); up to there, the same traces as "
@@ -188,7 +199,7 @@ def test_a_killed_worker_that_agreed_so_far_stopped_early_and_does_not_diverge(t
 
 def test_a_killed_worker_that_traced_differently_still_diverges(tmp_path):
     paths = workers(tmp_path, [8, 8], [8, 6])
-    killed = cut(paths[1], 3, cut_last=False)  # Both traces written, then killed: no end line.
+    killed, _ = killed_copy(paths[1], 2, cut_last=False)  # Both traces written, then killed.
     comparison = tg.compare([paths[0], killed])  # Its lines are whole: no warning.
     assert [(d.source, d.number, d.difference) for d in comparison.divergences] == [("worker-1", 2, "extra")]
     assert [source.complete for source in comparison.sources] == [True, False]

@@ -119,8 +119,9 @@ class TraceFileWriter:
 
     def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
         """Writes one function trace: its `FunctionRuns` (`key` in `Explanation.functions`), its
-        `FunctionTrace` and the `FunctionEvent` made of it. Called when the call that traced
-        returns, the event's phases final."""
+        `FunctionTrace` and the `FunctionEvent` made of it. Called as the trace ends, and again
+        (the same `serial`) when the call that traced returns, the event's phases final: a reader
+        keeps the later line."""
         keras_call = record.keras_call
         started = record.started if record.started is not None else time.time() - record.duration
         self._write({

@@ -147,7 +147,8 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
             function = trace_file.functions[record["key"]] = FunctionRuns(
                 record["qualname"], function_event.function, function_event.definition,
                 bool(record["keras_step"]))
-        function.add(function_event)
+        if not function.replace(function_event):  # A later line of a trace: the one with its costs.
+            function.add(function_event)
         function.objects = max(function.objects, int(record["objects"]))
         trace_file.function_starts[function_event.serial] = float(record["started"])
         if record.get("call_started") is not None:
