@@ -70,9 +70,18 @@ def parsed_trace_events(path):
         if event["ph"] == "X":
             track = (processes[event["pid"]], tracks[event["pid"], event["tid"]])
             by_track.setdefault(track, []).append(event)
-    for marks in by_track.values():  # One track's complete events never overlap.
+    for track, marks in by_track.items():
+        # One track's traces and runs never overlap; a function trace's phases nest in it, one
+        # after the other.
         marks.sort(key=lambda mark: mark["ts"])
-        assert all(a["ts"] + a["dur"] <= b["ts"] + 1 for a, b in zip(marks, marks[1:]))
+        for level in ([mark for mark in marks if mark["cat"] != "phase"],
+                      [mark for mark in marks if mark["cat"] == "phase"]):
+            assert all(a["ts"] + a["dur"] <= b["ts"] + 1 for a, b in zip(level, level[1:])), track
+        for phase in (mark for mark in marks if mark["cat"] == "phase"):
+            end = phase["ts"] + phase["dur"]
+            assert any(outer["ts"] <= phase["ts"] + 1 and end <= outer["ts"] + outer["dur"] + 1
+                       for outer in marks if outer["cat"] == "function_trace"), (track, phase)
+        by_track[track] = [mark for mark in marks if mark["cat"] != "phase"]
     return by_track
 
 
