@@ -110,12 +110,13 @@ def test_a_trace_the_others_did_not_make_names_their_closest_signature(tmp_path)
     assert f"worker-1, {STEP}, trace #2: a trace the others did not make\n" \
            "  worker-1: #2 retrace x: float32[6,3] (the same graph as #1)\n" \
            "  worker-0: no trace #2 (traced `step` once)\n" \
-           "  closest: worker-0's #1 trace x: float32[8,3]; differs: x: dim 0 8 -> 6\n" \
+           "  closest: worker-0's #1 trace x: float32[8,3]\n" \
+           "  differs: x: dim 0 8 -> 6\n" \
            "  In a collective job: worker-1 traced (and compiled) a program the others did not: they wait " \
            "for it\n    in their next collective," in text
     # No majority between two workers: compared with the first, and said so.
-    assert "`step`: as many workers traced it one way as another, no majority; compared with the traces " \
-           "of worker-0, the first worker's." in " ".join(text.split())
+    assert "`step`: the workers split evenly, no majority; the traces of worker-0 (the first worker's) " \
+           "are taken as the others'." in " ".join(text.split())
 
 
 def test_a_trace_the_others_made_is_missing_from_the_worker(tmp_path):
@@ -226,13 +227,14 @@ def test_a_run_that_traced_what_the_baseline_did_not_names_the_closest_signature
         ("run-b", 2, 2, ["x: dim 0 4 -> 6"])  # Of 8 and 4 rows, 4 is as close as 8: the latest wins.
     code, out, _ = run_compare(run, baseline=baseline)
     assert code == 0
-    assert out.splitlines()[:6] == [
+    assert out.splitlines()[:7] == [
         "traceguard compare: run-b against the baseline run-a",
         "run-b made 1 trace that run-a did not, and run-a made 0 traces that run-b did not.",
         "",
         "Traces run-a did not make:",
         f"  run-b, {STEP} #2 retrace x: float32[6,3] (the same graph as #1)",
-        "    closest in run-a: #2 retrace x: float32[4,3] (the same graph as #1); differs: x: dim 0 4 -> 6",
+        "    closest in run-a: #2 retrace x: float32[4,3] (the same graph as #1)",
+        "    differs: x: dim 0 4 -> 6",
     ]
     assert run_compare(run, baseline=baseline, fail_on_new=True)[0] == 1
     # The other way round, the trace of 6 rows is the baseline's and the run did not make it.
@@ -378,3 +380,12 @@ def test_compare_command_runs_without_tensorflow(tmp_path):
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout.startswith("traceguard compare: 2 workers of one job (worker-0, worker-1;")
+
+
+def test_files_labelled_host_pid_by_default_are_named_by_their_file(tmp_path):
+    first = run_worker(tmp_path / "run-1.jsonl", None, [8])
+    second = run_worker(tmp_path / "run-2.jsonl", None, [8, 6])
+    comparison = tg.compare([second], baseline=first)
+    assert [source.label for source in comparison.sources] == ["run-1.jsonl", "run-2.jsonl"]
+    assert str(comparison).splitlines()[0] == \
+        "traceguard compare: run-2.jsonl against the baseline run-1.jsonl"

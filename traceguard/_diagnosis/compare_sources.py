@@ -56,11 +56,20 @@ def load_sources(inputs: Sequence[SourceInput], labels: Sequence[str | None],
             for item in inputs]
     files = [item for item in read if isinstance(item, TraceFile)]
     file_labels = iter(unique_labels(files))
-    made = [next(file_labels) if isinstance(item, TraceFile) else item.title for item in read]
+    made = [_label_of(item, next(file_labels)) if isinstance(item, TraceFile) else item.title
+            for item in read]
     given = [label if label is not None else made_label for label, made_label in zip(labels, made)]
     unique = [label if given.count(label) == 1 else f"{label} ({number + 1})"
               for number, label in enumerate(given)]
     return [_loaded(item, label) for item, label in zip(read, unique)]
+
+
+def _label_of(item: TraceFile | Explanation, label: str) -> str:
+    """A file labelled `HOST:PID` by default (no label given, no worker) is named by its file instead."""
+    if isinstance(item, TraceFile) and item.worker is None \
+            and item.label == f"{item.header.get('host')}:{item.header.get('pid')}":
+        return os.path.basename(item.path)
+    return label
 
 
 def _loaded(item: TraceFile | Explanation, label: str) -> LoadedSource:

@@ -171,8 +171,8 @@ def divergence_text(divergence: Divergence) -> str:
         if divergence.closest is None:
             lines.append(f"  closest: none, {others} never traced `{divergence.function.name}`")
         else:
-            lines.append(f"  closest: {others}'s {step_text(divergence.closest)}; differs: "
-                         f"{_changes_text(divergence.changes)}")
+            lines.append(f"  closest: {others}'s {step_text(divergence.closest)}")
+            lines.append(f"  differs: {_changes_text(divergence.changes)}")
     elif Difference.SIGNATURE in divergence.differences:
         lines.append(f"  differs: {_changes_text(divergence.changes)}")
     lines.append(textwrap.fill("In a collective job: " + consequence(divergence), _WIDTH,
@@ -214,9 +214,15 @@ def new_trace_text(trace: NewTrace, baseline: str) -> str:
     if trace.closest is None:
         lines.append(f"    {baseline} never traced `{trace.function.name}`.")
     else:
-        lines.append(f"    closest in {baseline}: {step_text(trace.closest)}; differs: "
-                     f"{_changes_text(trace.changes)}")
+        lines.append(f"    closest in {baseline}: {step_text(trace.closest)}")
+        lines.append(f"    differs: {_changes_text(trace.changes)}")
     return "\n".join(lines)
+
+
+def runs_named(comparison: ComparisonLike) -> str:
+    """The runs compared with the baseline: the one's label, or "the runs"."""
+    runs = [source.label for source in comparison.sources if source.label != comparison.baseline]
+    return runs[0] if len(runs) == 1 else "the runs"
 
 
 # --- notes ------------------------------------------------------------------------------
@@ -237,8 +243,8 @@ def note_text(note: Note) -> str:
         return (f"The job trains with {count} workers (their files say) and {given} of them are compared "
                 f"({_listed(sources)}): the others' traces are not seen.")
     if note.kind is NoteKind.NO_MAJORITY:
-        return (f"`{details[0]}`: as many workers traced it one way as another, no majority; compared "
-                f"with the traces of {_listed(sources)}, the first worker's.")
+        return (f"`{details[0]}`: the workers split evenly, no majority; the traces of {_listed(sources)} "
+                "(the first worker's) are taken as the others'.")
     name, *sites = details
     places = _listed([f"{site} in {label}" for label, site in zip(sources, sites)])
     return f"`{name}` is defined at different lines ({places}): matched by its qualified name."
@@ -283,7 +289,7 @@ def comparison_text(comparison: ComparisonLike) -> str:
         lines += ["", f"Traces {baseline} did not make:"]
         lines += [new_trace_text(trace, baseline) for trace in comparison.new_traces]
     if comparison.missing_traces:
-        lines += ["", f"Traces {baseline} made and the run did not:"]
+        lines += ["", f"Traces {baseline} made and {runs_named(comparison)} did not:"]
         lines += [missing_trace_text(trace, baseline) for trace in comparison.missing_traces]
     if comparison.functions:
         lines += ["", *_sequences_text(comparison)]
