@@ -93,7 +93,10 @@ def in_worker_order(sources: list[LoadedSource]) -> list[LoadedSource]:
 def steps_of(runs: FunctionRuns) -> tuple[Step, ...]:
     """The function's traces in one source, numbered from 1; `same_graph_as` as a number too."""
     numbers = {event.serial: number for number, event in enumerate(runs.events, start=1)}
-    return tuple(Step(number, event.kind, dict(event.signature), numbers.get(event.same_graph_as),  # type: ignore[arg-type]
+    # Compared as text: a spec's text is what two processes can agree on (an object's identity is
+    # its own process's), and files of each schema version give it.
+    return tuple(Step(number, event.kind, {name: str(spec) for name, spec in event.signature.items()},
+                      numbers.get(event.same_graph_as),  # type: ignore[arg-type]
                       event.serial, tuple(event.changes), getattr(event, "phases", None) or None)
                  for number, event in enumerate(runs.events, start=1))
 

@@ -193,16 +193,16 @@ def diff_spec_texts(name: str, old: Spec, new: Spec) -> list[Change]:
     if old[0] == new[0] == "tensor" and old[1] == new[1]:
         changes = []
         if old[2] != new[2]:
-            changes.append(Change(name, Aspect.DTYPE, old[2], new[2]))
+            changes.append(_change(name, Aspect.DTYPE, old[2], new[2]))
         old_dims, new_dims = old[3], new[3]
         if old_dims is None or new_dims is None or len(old_dims) != len(new_dims):
             if old_dims != new_dims:
                 old_rank = "?" if old_dims is None else len(old_dims)
                 new_rank = "?" if new_dims is None else len(new_dims)
-                changes.append(Change(name, Aspect.RANK, old_rank, new_rank, text=(
+                changes.append(_change(name, Aspect.RANK, old_rank, new_rank, text=(
                     f"{name}: rank {old_rank} -> {new_rank} ({format_spec(old)} -> {format_spec(new)})")))
         else:
-            changes.extend(Change(name, Aspect.DIM, a, b, axis=axis)
+            changes.extend(_change(name, Aspect.DIM, a, b, axis=axis)
                            for axis, (a, b) in enumerate(zip(old_dims, new_dims)) if a != b)
         return changes
     if old[0] == new[0] == "seq" and old[1] == new[1] and old[3] == new[3]:
@@ -213,7 +213,13 @@ def diff_spec_texts(name: str, old: Spec, new: Spec) -> list[Change]:
                 for change in diff_spec_texts(f"{name}[{key}]", a, b)]
     old_text, new_text = format_spec(old), format_spec(new)
     aspect = Aspect.VALUE if old[0] == new[0] == "value" else Aspect.STRUCTURE
-    return [Change(name, aspect, old_text, new_text, text=f"{name}: {old_text} -> {new_text}")]
+    return [_change(name, aspect, old_text, new_text, text=f"{name}: {old_text} -> {new_text}")]
+
+
+def _change(argument: str, aspect: Aspect, old: Any, new: Any, axis: int | None = None,
+              text: str | None = None) -> Change:
+    """The one place a `Change` is made here, as `_core.signature` makes it for the same difference."""
+    return Change(argument, aspect, old, new, axis, text=text)
 
 
 def diff_signature_texts(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
@@ -222,10 +228,10 @@ def diff_signature_texts(old: Mapping[str, Any], new: Mapping[str, Any]) -> list
     changes = []
     for name, spec in new_specs.items():
         if name not in old_specs:
-            changes.append(Change(name, Aspect.ADDED, None, format_spec(spec)))
+            changes.append(_change(name, Aspect.ADDED, None, format_spec(spec)))
         else:
             changes.extend(diff_spec_texts(name, old_specs[name], spec))
-    changes.extend(Change(name, Aspect.REMOVED, format_spec(spec), None)
+    changes.extend(_change(name, Aspect.REMOVED, format_spec(spec), None)
                    for name, spec in old_specs.items() if name not in new_specs)
     return changes
 

@@ -306,9 +306,14 @@ def _function_dict(function: Function) -> dict[str, Any]:
 
 
 def _change_dict(change: Any) -> dict[str, Any]:
-    fields = {"argument": change.argument, "aspect": str(change.aspect), "old": change.old, "new": change.new,
-              "axis": change.axis} if hasattr(change, "aspect") else {}
+    fields = {"argument": str(change.argument), "aspect": str(change.aspect), "old": _plain(change.old),
+              "new": _plain(change.new), "axis": change.axis} if hasattr(change, "aspect") else {}
     return {**fields, "text": str(change)}
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value: a number, text or null as it is, anything else (a spec) as its text."""
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
 def _step_dict(step: Step | None) -> dict[str, Any] | None:
