@@ -100,7 +100,7 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as JSON-serialisable values (docs/multi-worker.md describes them)."""
-        from traceguard._reports.compare import comparison_dict
+        from traceguard._reports.compare_json import comparison_dict
 
         return comparison_dict(self)
 
