@@ -1,6 +1,13 @@
 """What each miss costs, end to end on TensorFlow: phases, whole misses, XLA compilations
 without a retrace, their guards, their counts over every trace, and their trace files."""
 
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -13,6 +20,7 @@ from traceguard._diagnosis import function_runs
 from traceguard._diagnosis.trace_file_reader import read_trace_file
 
 keras = _compat.keras
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def matmuls(x):
@@ -135,3 +143,58 @@ def test_the_trace_file_carries_the_phases_and_the_compilations(tmp_path):
     assert [event.phases for event in read.events] == [event.phases for event in live.events]
     assert [event.miss_s for event in read.events] == [event.miss_s for event in live.events]
     assert read.cost_seconds == pytest.approx(live.cost_seconds)
+
+
+def test_reports_rank_functions_by_what_their_misses_cost_not_by_tracing_time(tmp_path):
+    @tf.function
+    def slow_to_trace(x):
+        time.sleep(0.4)  # Python time: part of the trace, and all of it.
+        return x + 1
+
+    compiled = tf.function(matmuls, jit_compile=True, reduce_retracing=True)
+    with tg.watch() as explanation:
+        slow_to_trace(tf.ones((2,)))
+        for rows in range(4, 12):  # Two traces, then an XLA compilation per row count.
+            compiled(tf.ones((rows, rows)))
+    slow, costly = runs_of(explanation, "slow_to_trace"), runs_of(explanation, "matmuls")
+    assert slow.seconds > costly.seconds  # Tracing time alone would rank `slow_to_trace` first,
+    assert costly.cost_seconds > slow.cost_seconds  # what the misses cost ranks `matmuls` first.
+    assert costly.dominant_phase() == "compile"
+    lines = explanation.summary(brief=True).splitlines()
+    header = next(number for number, line in enumerate(lines) if line.startswith("Functions (2; "))
+    assert lines[header].endswith(f"; the most in `matmuls` ({costly.cost_seconds:.2f} s)):")
+    assert lines[header + 1].split() == ["function", "defined", "at", "traces", "retraces", "compiles",
+                                         "objects", "tracing", "lowering", "compiling", "total"]
+    assert [line.split()[0] for line in lines[header + 2:header + 4]] == ["matmuls", "slow_to_trace"]
+    assert lines[header + 2].split()[2:5] == ["2", "1", "6"]
+    text = explanation.summary()
+    assert re.search(r"Function `matmuls` \(defined at test_costs.py:\d+\): 2 traces: 1 trace, 1 retrace, "
+                     r"and 6 compilations; [\d.]+ s compiling, [\d.]+ s tracing", text)
+    assert re.search(r"#3 compile  \(x=float32\[6,6\]\), called at test_costs.py:\d+  took \d+ ms: "
+                     r"\d+ ms compiling", text)
+    html = (explanation.to_html(tmp_path / "report.html")).read_text()
+    assert html.index("<code>matmuls</code>") < html.index("<code>slow_to_trace</code>")
+    assert '<th class="num">compiling</th>' in html and ">compile</span>" in html
+
+
+def test_a_report_of_a_trace_file_renders_costs_and_compilations_without_tensorflow(tmp_path):
+    step = tf.function(matmuls, jit_compile=True, reduce_retracing=True)
+    path = tmp_path / "costs.jsonl"
+    with tg.watch(trace_file=str(path)):
+        for rows in (4, 5, 6):
+            step(tf.ones((rows, rows)))
+    code = ("import sys\nfrom traceguard._cli import main\ncode = main(sys.argv[1:])\n"
+            "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
+            "sys.exit(code)\n")
+    result = subprocess.run(
+        [sys.executable, "-c", code, "report", str(path), "--html", str(tmp_path / "report.html"),
+         "--trace-events", str(tmp_path / "trace.json")],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"Function `matmuls` \(defined at test_costs.py:\d+\): 2 traces: 1 trace, 1 retrace, "
+                     r"and 1 compilation; ", result.stdout)
+    assert "#3 compile  (x=float32[6,6])" in result.stdout
+    exported = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    compile_slices = [e for e in exported if e.get("cat") == "phase" and e["name"] == "compile"]
+    assert len(compile_slices) == 3  # The first trace's first call, the retrace's, the compilation.
+    assert ">compile</span>" in (tmp_path / "report.html").read_text()

@@ -8,6 +8,7 @@ or the monitoring events moved: `traceguard/_compat/_jax_calls.py` needs a new b
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -146,3 +147,23 @@ def test_watch_gives_the_phases_on_function_events():
     assert event.miss_s >= sum(event.phases.values())
     assert runs.dominant_phase() == "compile"
     assert runs.cost_seconds == event.miss_s
+
+
+def test_a_trace_file_carries_the_phases_and_reports_render_them_without_jax(tmp_path):
+    step = fresh()
+    path = tmp_path / "jax.jsonl"
+    with tg.watch(trace_file=str(path)):
+        step(jnp.ones((4, 4)))
+        step(jnp.ones((5, 5)))
+    code = ("import sys\nfrom traceguard._cli import main\ncode = main(sys.argv[1:])\n"
+            "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
+            "sys.exit(code)\n")
+    result = subprocess.run([sys.executable, "-c", code, "report", str(path)], capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
+    assert result.returncode == 0, result.stderr
+    header = next(line for line in result.stdout.splitlines() if line.startswith("Function `step`"))
+    # Compilation takes the most here, so it comes first.
+    assert re.fullmatch(r"Function `step` \(.*\): 2 traces: 1 trace, 1 retrace; [\d.]+ s compiling, .*"
+                        r"[\d.]+ s tracing.*; misses took [\d.]+ s", header), header
+    assert re.search(r"#2 retrace  \(x=float32\[5,5\]\), called at test_jax_costs.py:\d+  took \d+ ms: "
+                     r"\d+ ms compiling", result.stdout)

@@ -70,9 +70,18 @@ def parsed_trace_events(path):
         if event["ph"] == "X":
             track = (processes[event["pid"]], tracks[event["pid"], event["tid"]])
             by_track.setdefault(track, []).append(event)
-    for marks in by_track.values():  # One track's complete events never overlap.
+    for track, marks in by_track.items():
+        # One track's traces and runs never overlap; a function trace's phases nest in it, one
+        # after the other.
         marks.sort(key=lambda mark: mark["ts"])
-        assert all(a["ts"] + a["dur"] <= b["ts"] + 1 for a, b in zip(marks, marks[1:]))
+        for level in ([mark for mark in marks if mark["cat"] != "phase"],
+                      [mark for mark in marks if mark["cat"] == "phase"]):
+            assert all(a["ts"] + a["dur"] <= b["ts"] + 1 for a, b in zip(level, level[1:])), track
+        for phase in (mark for mark in marks if mark["cat"] == "phase"):
+            end = phase["ts"] + phase["dur"]
+            assert any(outer["ts"] <= phase["ts"] + 1 and end <= outer["ts"] + outer["dur"] + 1
+                       for outer in marks if outer["cat"] == "function_trace"), (track, phase)
+        by_track[track] = [mark for mark in marks if mark["cat"] != "phase"]
     return by_track
 
 
@@ -100,7 +109,8 @@ def test_watch_trace_file_reads_back_as_the_report_it_wrote(tmp_path):
     assert header["versions"]["tensorflow"] == tf.__version__ and header["traceguard"] == tg.__version__
     assert lines[-1]["type"] == "end"
     assert sum(line["type"] == "layer_run" for line in lines) == len(report.events)
-    assert sum(line["type"] == "function_trace" for line in lines) == \
+    # Each trace as it ends, and again with its costs when its call returns.
+    assert len({line["event"]["serial"] for line in lines if line["type"] == "function_trace"}) == \
         sum(len(runs.events) for runs in report.functions.values())
 
     trace_file = read_trace_file(str(path))
@@ -321,7 +331,8 @@ def test_trace_file_of_a_process_killed_halfway_renders_what_it_holds(tmp_path):
                                stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 240
-        while not (path.exists() and path.read_text().count('"type": "function_trace"') >= 12):
+        while not (path.exists() and len(set(re.findall(r'"type": "function_trace".*?"serial": (\d+)',
+                                                        path.read_text()))) >= 12):
             assert process.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
     finally:
@@ -345,3 +356,44 @@ def test_bytes_that_are_not_utf8_are_an_error_naming_the_line(tmp_path):
     line = len(path.read_bytes().splitlines())
     with pytest.raises(TraceFileError, match=rf"^{path}:{line}: not a JSON record"):
         read_trace_file(str(path))
+
+
+HANGING_SCRIPT = textwrap.dedent("""
+    import sys
+    import time
+    import tensorflow as tf
+    import traceguard
+
+    @tf.function
+    def step(x):
+        # A call that never returns once its graph runs, as a collective waiting for a worker that
+        # traced differently: the trace is done, the call is not.
+        tf.py_function(lambda: time.sleep(3600) or 0.0, [], tf.float32)
+        return x * 2
+
+    with traceguard.watch(trace_file=sys.argv[1], trace_file_label="hung"):
+        step(tf.ones((2,)))
+""")
+
+
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_a_trace_whose_call_never_returns_is_in_the_file_of_the_killed_process(tmp_path):
+    script, path = tmp_path / "hang.py", tmp_path / "hung.jsonl"
+    script.write_text(HANGING_SCRIPT)
+    process = subprocess.Popen([sys.executable, str(script), str(path)], env=ENV, cwd=ROOT,
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (path.exists() and '"type": "function_trace"' in path.read_text()):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(1)  # The call is running its graph: it would have returned by now.
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    traced = read_trace_file(str(path))
+    assert not traced.complete
+    [(runs, )] = [(runs,) for runs in traced.functions.values()]
+    assert [(event.kind.value, dict(event.signature)) for event in runs.events] == \
+        [("trace", {"x": "float32[2]"})]

@@ -1,4 +1,5 @@
-"""The command line: `traceguard demo [--keras {2,3}]`, `run SCRIPT | -m MODULE` and `report FILE...`.
+"""The command line: `traceguard demo [--keras {2,3}]`, `run SCRIPT | -m MODULE`, `report FILE...`
+and `compare FILE...`.
 
 The same parser serves the `traceguard` console script (setup.cfg's entry point,
 `main()`) and `python -m traceguard` (`__main__.py`, which names itself so in the
@@ -6,8 +7,8 @@ usage lines).
 
 Parsing imports nothing heavy, so `--help` answers at once. `demo` and `run`
 import the backend (TensorFlow or JAX) through `_quiet_backend_import()`, which
-hides TensorFlow's C++ start-up lines unless `--verbose` is given; `report`
-reads trace files without importing either.
+hides TensorFlow's C++ start-up lines unless `--verbose` is given; `report` and
+`compare` read trace files without importing either.
 """
 
 from __future__ import annotations
@@ -97,6 +98,28 @@ def build_parser(prog: str = "traceguard") -> argparse.ArgumentParser:
     report.add_argument("--trace-events", metavar="FILE", help="also write the function traces and "
                         "layer runs as Trace Event Format JSON, which Perfetto (ui.perfetto.dev) and "
                         "chrome://tracing open")
+    compare = commands.add_parser(
+        "compare", help="compare trace files: the workers of a job that traced differently from the "
+        "others, or what a run traced that a baseline run did not; without TensorFlow",
+        description="Compare the traces each trace file holds, function by function (matched by "
+        "qualified name and definition site). Workers of one job (files written under tf.distribute's "
+        "TF_CONFIG or jax.distributed, or labelled like worker-0; or --workers): every worker whose "
+        "traces differ from the majority's, at the first trace where they do, what differs and the "
+        "likely consequence in a collective job; exit code 1 when any does. Runs (--baseline FILE): the "
+        "traces each run made that the baseline did not, with the baseline's closest signature, and "
+        "the ones the baseline made that it did not. Exit code 2 for a file that cannot be read (the "
+        "message names the file and line) or a bad argument.")
+    compare.add_argument("files", metavar="FILE", nargs="+", help="the trace files: one per worker, or "
+                         "the runs to compare with the baseline")
+    compare.add_argument("--baseline", metavar="FILE", help="compare each FILE with this trace file, as "
+                         "runs one after another")
+    compare.add_argument("--workers", action="store_true", help="compare the files as workers of one job "
+                         "whatever their headers and labels say")
+    compare.add_argument("--fail-on-new", action="store_true", help="with --baseline: exit with 1 when a "
+                         "run traced what the baseline did not")
+    compare.add_argument("--html", metavar="FILE", help="also write the comparison as a self-contained "
+                         "HTML file")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of text")
     return parser
 
 
@@ -119,6 +142,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "traceguard") -> int:
         return report_files(arguments.files, sys.stdout, sys.stderr, output=arguments.output,
                             html=arguments.html, summary=arguments.summary,
                             trace_events_path=arguments.trace_events)
+    if arguments.command == "compare":
+        from traceguard._diagnosis.compare_files import compare_files
+
+        return compare_files(arguments.files, sys.stdout, sys.stderr, baseline=arguments.baseline,
+                             workers=arguments.workers, fail_on_new=arguments.fail_on_new,
+                             html=arguments.html, as_json=arguments.json)
     try:
         _quiet_backend_import(arguments.verbose)
     except ImportError as error:  # An unsupported setup: the message says what to install.

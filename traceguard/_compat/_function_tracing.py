@@ -200,7 +200,7 @@ def bind_arguments(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
         named = {f"arg{i}": value for i, value in enumerate(args)}
         named.update(kwargs)
         return named
-    result: dict[str, Any] = {}
+    result: dict[Any, Any] = {}
     for name, value in bound.arguments.items():
         kind = bound.signature.parameters[name].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:

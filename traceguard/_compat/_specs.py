@@ -131,7 +131,7 @@ def _named_layout(function: Callable[..., Any]) -> tuple[tuple[str, ...], tuple[
             tuple(p.name for p in named if p.kind is p.POSITIONAL_OR_KEYWORD), training)
 
 
-def signature_of(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Spec]:
+def signature_of(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[Any, Spec]:
     """Binds a call of `function` (`args` without `self`) to its parameter names.
 
     Variadic positionals are keyed by their `ArgumentPath` (`str()`: `name[i]`),
@@ -153,7 +153,7 @@ def signature_of(function: Callable[..., Any], args: tuple, kwargs: dict) -> dic
                 name in names and name not in positional[:len(args)] for name in kwargs):
             given = dict(zip(positional, args))
             given.update(kwargs)
-            result: dict[str, Spec] = {}
+            result: dict[Any, Spec] = {}
             for name in names:
                 if name in given:
                     result[name] = spec_of(given[name])
@@ -163,7 +163,7 @@ def signature_of(function: Callable[..., Any], args: tuple, kwargs: dict) -> dic
     return _bound_signature(function, args, kwargs)
 
 
-def _bound_signature(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Spec]:
+def _bound_signature(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[Any, Spec]:
     parameters = _parameters(function)
     bound = None
     if parameters is not None:
@@ -175,7 +175,7 @@ def _bound_signature(function: Callable[..., Any], args: tuple, kwargs: dict) ->
         named = {f"arg{i}": value for i, value in enumerate(args)}
         named.update(kwargs)
         return {name: spec_of(value) for name, value in named.items()}
-    result: dict[str, Spec] = {}
+    result: dict[Any, Spec] = {}
     names = iter(parameters.parameters.items())
     next(names)  # self
     for name, parameter in names:

@@ -53,8 +53,10 @@ def _leaves(value: Any, found: list | None = None) -> list:
 def came_from_dataset(values: Any) -> bool:
     """Whether any tensor among `values` (nested in tuples, lists and mappings) is one this thread's
     last `next()` on a `tf.data` iterator returned."""
-    last = getattr(_local, "last", None)
-    return bool(last) and any(id(leaf) in last for leaf in _leaves(values))
+    last: frozenset[int] | None = getattr(_local, "last", None)
+    if not last:
+        return False
+    return any(id(leaf) in last for leaf in _leaves(values))
 
 
 def install() -> None:

@@ -38,7 +38,8 @@ _READ = {"Literal": ("value",), "Weakref": ("_ref",), "Tuple": ("components",),
          "Attrs": ("named_attributes",), "Dict": ("mapping",)}
 for _name, _attributes in _READ.items():
     _class = getattr(_default_types, _name, None)
-    if not isinstance(_class, type) or not set(_attributes) <= set(_class.__init__.__code__.co_names):
+    _init = vars(_class).get("__init__") if isinstance(_class, type) else None
+    if _init is None or not set(_attributes) <= set(_init.__code__.co_names):
         raise internal_missing(f"tensorflow.core.function.trace_type.default_types.{_name} "
                                f"setting {', '.join(_attributes)}")
 _Literal, _Weakref, _Tuple, _List = (_default_types.Literal, _default_types.Weakref, _default_types.Tuple,

@@ -59,7 +59,7 @@ def spec_from_json(data: Mapping[str, Any]) -> Spec:
         fields["dims"] = tuple(fields["dims"])
     elif type_ is ObjectSpec:
         fields["site"] = site_from_json(fields.get("site"))
-    return type_(**fields)  # type: ignore[no-any-return]
+    return type_(**fields)
 
 
 def site_json(site: Site | None) -> dict[str, Any] | None:

@@ -193,7 +193,12 @@ class Explanation:
                 self._signatures.popitem(last=False)
             if is_reported(record):
                 old = None if record.closest is None else self._signatures.get(record.closest)
-                add_record(self._functions, record, old)
+                key, runs, event = add_record(self._functions, record, old)
+                if self._trace_file is not None:
+                    # Written as the trace ends, and again with its costs when the call returns
+                    # (`record_function_cost`): a call that never returns (a collective waiting for a
+                    # worker that traced differently, a kill while compiling) keeps its trace.
+                    self._trace_file.function_trace(key, runs, record, event)
             if record.origin == "tf.function" and not record.library_function:
                 key = function_key(record)
                 kept = self._fix_records.setdefault(key, [])
@@ -203,7 +208,7 @@ class Explanation:
 
     def _add_function_cost(self, record: FunctionTrace) -> None:
         """Completes a function trace's event with its phases and whole miss, as the call that
-        made it returns; a trace file gets the trace then."""
+        made it returns; a trace file gets the trace again, with them."""
         with self._lock:
             if not is_reported(record):
                 return

@@ -183,7 +183,7 @@ def _only_shapes(specs: list[Spec]) -> bool:
     """Whether nested specs differ only in their tensors' dimensions."""
     def skeleton(spec: Spec) -> Any:
         if isinstance(spec, TensorSpec):
-            return spec._replace(dims=spec.rank)
+            return spec._replace(dims=None if spec.dims is None else (None,) * len(spec.dims))
         if isinstance(spec, SequenceSpec):
             return spec._replace(items=tuple(skeleton(item) for item in spec.items))
         if isinstance(spec, MappingSpec):

@@ -34,6 +34,10 @@ SCHEMA = "traceguard.trace-file"
 # version 1 held their text (and each change's fields as `change_fields`).
 SCHEMA_VERSION = 2
 RECORD_TYPES = ("header", "layer_run", "function_trace", "eager_runs", "end")
+# The files this process's writers have open: two writers of one file (`run --trace-file` over a
+# script with its own `watch(trace_file=...)` of the same path) would interleave their lines.
+_OPEN_PATHS: set[str] = set()
+_OPEN_PATHS_LOCK = threading.Lock()
 _PACKAGES = ("tensorflow", "keras", "tf_keras", "jax")
 
 
@@ -105,10 +109,22 @@ class TraceFileWriter:
         label = self._label if self._label is not None else worker.name if worker is not None \
             else f"{host}:{pid}"
         path = expand_trace_file(self.pattern, worker)
+        with _OPEN_PATHS_LOCK:
+            taken = os.path.realpath(path) in _OPEN_PATHS
+            if not taken:
+                _OPEN_PATHS.add(os.path.realpath(path))
+        if taken:  # Recording never fails the user's call: say so once, go on.
+            self._failed = True
+            logging.getLogger("traceguard").warning(
+                "the trace file %r is being written by another watch() (or `run --trace-file`, or "
+                "TraceMonitor) of this process; this one writes nothing to it.", path)
+            return
         try:
             self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
-        except OSError as error:  # Recording never fails the user's call: say so once, go on.
+        except OSError as error:
             self._failed = True
+            with _OPEN_PATHS_LOCK:
+                _OPEN_PATHS.discard(os.path.realpath(path))
             logging.getLogger("traceguard").warning("could not open the trace file %r: %s; no trace "
                                                     "file is written.", path, error)
             return
@@ -126,8 +142,9 @@ class TraceFileWriter:
 
     def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
         """Writes one function trace: its `FunctionRuns` (`key` in `Explanation.functions`), its
-        `FunctionTrace` and the `FunctionEvent` made of it. Called when the call that traced
-        returns, the event's phases final."""
+        `FunctionTrace` and the `FunctionEvent` made of it. Called as the trace ends, and again
+        (the same `serial`) when the call that traced returns, the event's phases final: a reader
+        keeps the later line."""
         keras_call = record.keras_call
         started = record.started if record.started is not None else time.time() - record.duration
         self._write({
@@ -161,12 +178,16 @@ class TraceFileWriter:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+                with _OPEN_PATHS_LOCK:
+                    _OPEN_PATHS.discard(os.path.realpath(str(self.path)))
 
     def reopen(self) -> None:
         """Opens the closed file again, to append (`TraceMonitor`'s next call)."""
         with self._lock:
             if self._file is None and self.path is not None:
                 self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
+                with _OPEN_PATHS_LOCK:
+                    _OPEN_PATHS.add(os.path.realpath(self.path))
 
     def _write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, default=str) + "\n"

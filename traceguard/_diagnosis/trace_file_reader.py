@@ -29,6 +29,7 @@ from traceguard._core.values_json import (
 )
 from traceguard._diagnosis.explanation import Explanation, LayerRuns
 from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
+from traceguard._diagnosis.signature_texts import read_signature
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
 from traceguard._diagnosis.workers import Worker
 
@@ -156,7 +157,8 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
             function = trace_file.functions[record["key"]] = FunctionRuns(
                 record["qualname"], function_event.function, function_event.definition,
                 bool(record["keras_step"]))
-        function.add(function_event)
+        if not function.replace(function_event):  # A later line of a trace: the one with its costs.
+            function.add(function_event)
         function.objects = max(function.objects, int(record["objects"]))
         trace_file.function_starts[function_event.serial] = float(record["started"])
         if record.get("call_started") is not None:
@@ -182,7 +184,7 @@ def _typed(fields: dict[str, Any], version: int, change_fields: Any) -> dict[str
                 "verdict": None if verdict is None else verdict_from_json(verdict, changes),
                 **{name: site_from_json(fields[name])
                    for name in ("call_site", "definition") if name in fields}}
-    return {"signature": {name: ValueSpec(text) for name, text in fields["signature"].items()},
+    return {"signature": read_signature(fields["signature"]),
             "changes": _version1_changes(fields["changes"], change_fields), "verdict": None,
             **{name: Site.parse(fields[name]) for name in ("call_site", "definition") if name in fields}}
 
@@ -200,10 +202,10 @@ def _version1_changes(texts: list[str], fields: list[dict[str, Any] | None] | No
             changes.append(Change(ArgumentPath(argument), Aspect.VALUE, ValueSpec(old), ValueSpec(new)))
             continue
         aspect = Aspect(made["aspect"])
-        old, new = made["old"], made["new"]
+        parts: tuple[Any, Any] = (made["old"], made["new"])
         if aspect not in (Aspect.DIM, Aspect.DTYPE, Aspect.FUNCTION_OBJECT, Aspect.ITEMS_PAST_CUT):
-            old, new = (None if part is None else ValueSpec(str(part)) for part in (old, new))
-        changes.append(Change(ArgumentPath(made["argument"]), aspect, old, new, made["axis"]))
+            parts = tuple(None if part is None else ValueSpec(str(part)) for part in parts)  # type: ignore[assignment]
+        changes.append(Change(ArgumentPath(made["argument"]), aspect, *parts, made["axis"]))
     return tuple(changes)
 
 

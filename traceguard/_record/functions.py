@@ -263,6 +263,7 @@ class FunctionRecords:
                 signatures.move_to_end(compared.pairs)
                 if len(signatures) > _MAX_COMPARED:
                     signatures.popitem(last=False)
+            offset = time.time() - time.perf_counter()  # One reading for both times: they nest.
             position = index - self._records[0].index if self._records else -1
             if not 0 <= position < len(self._records) or self._records[position].index != index:
                 position = next((place for place in range(len(self._records) - 1, -1, -1)
@@ -272,8 +273,8 @@ class FunctionRecords:
             record = self._records[position] = dataclasses.replace(
                 self._records[position], phases=types.MappingProxyType(dict(tracing.phases)),
                 miss=tracing.miss, persistent_cache=tracing.persistent_cache,
-                cache_saved=tracing.cache_saved,
-                call_started=None if tracing.call_start is None else _epoch(tracing.call_start))
+                cache_saved=tracing.cache_saved, started=offset + tracing.start,
+                call_started=None if tracing.call_start is None else offset + tracing.call_start)
         return record
 
     def _compilation(self, key: tuple, signature: dict[str, Spec], object_key: Any) -> tuple:

@@ -162,7 +162,7 @@ def _retracing_note(function_text: str) -> str | None:
     for observer in function_observers:
         note = getattr(observer, "retracing_note", None)
         if note is not None:
-            return note(records.records_for_function_text(function_text))  # type: ignore[no-any-return]
+            return note(records.records_for_function_text(function_text))
     return None
 
 

@@ -113,7 +113,7 @@ def site_of(graph: Any) -> RunSite:
     try:
         site = _local.scratch_site
         if site.graph() is outer and (site.records() if site.records is not None else None) is records:
-            return site  # type: ignore[no-any-return]
+            return site
     except AttributeError:
         pass
     site = RunSite(graph, records)
@@ -126,7 +126,7 @@ def site_of(graph: Any) -> RunSite:
 def thread_name() -> str:
     """This thread's name, looked up once per thread."""
     try:
-        return _local.thread_name  # type: ignore[no-any-return]
+        return _local.thread_name
     except AttributeError:
         _local.thread_name = threading.current_thread().name
-        return _local.thread_name  # type: ignore[no-any-return]
+        return _local.thread_name

@@ -14,6 +14,7 @@ from html import escape
 from typing import Any, Protocol
 
 from traceguard._core.events import RETRACE_KINDS, RUN_KINDS, TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import same_graph_text
 
 # The Okabe-Ito palette, readable with every common colour-vision deficiency: cool colours
@@ -245,30 +246,34 @@ def _waste(event: Any, numbers: Mapping[int, int]) -> str:
 
 
 def functions_table(functions: Sequence[Any]) -> str:
-    """The traced functions (`FunctionRuns`), the most expensive first, and each one's retraces.
+    """The traced functions (`FunctionRuns`), the most expensive first (by what all their misses
+    cost), with a column per phase measured, and each one's traces with their costs.
 
     Returns "" when no function was recorded.
     """
     if not functions:
         return ""
-    rows = []
-    for runs in sorted(functions, key=lambda runs: runs.seconds, reverse=True):
-        retraces = runs.events[1:]
-        numbers = {event.serial: number for number, event in enumerate(runs.events, 1)}
+    table = costs.table_rows(functions, lambda definition: definition or "")
+    header, rows = table[0], []
+    for runs, cells in zip(costs.ranked(functions), table[1:]):
+        numbers = {event.serial: runs.dropped + number for number, event in enumerate(runs.events, 1)}
         detail = "".join(
-            f"<div>#{number} {kind_badge(event.kind.value)} "
+            f"<div>#{numbers[event.serial]} {kind_badge(event.kind.value)} "
+            f"<small>{escape(costs.event_cost_text(event))}</small> "
             f"{'<br>'.join(_code(change) for change in event.changes) or escape(event.reason)}"
             f"{_waste(event, numbers)}{_why_and_fix('', event.hint) if event.hint else ''}</div>"
-            for number, event in enumerate(runs.events, 1) if number > 1)
-        definition = escape(str(runs.definition or ""))
-        rows.append(f"<tr><td>{_code(runs.function)}<br><small>{definition}</small></td>"
-                    f'<td class="num">{len(runs.events)}</td>'
-                    f'<td class="num">{len(retraces) or "&ndash;"}</td>'
-                    f'<td class="num">{runs.objects}</td><td class="num">{runs.seconds:.2f} s</td>'
-                    f"<td>{detail or '&ndash;'}</td></tr>")
-    return ('<table class="tg-table tg-functions"><thead><tr><th>function</th><th class="num">traces</th>'
-            '<th class="num">retraces</th><th class="num">objects</th><th class="num">tracing</th>'
-            f"<th>what changed, and the fix</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            for event in runs.events)
+        dropped = (f"<div><small>{runs.dropped:,} older events dropped; the counts and seconds cover "
+                   "them</small></div>") if runs.dropped else ""
+        summary = escape(costs.function_phrase(runs))
+        numeric = "".join(f'<td class="num">{"&ndash;" if cell == "-" else escape(cell)}</td>'
+                          for cell in cells[2:])
+        rows.append(f"<tr><td>{_code(runs.function)}<br><small>{escape(str(runs.definition or ''))}</small>"
+                    f"<br><small>{summary}</small></td>{numeric}<td>{dropped}{detail or '&ndash;'}</td></tr>")
+    heads = "".join(f'<th class="num">{escape(name)}</th>' for name in header[2:])
+    return (f'<table class="tg-table tg-functions"><thead><tr><th>function</th>{heads}'
+            f"<th>each trace: what it cost, what changed, and the fix</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
 
 
 def layers_html(events_by_layer: Mapping[str, object], heading: str, functions: Sequence[Any] = ()) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from traceguard._core.events import TRACE_KINDS, TraceEvent
 from traceguard._core.specs import Site
 from traceguard._core.verdicts import Reason
+from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import same_graph_text
 
 _WIDTH = 100
@@ -159,42 +160,36 @@ def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[An
 
 
 def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
-    """The functions' table, ranked by tracing time, then (unless `summary`) each one's traces."""
-    ranked = sorted(functions, key=lambda runs: runs.seconds, reverse=True)
-    # A trace nested in another (a step inside `multi_step_on_iterator`) is part of its time.
-    serials = {event.serial for runs in ranked for event in runs.events}
-    total = sum(event.duration_s for runs in ranked for event in runs.events if event.parent not in serials)
-    retracing = [runs for runs in ranked if len(runs.events) > 1]
-    header = f"Functions ({len(ranked)}; tracing took {total:.2f} s"
-    if retracing:
-        worst = retracing[0]
-        header += (f"; retracing cost {sum(e.duration_s for e in worst.events[1:]):.2f} s "
-                   f"in `{worst.function}`")
-    rows = [["function", "defined at", "traces", "retraces", "objects", "tracing"]]
-    rows += [[runs.function, _short_site(runs.definition), str(len(runs.events)),
-              str(len(runs.events) - 1) if len(runs.events) > 1 else "-", str(runs.objects),
-              f"{runs.seconds:.2f} s"] for runs in ranked]
+    """The functions' table, ranked by what their misses cost, then (unless `summary`) each one's
+    traces and compilations."""
+    order = costs.ranked(functions)
+    rows = costs.table_rows(order, _short_site)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    lines = [header + "):"]
+    lines = [f"Functions ({len(order)}; {costs.total_phrase(order)}):"]
     lines += ["  " + "  ".join(cell.ljust(width) if column < 2 else cell.rjust(width)
                                for column, (cell, width) in enumerate(zip(row, widths))).rstrip()
               for row in rows]
     if summary:
-        retraces = [(runs, event) for runs in ranked for event in runs.events[1:]]
-        if retraces:
-            lines += ["", f"Function retraces ({len(retraces)}):"]
-            lines += [f"  {runs.function} #{number}: {'; '.join(map(str, event.changes)) or event.reason}"
-                      for runs in ranked for number, event in enumerate(runs.events, 1) if number > 1]
+        later = [(runs, runs.dropped + number, event) for runs in order
+                 for number, event in enumerate(runs.events, 1) if runs.dropped + number > 1]
+        if later:
+            compiled = any(event.kind.value == "compile" for _, _, event in later)
+            title = "Function retraces and compilations" if compiled else "Function retraces"
+            lines += ["", f"{title} ({len(later)}):"]
+            lines += [f"  {runs.function} #{number}{' (compile)' if event.kind.value == 'compile' else ''}: "
+                      f"{'; '.join(map(str, event.changes)) or event.reason}"
+                      for runs, number, event in later]
         return lines
-    for runs in ranked:
+    for runs in order:
         name = "" if runs.name == runs.function else f"{runs.name}, "
         lines += ["", f"Function `{runs.function}` ({name}defined at {_short_site(runs.definition)}): "
-                  f"{format_counts(runs.events)}; tracing took {runs.seconds:.2f} s"]
+                  f"{costs.function_phrase(runs)}"]
         hints_shown: set[str | None] = set()
         wastes_shown: set[str] = set()  # What is safe to relax, said once per function, as the fix.
-        numbers = {event.serial: number for number, event in enumerate(runs.events, 1)}
-        for number, event in enumerate(runs.events, 1):
-            lines.append(format_function_event(event, number, "  ", show_hint=event.hint not in hints_shown,
+        numbers = {event.serial: runs.dropped + number for number, event in enumerate(runs.events, 1)}
+        for event in runs.events:
+            lines.append(format_function_event(event, numbers[event.serial], "  ",
+                                               show_hint=event.hint not in hints_shown,
                                                numbers=numbers, wastes_shown=wastes_shown))
             hints_shown.add(event.hint)
     return lines
@@ -211,7 +206,7 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
     """
     signature = ", ".join(f"{name}={spec}" for name, spec in event.signature.items()) or "-"
     where = f", called at {_short_site(event.call_site)}" if event.call_site else ""
-    lines = [f"{indent}#{number} {event.kind.value}  ({signature}){where}  {event.duration_s * 1000:.0f} ms"]
+    lines = [f"{indent}#{number} {event.kind.value}  ({signature}){where}  {costs.event_cost_text(event)}"]
     add = functools.partial(_add_labelled, lines, indent)
     if event.changes:
         add("changed", "; ".join(map(str, event.changes)))

@@ -7,7 +7,9 @@ each traced function and each layer is a thread of it (`tid`, named by the funct
 or layer), so that no two marks of one track overlap; each function trace and each
 layer body run is a complete event (`"ph": "X"`) with its start (`ts`) and length
 (`dur`) in microseconds since the epoch, and its kind, reason, fix, changes and
-signature as `args`.
+signature as `args`. A function trace spans its whole miss, from its call's entry to
+its return, when the file has it, and holds a nested slice per phase (`trace`,
+`lower`, `compile`, `first_call`), laid one after the other from the trace's start.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ class _TraceFileLike(Protocol):
     @property
     def function_starts(self) -> Mapping[int, float]: ...  # A function event's serial to its start.
 
+    @property
+    def call_starts(self) -> Mapping[int, float]: ...  # Its serial to when its call started.
+
 
 def _microseconds(seconds: float) -> float:
     return round(seconds * 1e6, 3)
@@ -35,6 +40,22 @@ def _microseconds(seconds: float) -> float:
 
 def _thread_name(pid: int, tid: int, name: str) -> dict[str, Any]:
     return {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
+
+
+_PHASE_ORDER = ("trace", "lower", "compile", "first_call")
+
+
+def _phase_slices(pid: int, tid: int, start: float, phases: Mapping[str, float],
+                  end: float) -> list[dict[str, Any]]:
+    """A complete event per phase, one after the other from `start`, each within `end`."""
+    slices = []
+    for phase in sorted(phases, key=lambda name: _PHASE_ORDER.index(name) if name in _PHASE_ORDER else 9):
+        seconds = min(phases[phase], max(end - start, 0.0))
+        slices.append({"ph": "X", "cat": "phase", "name": phase, "pid": pid, "tid": tid,
+                       "ts": _microseconds(start), "dur": _microseconds(seconds),
+                       "args": {"seconds": phases[phase]}})
+        start += seconds
+    return slices
 
 
 def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -> dict[str, Any]:
@@ -50,15 +71,20 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                 start = trace_file.function_starts.get(event.serial)
                 if start is None:
                     continue
+                call_start = getattr(trace_file, "call_starts", {}).get(event.serial)
+                phases = dict(getattr(event, "phases", None) or {}) or {"trace": event.duration_s}
+                miss = getattr(event, "miss_s", None)
+                begin, length = (call_start, miss) if call_start is not None and miss is not None \
+                    else (start, sum(phases.values()))
                 events.append({
                     "ph": "X", "cat": "function_trace", "name": f"{event.function} ({event.kind.value})",
-                    "pid": pid, "tid": tid, "ts": _microseconds(start),
-                    "dur": _microseconds(event.duration_s),
+                    "pid": pid, "tid": tid, "ts": _microseconds(begin), "dur": _microseconds(length),
                     "args": {"kind": event.kind.value, "reason": event.reason, "hint": event.hint,
                              "changes": [str(change) for change in event.changes],
                              "signature": {str(name): str(spec) for name, spec in event.signature.items()},
                              "call_site": None if event.call_site is None else str(event.call_site),
-                             "serial": event.serial}})
+                             "serial": event.serial, "phases": phases, "miss_s": miss}})
+                events.extend(_phase_slices(pid, tid, max(start, begin), phases, begin + length))
         for runs in trace_file.layers.values():
             tid += 1
             events.append(_thread_name(pid, tid, f"layer {runs.name}"))
