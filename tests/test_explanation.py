@@ -8,7 +8,7 @@ from test_log import make_event
 import traceguard as tg
 from traceguard._core.events import TraceKind
 from traceguard._diagnosis import explanation as _explanation
-from traceguard._diagnosis.explanation import Filler
+from traceguard._diagnosis.filler import Filler
 
 
 class FakeLayer:

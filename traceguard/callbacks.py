@@ -18,7 +18,8 @@ from typing import Any
 
 from traceguard import _compat
 from traceguard._core.events import TraceEvent, TraceKind
-from traceguard._diagnosis.explanation import Explanation, Filler
+from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.filler import Filler
 from traceguard._diagnosis.no_retrace import ALLOW_FIRST_TRACES, ON_RETRACE, RetraceGuard
 from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import add_observer, remove_observer

@@ -17,7 +17,8 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.events import TraceEvent
 from traceguard._core.guards import BUDGET_KINDS
-from traceguard._diagnosis.explanation import Explanation, Filler
+from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.filler import Filler
 from traceguard._diagnosis.no_retrace import ON_RETRACE, check_on_retrace
 from traceguard._record.layer import TraceAwareMixin
 from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState

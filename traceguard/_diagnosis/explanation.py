@@ -2,7 +2,7 @@
 
 One report type for `explain()`, `watch()`, `python -m traceguard run` and
 `callbacks.TraceMonitor`. The recorder tells its `Filler` (an observer, see
-`_record.observers`, private to traceguard) of each run; it keeps plain data only
+`_diagnosis.filler`, private to traceguard) of each run; it keeps plain data only
 (`TraceEvent`s and counts, never a layer or a tensor), so a report outlives what it
 describes and other renderers can read `layers` and `events` as they are.
 """
@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._diagnosis.fixes import FixIt, propose_fix
 from traceguard._diagnosis.function_runs import FunctionRuns, add_cost, add_record, function_key, is_reported
-from traceguard._record.layer_state import STATE_ATTRIBUTE
 from traceguard._record.log import event_of, normalize_kinds
-from traceguard._record.observers import traced_function
+from traceguard._record.settings import STATE_ATTRIBUTE
 from traceguard._reports.html import render_html, write_document
 from traceguard._reports.html_tables import layers_html
-from traceguard._reports.text import format_explanation, format_layer_table, format_retracing_note
+from traceguard._reports.text import format_explanation, format_layer_table
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
@@ -185,8 +184,9 @@ class Explanation:
         with self._lock:
             self._runs_of(layer).eager_calls += 1
 
-    def _add_function_trace(self, record: FunctionTrace) -> None:
-        """Adds a whole-function trace (the user's functions and Keras's steps) to `functions`."""
+    def _add_function_trace(self, record: FunctionTrace, function: Any = None) -> None:
+        """Adds a whole-function trace (the user's functions and Keras's steps) to `functions`;
+        `function`: a weak reference to the function object it traced, for checking fix-its."""
         with self._lock:
             self._signatures[record.index] = record.signature
             if len(self._signatures) > _SIGNATURES_KEPT:
@@ -204,7 +204,7 @@ class Explanation:
                 kept = self._fix_records.setdefault(key, [])
                 kept.append(record)
                 del kept[:-_EVENTS_PER_LAYER]
-                self._fix_functions[key] = traced_function(record) or self._fix_functions.get(key)
+                self._fix_functions[key] = function or self._fix_functions.get(key)
 
     def _add_function_cost(self, record: FunctionTrace) -> None:
         """Completes a function trace's event with its phases and whole miss, as the call that
@@ -393,37 +393,3 @@ class Explanation:
         layers = self.layers.values()
         return (f"<Explanation {self.title!r}: {sum(len(r.events) for r in layers)} events "
                 f"in {len(layers)} layers>")
-
-
-class Filler:
-    """The observer that fills an `Explanation` with what the recorder reports.
-
-    What `watch()`, `explain()`, `run`, `TraceMonitor` and the test helpers register
-    (`_record.observers.observing(Filler(report))`); the report itself stays a value
-    for its readers, with no method the recorder calls.
-    """
-
-    __slots__ = ("report",)
-
-    def __init__(self, report: Explanation) -> None:
-        self.report = report
-
-    def record_event(self, layer: Any, event: TraceEvent) -> str:
-        return self.report._add_event(layer, event)
-
-    def record_run(self, layer: Any, run: Any) -> str:
-        return self.report._add_run(layer, run)
-
-    def record_eager(self, layer: Any) -> None:
-        self.report._add_eager(layer)
-
-    def record_function(self, record: FunctionTrace) -> None:
-        self.report._add_function_trace(record)
-
-    def record_function_cost(self, record: FunctionTrace) -> None:
-        self.report._add_function_cost(record)
-
-    @staticmethod
-    def retracing_note(records: list[FunctionTrace]) -> str | None:
-        """traceguard's measured cause, added to TensorFlow's retracing warning."""
-        return format_retracing_note(records)

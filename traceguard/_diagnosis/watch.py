@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from traceguard._diagnosis import instrument as _instrument
-from traceguard._diagnosis.explanation import Explanation, Filler
+from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.filler import Filler
 from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import observing
 

@@ -9,10 +9,9 @@ from typing import Any
 
 from traceguard._core.verdicts import EarlierTrace
 from traceguard._record.log import TraceLog, appender, eager_counter, index_reserver
-from traceguard._record.settings import TraceSettings
+from traceguard._record.settings import STATE_ATTRIBUTE, TraceSettings
 from traceguard._record.variables import VariableLedger
 
-STATE_ATTRIBUTE = "_traceguard_state"
 # Per layer, how many tf.functions and how many traces of each classification remembers.
 REMEMBERED_FUNCTIONS = 64
 REMEMBERED_TRACES = 64
