@@ -25,9 +25,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from traceguard._compat._keras_names import is_keras_step_function  # noqa: E402
-from traceguard._core.classify import EarlierTrace, RunContext, classify_run  # noqa: E402
+from traceguard._core.classify import Observation, classify_run  # noqa: E402
 from traceguard._core.events import TraceEvent  # noqa: E402
+from traceguard._core.keras_names import is_keras_step_function  # noqa: E402
+from traceguard._core.specs import TensorSpec, ValueSpec  # noqa: E402
+from traceguard._core.verdicts import EarlierTrace, RunContext  # noqa: E402
 from traceguard._diagnosis.html_report import write_html  # noqa: E402
 from traceguard._reports.html import render_html  # noqa: E402
 from traceguard._reports.messages import hint_text, reason_text  # noqa: E402
@@ -39,17 +41,17 @@ START = 1.8e9
 
 
 def _signature(batch: int) -> dict:
-    return {"inputs": ("tensor", "", "float32", (batch, 64)), "training": ("value", "True")}
+    return {"inputs": TensorSpec("float32", (batch, 64)), "training": ValueSpec("True")}
 
 
 def _event(index: int, layer: str, timestamp: float, context: RunContext, batch: int,
            function: str | None, earlier: list[EarlierTrace], in_creation_phase: bool | None) -> TraceEvent:
-    verdict = classify_run(context, _signature(batch), function, in_creation_phase, earlier,
-                           keras_step=is_keras_step_function(function))
+    verdict = classify_run(Observation(context, _signature(batch), function, in_creation_phase, earlier,
+                                       keras_step=is_keras_step_function(function)))
     return TraceEvent(index=index, kind=verdict.kind, layer=layer, function=function,
-                      signature={"inputs": f"float32[{batch},64]", "training": "True"},
-                      changes=verdict.changes, created_variables=(), reason=reason_text(verdict),
-                      hint=hint_text(verdict), timestamp=timestamp, duration_s=0.002, thread="MainThread")
+                      signature=_signature(batch), changes=verdict.changes, created_variables=(),
+                      reason=reason_text(verdict), hint=hint_text(verdict), timestamp=timestamp,
+                      duration_s=0.002, thread="MainThread", verdict=verdict)
 
 
 def training_events(layers: int = LAYERS, runs: int = RUNS_PER_LAYER,

@@ -516,10 +516,11 @@ def record_floor(first, models=9):
     further can reach.
     """
     from traceguard import _compat
-    from traceguard._core.classify import RunContext
-    from traceguard._core.signature import signature_of
+    from traceguard._compat import signature_of
+    from traceguard._core.verdicts import RunContext
     from traceguard._record import recorder as _recorder
     from traceguard._record.runs import BodyRun, _local
+    from traceguard._record.sites import site_of
 
     kept = []
 
@@ -528,7 +529,7 @@ def record_floor(first, models=9):
         graph = _compat.default_graph()
         site = _local.__dict__.get("site")
         if site is None or site.graph() is not graph:
-            site = _recorder._site_of(graph)
+            site = site_of(graph)
         run.site = site
         run.signature = signature_of(original, args, kwargs)
         if site.context is RunContext.GRAPH:

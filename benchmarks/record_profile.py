@@ -122,7 +122,7 @@ def time_by_kind(first, inputs, models):
 def late_signature_time(first, inputs, batch, models):
     """In-place time per run of the record, and of the record with each run's input signature
     read `batch` runs later (never, for 0), in alternating first results: medians, µs."""
-    from traceguard._core.signature import signature_of
+    from traceguard._compat import signature_of
 
     unread = []
 

@@ -1,5 +1,6 @@
 import dataclasses
 import os
+import pathlib
 import re
 import types
 
@@ -15,27 +16,29 @@ if _compat.BACKEND == "tensorflow":
 
 # --- backends ---------------------------------------------------------------------------
 # `test_jax_*.py` runs on Keras 3's JAX backend (KERAS_BACKEND=jax, where TensorFlow may be
-# absent), the modules listed here on any backend, and every other module on TensorFlow.
-BACKEND_NEUTRAL_MODULES = frozenset({"conftest.py", "test_classify.py", "test_messages.py", "test_corpus.py"})
+# absent), the core tier (`tests/core/`) and the modules listed here on any backend, and every
+# other module on TensorFlow.
+BACKEND_NEUTRAL_MODULES = frozenset({"conftest.py", "test_corpus.py", "test_core_tier.py"})
 
 
-def backend_of_module(name):
+def backend_of_module(path):
     """The backend a test module needs, or None for any."""
-    if name in BACKEND_NEUTRAL_MODULES:
+    path = pathlib.Path(path)
+    if path.name in BACKEND_NEUTRAL_MODULES or "core" in path.parent.parts[-1:]:
         return None
-    return "jax" if name.startswith("test_jax") else "tensorflow"
+    return "jax" if path.name.startswith("test_jax") else "tensorflow"
 
 
 class _OtherBackendModule(pytest.Module):
     """A test module for another backend: reported as skipped, never imported."""
 
     def collect(self):
-        pytest.skip(f"needs the {backend_of_module(self.path.name)} backend; "
+        pytest.skip(f"needs the {backend_of_module(self.path)} backend; "
                     f"Keras runs on {_compat.BACKEND} here")
 
 
 def pytest_pycollect_makemodule(module_path, parent):
-    needed = backend_of_module(module_path.name)
+    needed = backend_of_module(module_path)
     if needed is not None and needed != _compat.BACKEND:
         return _OtherBackendModule.from_parent(parent, path=module_path)
     return None

@@ -82,7 +82,7 @@ def test_a_worker_with_another_shape_is_named_with_the_function_and_the_change(t
     (divergence,) = comparison.divergences
     assert (divergence.source, divergence.function.name, divergence.number, divergence.differences) == \
         ("worker-2", "step", 1, ("signature",))
-    assert [(change.argument, change.aspect, change.old, change.new, change.axis)
+    assert [(str(change.argument), change.aspect, change.old, change.new, change.axis)
             for change in divergence.changes] == [("x", "dim", 8, 6, 0)]
     assert divergence.others == ("worker-0", "worker-1")
     code, out, err = run_compare(*paths)
@@ -110,12 +110,13 @@ def test_a_trace_the_others_did_not_make_names_their_closest_signature(tmp_path)
     assert f"worker-1, {STEP}, trace #2: a trace the others did not make\n" \
            "  worker-1: #2 retrace x: float32[6,3] (the same graph as #1)\n" \
            "  worker-0: no trace #2 (traced `step` once)\n" \
-           "  closest: worker-0's #1 trace x: float32[8,3]; differs: x: dim 0 8 -> 6\n" \
+           "  closest: worker-0's #1 trace x: float32[8,3]\n" \
+           "  differs: x: dim 0 8 -> 6\n" \
            "  In a collective job: worker-1 traced (and compiled) a program the others did not: they wait " \
            "for it\n    in their next collective," in text
     # No majority between two workers: compared with the first, and said so.
-    assert "`step`: as many workers traced it one way as another, no majority; compared with the traces " \
-           "of worker-0, the first worker's." in " ".join(text.split())
+    assert "`step`: the workers split evenly, no majority; the traces of worker-0 (the first worker's) " \
+           "are taken as the others'." in " ".join(text.split())
 
 
 def test_a_trace_the_others_made_is_missing_from_the_worker(tmp_path):
@@ -161,23 +162,34 @@ def test_workers_of_a_job_without_a_file_are_noted(tmp_path, monkeypatch):
 
 
 # --- killed workers -------------------------------------------------------------------------
-def cut(path, keep_lines, cut_last=True):
-    """A copy of `path` as a process killed while writing leaves it: no end line, the last line cut short."""
+def killed_copy(path, traces, cut_last=True):
+    """A copy of `path` as a process killed after its first `traces` traces leaves it: no end line, and
+    (`cut_last`) the next line cut short, as a kill while writing it leaves it."""
     lines = pathlib.Path(path).read_text().splitlines()
-    kept = lines[:keep_lines]
+    serials, kept = set(), [lines[0]]
+    for line in lines[1:]:
+        record = json.loads(line)
+        if record["type"] == "function_trace" and record["event"]["serial"] not in serials:
+            if len(serials) == traces:
+                break
+            serials.add(record["event"]["serial"])
+        if record["type"] == "end":
+            break
+        kept.append(line)
     if cut_last:
-        kept.append(lines[keep_lines][:30])
+        kept.append(line[:30])
     copy = pathlib.Path(path).with_name("killed-" + pathlib.Path(path).name)
     copy.write_text("\n".join(kept))
-    return str(copy)
+    return str(copy), len(kept)
 
 
 def test_a_killed_worker_that_agreed_so_far_stopped_early_and_does_not_diverge(tmp_path):
     paths = workers(tmp_path, [8, 6, 4], [8, 6, 4])
-    first_trace_only = cut(paths[1], 2)  # The header and the first function trace; the second cut short.
+    first_trace_only, lines = killed_copy(paths[1], 1)  # Killed while writing its second trace.
     code, out, err = run_compare(paths[0], first_trace_only)
     assert code == 0
-    assert err.startswith(f"traceguard compare: warning: {first_trace_only}:3: the last line is cut short")
+    assert err.startswith(f"traceguard compare: warning: {first_trace_only}:{lines}: the last line is cut "
+                          "short")
     assert out.splitlines()[1:3] == [
         "All 2 workers made the same traces: 1 function, 3 traces each.",
         "worker-1 stopped early (no end line: killed, or still running); up to there, the same traces as "
@@ -188,7 +200,7 @@ def test_a_killed_worker_that_agreed_so_far_stopped_early_and_does_not_diverge(t
 
 def test_a_killed_worker_that_traced_differently_still_diverges(tmp_path):
     paths = workers(tmp_path, [8, 8], [8, 6])
-    killed = cut(paths[1], 3, cut_last=False)  # Both traces written, then killed: no end line.
+    killed, _ = killed_copy(paths[1], 2, cut_last=False)  # Both traces written, then killed.
     comparison = tg.compare([paths[0], killed])  # Its lines are whole: no warning.
     assert [(d.source, d.number, d.difference) for d in comparison.divergences] == [("worker-1", 2, "extra")]
     assert [source.complete for source in comparison.sources] == [True, False]
@@ -215,13 +227,14 @@ def test_a_run_that_traced_what_the_baseline_did_not_names_the_closest_signature
         ("run-b", 2, 2, ["x: dim 0 4 -> 6"])  # Of 8 and 4 rows, 4 is as close as 8: the latest wins.
     code, out, _ = run_compare(run, baseline=baseline)
     assert code == 0
-    assert out.splitlines()[:6] == [
+    assert out.splitlines()[:7] == [
         "traceguard compare: run-b against the baseline run-a",
         "run-b made 1 trace that run-a did not, and run-a made 0 traces that run-b did not.",
         "",
         "Traces run-a did not make:",
         f"  run-b, {STEP} #2 retrace x: float32[6,3] (the same graph as #1)",
-        "    closest in run-a: #2 retrace x: float32[4,3] (the same graph as #1); differs: x: dim 0 4 -> 6",
+        "    closest in run-a: #2 retrace x: float32[4,3] (the same graph as #1)",
+        "    differs: x: dim 0 4 -> 6",
     ]
     assert run_compare(run, baseline=baseline, fail_on_new=True)[0] == 1
     # The other way round, the trace of 6 rows is the baseline's and the run did not make it.
@@ -251,10 +264,21 @@ def test_runs_that_traced_alike_say_so(tmp_path):
     assert str(comparison).splitlines()[1].startswith("b made the same traces as a: ")
 
 
+def moved_definition(line):
+    """A trace file's line with the function's `def` moved to line 999 of its file."""
+    record = json.loads(line)
+    event = record.get("event", {})
+    if isinstance(event.get("definition"), dict):
+        event["definition"]["line"] = 999
+    if "key" in record:
+        record["key"] = record["key"].replace(DEFINITION, "test_compare.py:999")
+    return json.dumps(record)
+
+
 def test_a_function_defined_at_another_line_is_matched_by_name_with_a_note(tmp_path):
     a, b = workers(tmp_path, [8], [8])
     lines = pathlib.Path(b).read_text().splitlines()
-    moved = [line.replace(DEFINITION, "test_compare.py:999") for line in lines]
+    moved = [moved_definition(line) for line in lines]
     pathlib.Path(b).write_text("\n".join(moved) + "\n")
     comparison = tg.compare([b], baseline=a)
     assert (comparison.new_traces, len(comparison.functions)) == ((), 1)
@@ -318,7 +342,7 @@ def test_files_of_different_schema_versions_are_compared_with_a_note(tmp_path, m
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda lines: [lines[0].replace('"version": 1', '"version": 99'), *lines[1:]],
+    (lambda lines: [re.sub(r'"version": \d+', '"version": 99', lines[0]), *lines[1:]],
      r":1: written with trace file schema version 99 .* Upgrade traceguard"),
     (lambda lines: [lines[0], lines[1][:20], *lines[2:]], r":2: not a JSON record"),
     (lambda lines: [*lines, '{"type": "layer_rn"}'], r":\d+: not a valid traceguard record"),
@@ -367,3 +391,12 @@ def test_compare_command_runs_without_tensorflow(tmp_path):
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout.startswith("traceguard compare: 2 workers of one job (worker-0, worker-1;")
+
+
+def test_files_labelled_host_pid_by_default_are_named_by_their_file(tmp_path):
+    first = run_worker(tmp_path / "run-1.jsonl", None, [8])
+    second = run_worker(tmp_path / "run-2.jsonl", None, [8, 6])
+    comparison = tg.compare([second], baseline=first)
+    assert [source.label for source in comparison.sources] == ["run-1.jsonl", "run-2.jsonl"]
+    assert str(comparison).splitlines()[0] == \
+        "traceguard compare: run-2.jsonl against the baseline run-1.jsonl"

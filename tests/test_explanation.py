@@ -8,6 +8,7 @@ from test_log import make_event
 import traceguard as tg
 from traceguard._core.events import TraceKind
 from traceguard._diagnosis import explanation as _explanation
+from traceguard._diagnosis.filler import Filler
 
 
 class FakeLayer:
@@ -24,9 +25,9 @@ def test_events_are_grouped_per_layer_and_ordered_by_start():
     outer, inner = FakeLayer("outer"), FakeLayer("inner")
     explanation = tg.Explanation("test")
     # The inner run ends, and is reported, before the outer run that started first.
-    explanation.record_event(inner, event(1, timestamp=2.0, layer="inner"))
-    explanation.record_event(outer, event(1, timestamp=1.0, layer="outer"))
-    explanation.record_eager(inner)
+    Filler(explanation).record_event(inner, event(1, timestamp=2.0, layer="inner"))
+    Filler(explanation).record_event(outer, event(1, timestamp=1.0, layer="outer"))
+    Filler(explanation).record_eager(inner)
     assert list(explanation.layers) == ["outer", "inner"]
     assert [e.layer for e in explanation.events] == ["outer", "inner"]
     assert explanation.layers["inner"].eager_calls == 1
@@ -39,7 +40,7 @@ def test_layer_keeps_its_newest_events_and_counts_dropped(monkeypatch):
     layer = FakeLayer("busy")
     explanation = tg.Explanation("test")
     for index in range(1, 6):
-        explanation.record_event(layer, event(index, timestamp=float(index)))
+        Filler(explanation).record_event(layer, event(index, timestamp=float(index)))
     runs = explanation.layers["busy"]
     assert [e.index for e in runs.events] == [3, 4, 5] and runs.dropped == 2
     assert [e.index for e in explanation.events] == [3, 4, 5]
@@ -49,17 +50,17 @@ def test_layer_keeps_its_newest_events_and_counts_dropped(monkeypatch):
 def test_snapshots_do_not_change_with_later_runs():
     layer = FakeLayer("layer")
     explanation = tg.Explanation("test")
-    explanation.record_event(layer, event(1))
+    Filler(explanation).record_event(layer, event(1))
     layers, events = explanation.layers, explanation.events
-    explanation.record_event(layer, event(2, TraceKind.RETRACE, timestamp=1.0))
+    Filler(explanation).record_event(layer, event(2, TraceKind.RETRACE, timestamp=1.0))
     assert len(layers["layer"].events) == 1 and len(events) == 1
     assert explanation.count() == 2 and explanation.count("retrace") == 1
 
 
 def test_filter_by_kind_layer_and_function():
     explanation = tg.Explanation("test")
-    explanation.record_event(FakeLayer("a"), event(1, layer="a"))
-    explanation.record_event(FakeLayer("b"), event(1, TraceKind.RETRACE, 1.0, layer="b"))
+    Filler(explanation).record_event(FakeLayer("a"), event(1, layer="a"))
+    Filler(explanation).record_event(FakeLayer("b"), event(1, TraceKind.RETRACE, 1.0, layer="b"))
     assert [e.layer for e in explanation.filter(["trace", "retrace"])] == ["a", "b"]
     assert explanation.filter(layer="b")[0].kind is TraceKind.RETRACE
     assert explanation.filter(layer="missing") == [] and explanation.filter(function="other") == []
@@ -69,7 +70,7 @@ def test_filter_by_kind_layer_and_function():
 
 def test_to_dicts_is_json():
     explanation = tg.Explanation("test")
-    explanation.record_event(FakeLayer("a"), event(1, layer="a"))
+    Filler(explanation).record_event(FakeLayer("a"), event(1, layer="a"))
     dicts = json.loads(json.dumps(explanation.to_dicts()))
     assert dicts[0]["layer"] == "a" and dicts[0]["kind"] == "trace"
 
@@ -78,7 +79,7 @@ def test_text_shows_each_hint_once_per_layer():
     layer = FakeLayer("layer")
     explanation = tg.Explanation("test")
     for index in (1, 2):
-        explanation.record_event(layer, event(index, TraceKind.SYMBOLIC, float(index), hint="Do X."))
+        Filler(explanation).record_event(layer, event(index, TraceKind.SYMBOLIC, float(index), hint="Do X."))
     text = str(explanation)
     # The second run's why and fix are the first's: printed once (#20).
     assert text.count("fix: Do X.") == 1 and text.count("why: as for 'layer' #1.") == 1

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 import pytest
+from helpers import texts
 
 import traceguard as tg
 from traceguard._compat import _function_tracing
@@ -36,8 +37,8 @@ def test_jit_retrace_inside_the_block_raises_from_the_jitted_call():
                 double(jnp.ones((4,)))  # jit-call
     error = raised.value
     assert type(error) is tg.RetraceError  # Not wrapped by JAX.
-    assert (error.function, error.kind, error.changes) == ("double", "retrace", ("x: dim 0 3 -> 4",))
-    assert error.call_site == f"{HERE}:{line_of('# jit-call')}"
+    assert (error.function, error.kind, texts(error.changes)) == ("double", "retrace", ("x: dim 0 3 -> 4",))
+    assert str(error.call_site) == f"{HERE}:{line_of('# jit-call')}"
     assert str(error).startswith("`double` retraced inside the `traceguard.no_retrace()` block.\n")
     assert "   why: The jax.jit `double` traced again because the signature changed: x: dim 0 3 -> 4.\n" \
         in str(error)
@@ -57,8 +58,8 @@ def test_fit_with_a_partial_batch_raises_from_fit_on_jax():
     error = raised.value
     assert type(error) is tg.RetraceError
     assert (error.function, error.kind) == ("train_step", "retrace")
-    assert error.changes == ("data[0]: dim 0 32 -> 6", "data[1]: dim 0 32 -> 6")
-    assert error.call_site == f"{HERE}:{line_of('# fit-call')}"
+    assert texts(error.changes) == ("data[0]: dim 0 32 -> 6", "data[1]: dim 0 32 -> 6")
+    assert str(error.call_site) == f"{HERE}:{line_of('# fit-call')}"
     assert "`fit` got 70 samples in batches of 32: the last batch of 6" in error.hint
     assert "`train_step` (the step of `fit`) retraced inside the `traceguard.no_retrace()` block." \
         in str(error)

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import keras
 import numpy as np
+from helpers import texts
 
 import traceguard as tg
 from traceguard._diagnosis.trace_file_reader import merged_explanation, read_trace_file
@@ -28,6 +29,6 @@ def test_jit_and_fit_traces_read_back_as_the_report_that_wrote_them(tmp_path):
     assert restored.events == report.events
     assert restored.functions == report.functions
     assert restored.count("retrace", layer="dense") == 1
-    assert [event.changes for runs in restored.functions.values() for event in runs.events
+    assert [texts(event.changes) for runs in restored.functions.values() for event in runs.events
             if runs.function == "<lambda>"] == [(), ("x: dim 0 1 -> 2",)]
     assert restored.summary().replace("trace file jax-worker", "watch()") == report.summary()

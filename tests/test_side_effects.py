@@ -140,7 +140,7 @@ def test_decorator_keeps_the_signature_keras_reads():
     layer = WithTraining()
     # Keras passes `training` only to a `call` whose signature names it.
     keras.Sequential([layer]).predict(tf.ones((2, 3)), verbose=0)
-    assert layer.trace_log[-1].signature["training"] == "False"
+    assert str(layer.trace_log[-1].signature["training"]) == "False"
 
 
 def helper_that_prints():

@@ -4,13 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from traceguard._core.signature import (
-    _bound_signature,
-    diff_signatures,
-    format_signature,
-    signature_of,
-    spec_of,
-)
+from traceguard._compat._specs import _bound_signature, signature_of, spec_of
+from traceguard._core.signature import diff_signatures
+from traceguard._core.specs import format_signature
 
 
 def call(self, inputs, mask=None, training=None, *rest, **options):
@@ -46,7 +42,7 @@ def test_signature_names_arguments_and_includes_training_default():
 
 def test_signature_expands_variadic_arguments():
     signature = signature_of(call, (1, 2, 3, 4, 5), {"scale": 2})
-    assert list(signature) == ["inputs", "mask", "training", "rest[0]", "rest[1]", "scale"]
+    assert list(map(str, signature)) == ["inputs", "mask", "training", "rest[0]", "rest[1]", "scale"]
 
 
 def named_call(self, inputs, mask=None, training=True, *, scale=1.0):
@@ -114,13 +110,13 @@ def test_unknown_rank_is_a_question_mark():
     ],
 )
 def test_diffs_name_the_argument_and_what_changed(old, new, changes):
-    assert diff_signatures({"x": spec_of(old)}, {"x": spec_of(new)}) == changes
+    assert [str(change) for change in diff_signatures({"x": spec_of(old)}, {"x": spec_of(new)})] == changes
 
 
 def test_added_and_removed_arguments():
     old = {"a": spec_of(1)}
     new = {"b": spec_of(2)}
-    assert diff_signatures(old, new) == ["b: added (2)", "a: removed"]
+    assert list(map(str, diff_signatures(old, new))) == ["b: added (2)", "a: removed"]
     assert diff_signatures(old, old) == []
 
 
@@ -129,4 +125,4 @@ def test_a_structure_that_contains_itself_has_a_finite_spec():
     loop.append(loop)
     assert format_signature({"x": spec_of(loop)}) == {"x": "[1, [1, [...]]]"}
     changes = diff_signatures({"x": spec_of(loop)}, {"x": spec_of([1, [1, 2]])})
-    assert changes == ["x[1]: [1, [...]] -> [1, 2]"]
+    assert list(map(str, changes)) == ["x[1]: [1, [...]] -> [1, 2]"]

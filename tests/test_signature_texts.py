@@ -10,24 +10,30 @@ from hypothesis import given
 from test_signature_properties import PROPERTY_SETTINGS, call_signatures, signature_pairs, specs
 
 from traceguard._core.changes import Aspect
-from traceguard._core.signature import diff_signatures, format_signature, format_spec
-from traceguard._diagnosis.signature_texts import diff_signature_texts, read_spec
+from traceguard._core.signature import diff_signatures
+from traceguard._core.specs import MappingSpec, SequenceSpec, ValueSpec, format_signature, format_spec
+from traceguard._diagnosis.signature_texts import read_signature, read_spec
 
 
 def without_cut_fingerprints(spec):
     """The spec as its text shows it: the fingerprint of what a long value or sequence cut is not."""
-    tag = spec[0]
-    if tag == "seq":
-        return ("seq", spec[1], tuple(map(without_cut_fingerprints, spec[2])), spec[3], None)
-    if tag == "map":
-        return ("map", tuple((key, without_cut_fingerprints(child)) for key, child in spec[1]), spec[2], None)
-    if tag == "value":
-        return ("value", spec[1], None)
+    if isinstance(spec, SequenceSpec):
+        return SequenceSpec(spec.kind, tuple(map(without_cut_fingerprints, spec.items)), spec.length)
+    if isinstance(spec, MappingSpec):
+        items = tuple((key, without_cut_fingerprints(item)) for key, item in spec.items)
+        return MappingSpec(items, spec.length)
+    if isinstance(spec, ValueSpec):
+        return ValueSpec(spec.text)
     return spec
 
 
+def diff_signature_texts(old, new):
+    """The changes between two signatures written as text, read back into specs."""
+    return diff_signatures(read_signature(old), read_signature(new))
+
+
 def fields(changes):
-    return [(change.argument, change.aspect, change.old, change.new, change.axis, str(change))
+    return [(str(change.argument), change.aspect, str(change.old), str(change.new), change.axis, str(change))
             for change in changes]
 
 
@@ -50,12 +56,12 @@ def test_changes_between_texts_are_the_changes_between_the_specs(pair):
 
 @pytest.mark.parametrize("old, new, expected", [
     ({"data": "(float32[32,8], float32[32,4])"}, {"data": "(float32[6,8], float32[6,4])"},
-     [("data[0]", Aspect.DIM, 32, 6, 0, "data[0]: dim 0 32 -> 6"),
-      ("data[1]", Aspect.DIM, 32, 6, 0, "data[1]: dim 0 32 -> 6")]),
+     [("data[0]", Aspect.DIM, "32", "6", 0, "data[0]: dim 0 32 -> 6"),
+      ("data[1]", Aspect.DIM, "32", "6", 0, "data[1]: dim 0 32 -> 6")]),
     ({"x": "float32[8,3]", "training": "True"}, {"x": "float32[8]", "training": "False", "y": "int32[2]"},
-     [("x", Aspect.RANK, 2, 1, None, "x: rank 2 -> 1 (float32[8,3] -> float32[8])"),
+     [("x", Aspect.RANK, "float32[8,3]", "float32[8]", None, "x: rank 2 -> 1 (float32[8,3] -> float32[8])"),
       ("training", Aspect.VALUE, "True", "False", None, "training: True -> False"),
-      ("y", Aspect.ADDED, None, "int32[2]", None, "y: added (int32[2])")]),
+      ("y", Aspect.ADDED, "None", "int32[2]", None, "y: added (int32[2])")]),
     ({"features": "{'ids': int32[4], 'mask': bool[4]}"}, {"features": "{'ids': int64[4], 'mask': bool[4]}"},
      [("features['ids']", Aspect.DTYPE, "int32", "int64", None, "features['ids']: dtype int32 -> int64")]),
     # A repr cut short inside its quotes, in a list: the item, not the whole argument, differs.

@@ -69,12 +69,12 @@ def test_threads_calling_one_tf_function_log_each_trace_exactly_once():
     by_kind = collections.Counter(event.kind.value for event in graph_traces)
     assert by_kind == {"trace": 1, "variable_retrace": 1, "retrace": THREADS - 1}
     first = next(event for event in log if event.kind is tg.TraceKind.TRACE)
-    signatures = collections.Counter(event.signature["inputs"] for event in graph_traces)
+    signatures = collections.Counter(str(event.signature["inputs"]) for event in graph_traces)
     assert signatures == {f"float32[{i + 1},3]": 1 for i in range(THREADS)} | {
-        first.signature["inputs"]: 2}
+        str(first.signature["inputs"]): 2}
     # Every event names the thread that ran it, and its signature is that thread's batch size.
     for event in graph_traces:
-        assert event.signature["inputs"] == f"float32[{int(event.thread.split('-')[1]) + 1},3]"
+        assert str(event.signature["inputs"]) == f"float32[{int(event.thread.split('-')[1]) + 1},3]"
     for i, output in outputs.items():
         np.testing.assert_allclose(output, layer(tf.ones((i + 1, 3))), rtol=1e-6)
 

@@ -104,12 +104,13 @@ def test_watch_trace_file_reads_back_as_the_report_it_wrote(tmp_path):
         step(tf.ones((3,)))
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     header = lines[0]
-    assert (header["type"], header["schema"], header["version"]) == ("header", "traceguard.trace-file", 1)
+    assert (header["type"], header["schema"], header["version"]) == ("header", "traceguard.trace-file", 2)
     assert (header["label"], header["pid"], header["backend"]) == ("worker-0", os.getpid(), "tensorflow")
     assert header["versions"]["tensorflow"] == tf.__version__ and header["traceguard"] == tg.__version__
     assert lines[-1]["type"] == "end"
     assert sum(line["type"] == "layer_run" for line in lines) == len(report.events)
-    assert sum(line["type"] == "function_trace" for line in lines) == \
+    # Each trace as it ends, and again with its costs when its call returns.
+    assert len({line["event"]["serial"] for line in lines if line["type"] == "function_trace"}) == \
         sum(len(runs.events) for runs in report.functions.values())
 
     trace_file = read_trace_file(str(path))
@@ -330,7 +331,8 @@ def test_trace_file_of_a_process_killed_halfway_renders_what_it_holds(tmp_path):
                                stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 240
-        while not (path.exists() and path.read_text().count('"type": "function_trace"') >= 12):
+        while not (path.exists() and len(set(re.findall(r'"type": "function_trace".*?"serial": (\d+)',
+                                                        path.read_text()))) >= 12):
             assert process.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
     finally:
@@ -354,3 +356,44 @@ def test_bytes_that_are_not_utf8_are_an_error_naming_the_line(tmp_path):
     line = len(path.read_bytes().splitlines())
     with pytest.raises(TraceFileError, match=rf"^{path}:{line}: not a JSON record"):
         read_trace_file(str(path))
+
+
+HANGING_SCRIPT = textwrap.dedent("""
+    import sys
+    import time
+    import tensorflow as tf
+    import traceguard
+
+    @tf.function
+    def step(x):
+        # A call that never returns once its graph runs, as a collective waiting for a worker that
+        # traced differently: the trace is done, the call is not.
+        tf.py_function(lambda: time.sleep(3600) or 0.0, [], tf.float32)
+        return x * 2
+
+    with traceguard.watch(trace_file=sys.argv[1], trace_file_label="hung"):
+        step(tf.ones((2,)))
+""")
+
+
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_a_trace_whose_call_never_returns_is_in_the_file_of_the_killed_process(tmp_path):
+    script, path = tmp_path / "hang.py", tmp_path / "hung.jsonl"
+    script.write_text(HANGING_SCRIPT)
+    process = subprocess.Popen([sys.executable, str(script), str(path)], env=ENV, cwd=ROOT,
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (path.exists() and '"type": "function_trace"' in path.read_text()):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(1)  # The call is running its graph: it would have returned by now.
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    traced = read_trace_file(str(path))
+    assert not traced.complete
+    [(runs, )] = [(runs,) for runs in traced.functions.values()]
+    assert [(event.kind.value, dict(event.signature)) for event in runs.events] == \
+        [("trace", {"x": "float32[2]"})]

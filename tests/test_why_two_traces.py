@@ -11,6 +11,8 @@ import pytest
 import tensorflow as tf
 from conftest import kinds
 
+from traceguard._core.specs import format_signature
+
 
 # --- The short answer ------------------------------------------------------------------
 def test_seed_runs_the_body_three_times_on_keras_3_and_twice_on_keras_2(keras_flavor, seed_input):
@@ -165,7 +167,7 @@ def test_keras2_saved_model_traces_call_at_save_time(keras_flavor, tmp_path, tak
         {"seed_layer_call_and_return_conditional_losses": layer_traces,
          f"{model.name}_layer_call_and_return_conditional_losses": model_traces})
     if takes_training:
-        trainings = collections.Counter(e.signature["training"] for e in layer.trace_log)
+        trainings = collections.Counter(str(e.signature["training"]) for e in layer.trace_log)
         assert trainings == {"False": 1 + (layer_traces + model_traces) // 2,
                              "True": (layer_traces + model_traces) // 2}
 
@@ -246,7 +248,7 @@ def test_input_signature_with_a_none_batch_traces_every_batch_size_once(keras_fl
     for batch in (60, 32, 7):
         graph_layer(seed_input[:batch])
     assert kinds(layer) == ["trace"]
-    assert layer.trace_log[0].signature == {"inputs": "float32[None,28,28]"}
+    assert format_signature(layer.trace_log[0].signature) == {"inputs": "float32[None,28,28]"}
 
 
 def test_without_input_signature_each_batch_size_is_a_retrace(keras_flavor, seed_input):

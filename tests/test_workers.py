@@ -159,3 +159,17 @@ def test_a_header_whose_worker_is_malformed_is_an_error_naming_line_1(tmp_path):
     with pytest.raises(TraceFileError, match=rf"^{tmp_path / 'w.jsonl'}:1: the header's `worker` is not a "
                                              r"worker: .* Received: \{'source': 'slurm', 'index': '1'\}"):
         read_trace_file(str(tmp_path / "w.jsonl"))
+
+
+def test_a_second_writer_of_the_same_file_writes_nothing_and_says_so(tmp_path, caplog):
+    # `traceguard run --trace-file 'traces-{worker}.jsonl'` over a script with its own
+    # `watch(trace_file="traces-{worker}.jsonl")`: two writers of one file would interleave lines.
+    path = tmp_path / "traces.jsonl"
+    with tg.watch(trace_file=path), tg.watch(trace_file=path):
+        trace_once()
+    assert f"the trace file {str(path)!r} is being written by another watch()" in caplog.text
+    trace_file = read_trace_file(str(path))
+    assert trace_file.complete and len(trace_file.functions) == 1
+    with tg.watch(trace_file=path):  # Closed: free again.
+        trace_once()
+    assert read_trace_file(str(path)).complete

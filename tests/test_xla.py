@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 from conftest import keras, kinds
 from conftest import output_lines as lines
+from helpers import texts
 
 import traceguard as tg
 from traceguard import _compat
@@ -129,4 +130,4 @@ def test_jit_compiled_tf_function_records_the_same_kinds_as_without_xla():
         ["symbolic"] * _compat.IS_KERAS_3 + ["trace", "variable_retrace"])  # Keras 2: no symbolic pass.
     xla_step(tf.ones((5, 4)))
     assert kinds(xla_layer)[-1] == "retrace"
-    assert xla_layer.trace_log[-1].changes == ("inputs: dim 0 3 -> 5",)
+    assert texts(xla_layer.trace_log[-1].changes) == ("inputs: dim 0 3 -> 5",)

@@ -19,6 +19,7 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.filler import Filler
 from traceguard._diagnosis.no_retrace import ALLOW_FIRST_TRACES, ON_RETRACE, RetraceGuard
 from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import add_observer, remove_observer
@@ -41,6 +42,8 @@ class _Observer:
     def __init__(self, monitor: TraceMonitorMixin) -> None:
         self._monitor = weakref.ref(monitor)
 
+    retracing_note = staticmethod(Filler.retracing_note)
+
     def record_event(self, layer: Any, event: TraceEvent) -> None:
         monitor = self._monitor()
         if monitor is None:
@@ -52,20 +55,20 @@ class _Observer:
     def record_eager(self, layer: Any) -> None:
         monitor = self._monitor()
         if monitor is not None:
-            monitor.report.record_eager(layer)
+            monitor._filler.record_eager(layer)
 
     def record_function(self, record: Any) -> None:
         monitor = self._monitor()
         if monitor is None:
             remove_observer(self)
         else:
-            monitor.report.record_function(record)
+            monitor._filler.record_function(record)
             monitor._guard.record_function(record)
 
     def record_function_cost(self, record: Any) -> None:
         monitor = self._monitor()
         if monitor is not None:
-            monitor.report.record_function_cost(record)
+            monitor._filler.record_function_cost(record)
 
 
 class TraceMonitorMixin:
@@ -96,6 +99,7 @@ class TraceMonitorMixin:
         self._trace_file_label = trace_file_label
         self._tensorboard = None if log_dir is None else TensorBoardWriter(_checked_log_dir(log_dir))
         self.report = Explanation("TraceMonitor")
+        self._filler = Filler(self.report)
         self._observer = _Observer(self)
         self._lock = threading.Lock()
         self._active: list[str] = []  # Calls in progress, outermost first: ["fit", "evaluate"].
@@ -105,7 +109,7 @@ class TraceMonitorMixin:
 
     # --- from the recorder, through `_Observer` ---
     def _on_event(self, layer: Any, event: TraceEvent) -> None:
-        name = self.report.record_event(layer, event)
+        name = self._filler.record_event(layer, event)
         where = self._where() if event.kind is TraceKind.RETRACE else ""
         if self._tensorboard is not None:
             self._tensorboard.record(name, event, where)

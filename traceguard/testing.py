@@ -18,6 +18,7 @@ from traceguard import _compat
 from traceguard._core.events import TraceEvent
 from traceguard._core.guards import BUDGET_KINDS
 from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.filler import Filler
 from traceguard._diagnosis.no_retrace import ON_RETRACE, check_on_retrace
 from traceguard._record.layer import TraceAwareMixin
 from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
@@ -122,7 +123,7 @@ def _runs_of_function(name: str | None) -> Iterator[list[TraceEvent]]:
     collected: list[TraceEvent] = []
     report = Explanation("assert_max_traces")
     try:
-        with observing(report):
+        with observing(Filler(report)):
             yield collected
     finally:
         collected.extend(event for event in report.events
@@ -140,6 +141,7 @@ class _TestTraces:
 
     def __init__(self) -> None:
         self.report = Explanation("max_traces")
+        self._filler = Filler(self.report)
         # Per trace-aware layer's state: (the state, its count then, the layer's name in the report).
         self._layers: dict[int, tuple[LayerTraceState, int, str]] = {}
 
@@ -149,16 +151,16 @@ class _TestTraces:
             self._layers[id(state)] = (state, state.graph_traces, name)
 
     def record_run(self, layer: Any, run: Any) -> None:
-        self._see(layer, self.report.record_run(layer, run))
+        self._see(layer, self._filler.record_run(layer, run))
 
     def record_event(self, layer: Any, event: TraceEvent) -> None:
-        self._see(layer, self.report.record_event(layer, event))
+        self._see(layer, self._filler.record_event(layer, event))
 
     def record_eager(self, layer: Any) -> None:
-        self.report.record_eager(layer)
+        self._filler.record_eager(layer)
 
     def record_function(self, record: Any) -> None:
-        self.report.record_function(record)
+        self._filler.record_function(record)
 
     def over_budget(self, n: int) -> list[str]:
         """The failure of each layer and function object that traced more than `n` times."""

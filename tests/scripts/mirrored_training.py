@@ -27,7 +27,8 @@ class TracedDense(tg.TraceAwareMixin, keras.layers.Dense):
 
 def describe(layer):
     return [{"kind": e.kind.value, "function": e.function, "replica": e.replica,
-             "signature": e.signature, "changes": list(e.changes), "error": e.error}
+             "signature": {k: str(v) for k, v in e.signature.items()},
+             "changes": [str(c) for c in e.changes], "error": e.error}
             for e in layer.trace_log]
 
 

@@ -13,7 +13,6 @@ The modules, in the order they are imported:
 - `_flavors`: the Kerases recorded (Keras 3, tf_keras, TF 2.12-2.15's Keras 2), their
   state, and the questions about layer classes and variables that any of them answers.
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
-- `_keras_names`: names Keras gives things (its step functions, tensor classes).
 - `_keras_calls`: which Keras method (`fit`, `predict`, ...) a trace runs under.
 - `_function_tracing`: every trace of a whole function (`tf.function`, `jax.jit`), told to
   listeners while any listens (`_tf_traces`, `_jax_traces` hook the backend).
@@ -21,6 +20,10 @@ The modules, in the order they are imported:
 - One backend module, whose `__all__` is that interface:
   `_tensorflow` (with `_tf_context`, `_tf_function` and `_autograph`), or `_jax`,
   which never imports TensorFlow.
+- `_specs`: the `_core.specs` values of live arguments (`spec_of`, `signature_of`).
+
+The pure Keras vocabulary (step names, Keras methods, variable owners) is `_core.keras_names`:
+this package reads live objects, and gives `_core` values back.
 
 Callers use the names below as `_compat.<name>`: replace one there (a test's
 `monkeypatch.setattr(_compat, ...)`) to change what callers get. A module's own
@@ -64,12 +67,7 @@ from traceguard._compat._function_tracing import (
 from traceguard._compat._function_tracing import add_listener as add_trace_listener
 from traceguard._compat._function_tracing import remove_listener as remove_trace_listener
 from traceguard._compat._interface import BACKEND_NAMES
-from traceguard._compat._keras_calls import KERAS_METHODS, KerasCall
-from traceguard._compat._keras_names import (
-    DENSE_TENSOR_TYPES,
-    KERAS_STEP_FUNCTIONS,
-    is_keras_step_function,
-)
+from traceguard._core.keras_names import KERAS_METHODS, KerasCall
 
 # The backend's answers, the names of `_interface.Backend` (each backend's `__all__`).
 if TYPE_CHECKING:
@@ -115,6 +113,13 @@ elif IS_JAX:
 else:
     from traceguard._compat._tensorflow import *  # noqa: F403
 
+from traceguard._compat._specs import signature_of, spec_of  # noqa: E402 (after the backend)
+from traceguard._core.keras_names import (  # noqa: E402
+    DENSE_TENSOR_TYPES,
+    KERAS_STEP_FUNCTIONS,
+    is_keras_step_function,
+)
+
 # The Keras `traceguard.TraceAwareLayer` follows.
 KERAS_FLAVOR = DEFAULT_FLAVOR.name  # noqa: F405
 IS_KERAS_3 = DEFAULT_FLAVOR.is_keras_3  # noqa: F405
@@ -137,6 +142,7 @@ __all__ = [
     "keras_call", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
     "mark_keras_default_method", "parse_version", "present_signature", "print_at_each_execution",
     "remove_trace_listener", "retracing_warning_notes", "run_unconverted", "scratch_graph_outer",
+    "signature_of", "spec_of",
     "start_creation_watch", "stop_creation_watch", "stops_trace", "symbolic_pass", "tensor_spec_reader",
     "tracing_of_graph",
     "user_stacklevel",

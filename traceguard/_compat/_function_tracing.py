@@ -39,7 +39,9 @@ from typing import Any
 from traceguard._compat import _function_calls
 from traceguard._compat._backend import IS_JAX
 from traceguard._compat._frames import _LIBRARY_DIRS
-from traceguard._compat._keras_calls import KerasCall, keras_call
+from traceguard._compat._keras_calls import keras_call
+from traceguard._core.keras_names import KerasCall
+from traceguard._core.specs import ArgumentPath
 
 Listener = Callable[["FunctionTracing"], None]
 # Where a trace's function came from: `tf.function` (a user's, or Keras's own
@@ -84,6 +86,13 @@ class FunctionTracing:
     # The serial of an earlier trace of the same function object (and phase) that
     # built the same graph: a retrace that changed nothing (see `_graph_fingerprint`).
     same_graph_as: int | None = None
+    # The call's cache key as the backend compares it (`_tf_trace_types`, `_jax_keys`): specs by
+    # argument name; None when the hook could not read it (the records read `arguments` then).
+    signature: dict[Any, Any] | None = None
+    # With `relaxed`: the key TensorFlow traced instead (a dimension made None), as specs.
+    relaxed_signature: dict[Any, Any] | None = None
+    # "dataset" when the user's calling frame holds a `tf.data` dataset or iterator, else None.
+    data: str | None = None
     # Not a trace: XLA compiled the function's concrete function for new input shapes.
     compilation: bool = False
     # The graph runs XLA: `jit_compile=True`, or it calls a function that has it (TensorFlow).
@@ -173,7 +182,8 @@ def _signature(function: Any) -> tuple[inspect.Signature, tuple[str, ...] | None
 def bind_arguments(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
     """A call's arguments by `function`'s parameter names (a bound method's `self` excluded).
 
-    Variadic positionals become `name[i]`, variadic keywords their own names;
+    Variadic positionals are keyed by their `ArgumentPath` (`str()`: `name[i]`),
+    variadic keywords by their own names;
     `arg0`, `arg1`, ... when the call does not bind.
     """
     args, kwargs = tuple(args or ()), dict(kwargs or {})
@@ -190,11 +200,11 @@ def bind_arguments(function: Any, args: Any, kwargs: Any) -> dict[str, Any]:
         named = {f"arg{i}": value for i, value in enumerate(args)}
         named.update(kwargs)
         return named
-    result: dict[str, Any] = {}
+    result: dict[Any, Any] = {}
     for name, value in bound.arguments.items():
         kind = bound.signature.parameters[name].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
-            result.update((f"{name}[{i}]", item) for i, item in enumerate(value))
+            result.update((ArgumentPath(name, (i,)), item) for i, item in enumerate(value))
         elif kind is inspect.Parameter.VAR_KEYWORD:
             result.update(value)
         else:
@@ -360,6 +370,20 @@ def end(tracing: FunctionTracing, graph: Any = None) -> None:
         raise verdict
 
 
+def discard(tracing: FunctionTracing, graph: Any = None) -> None:
+    """A call the hook saw did not trace after all (the backend's inner cache had it): it is
+    dropped from this thread's traces in progress, and no listener hears of it."""
+    stack = getattr(_local, "stack", None) or []
+    if tracing in stack:
+        stack.remove(tracing)
+    if graph is not None:
+        _running_by_graph.pop(id(graph), None)
+    call = tracing.call
+    if call is not None and tracing in call.tracings:  # Its call's costs go to no trace.
+        call.tracings.remove(tracing)
+    tracing.call = None
+    tracing.arguments = None
+    tracing.python_function = None
 def complete(tracing: FunctionTracing) -> None:
     """The call that made `tracing` returned: hands it, its phases final, to the completion
     listeners. Once per tracing; a listener's failure is logged."""

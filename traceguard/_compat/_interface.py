@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from traceguard._compat._flavors import KerasFlavor
 from traceguard._compat._frames import TfFunctionFrame
-from traceguard._compat._keras_calls import KerasCall
+from traceguard._core.keras_names import KerasCall
 
 
 class Backend(Protocol):

@@ -1,25 +1,38 @@
 """The hook that sees every `jax.jit` trace (a tracing-cache miss).
 
-`jax.jit` looks its tracing cache up in `pjit._infer_params` on every call that
-leaves the C++ fast path, and on a miss calls `pjit._trace_for_jit(fun, ji,
-ctx_mesh, dbg, avals, args, kwargs)`, which traces `fun` to a jaxpr for the call's
-`args` and `kwargs` (jax/_src/pjit.py; measured with jax 0.10.2 and Keras 3.15.1).
-`jax.jit(...).lower()`, `.trace()` and `.eval_shape()` reach it the same way. The
-hook replaces that function while `_function_tracing` has listeners and puts the
-original back afterwards. JAX has no graph object and no variable-creation trace:
-`graph` and `phase` stay None, and layer runs link to a trace by thread
-(`_function_tracing.innermost_tracing()`). Never imports TensorFlow.
+`jax.jit` looks its caches up in `pjit._infer_params` on every call that leaves the
+C++ fast path, and on a miss of the first calls `pjit._trace_for_jit(fun, ji,
+ctx_mesh, dbg, avals, args, kwargs)`. That calls `partial_eval.trace_to_jaxpr`,
+whose own cache (the one `jax_explain_cache_misses` explains) is keyed by the
+function, the arguments' pytree and abstract values and the static arguments: only
+when that misses does the Python body run (jax/_src/pjit.py, interpreters/
+partial_eval.py; measured with jax 0.10.2 and Keras 3.15.1). A Python int and the
+weakly typed int32 a step returns share one entry, so a call can miss the first
+cache and hit the second: no trace. `trace_to_jaxpr`'s body announces each run
+with `util.test_event("trace_to_jaxpr")`; the hook listens to it, and a call whose
+body did not run is dropped (`_function_tracing.discard`), never recorded.
+
+`jax.jit(...).lower()`, `.trace()` and `.eval_shape()` reach the hook the same way.
+It replaces `_trace_for_jit` (and sets the test-event listener, after any other)
+while `_function_tracing` has listeners, and puts both back afterwards. JAX has no
+graph object and no variable-creation trace: `graph` and `phase` stay None, and
+layer runs link to a trace by thread (`_function_tracing.innermost_tracing()`).
+The call's cache key is read as JAX compares it (`_jax_keys`). Never imports
+TensorFlow.
 """
 
 from __future__ import annotations
 
 import inspect
 import sys
+import threading
 from typing import Any
 
 from jax._src import pjit as _pjit
+from jax._src import util as _util
+from jax._src.interpreters import partial_eval as _partial_eval
 
-from traceguard._compat import _function_tracing, _graph_fingerprint, _jax_calls
+from traceguard._compat import _function_tracing, _graph_fingerprint, _jax_calls, _jax_keys
 from traceguard._compat._flavors import internal_missing
 
 _PARAMETERS = ("fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs")
@@ -31,19 +44,50 @@ except (TypeError, ValueError):
 if _found != _PARAMETERS or "_trace_for_jit" not in _pjit._infer_params.__code__.co_names:
     raise internal_missing(f"jax._src.pjit._trace_for_jit{_PARAMETERS}, called by _infer_params "
                            f"(found {_found})")
+# `trace_to_jaxpr`'s body calls `test_event("trace_to_jaxpr")`, which calls `util.test_event_listener`
+# when one is set (jax/_src/util.py); `_trace_for_jit` reaches it through `partial_eval`.
+if "test_event_listener" not in _util.__dict__ or _partial_eval.__dict__.get("test_event") is not \
+        _util.__dict__.get("test_event") or "trace_to_jaxpr" not in _partial_eval.__dict__ \
+        or "trace_to_jaxpr" not in _ORIGINAL.__code__.co_names:
+    raise internal_missing("jax._src.util.test_event_listener, announced by partial_eval.trace_to_jaxpr")
+_PI_INFO_FIELDS = ("fun_signature", "static_argnums", "static_argnames")
+if not set(_PI_INFO_FIELDS) <= set(getattr(_pjit.PjitInfo, "_fields", ())):
+    raise internal_missing(f"jax._src.pjit.PjitInfo{_PI_INFO_FIELDS}")
+
+# This thread's `_trace_for_jit` calls in progress, innermost last: [tracing, body ran?].
+_local = threading.local()
+_previous_listener: Any = None
 
 
 def install() -> None:
     """Patches the hook in (idempotent), and the call-level hooks (`_jax_calls`)."""
+    global _previous_listener
     _pjit._trace_for_jit = _hooked
     _jax_calls.install()
+    if _util.test_event_listener is not _on_test_event:
+        _previous_listener = _util.test_event_listener
+        _util.test_event_listener = _on_test_event
 
 
 def uninstall() -> None:
-    """Puts JAX's own functions back, the very objects that were there."""
+    """Puts JAX's own functions back, the very objects that were there, and the listener there was."""
+    global _previous_listener
     _pjit._trace_for_jit = _ORIGINAL
     _jax_calls.uninstall()
+    if _util.test_event_listener is _on_test_event:
+        _util.test_event_listener = _previous_listener
+    _previous_listener = None
     _graph_fingerprint.forget()
+
+
+def _on_test_event(name: str, *args: Any) -> None:
+    previous = _previous_listener
+    if previous is not None:
+        previous(name, *args)
+    if name == "trace_to_jaxpr":
+        calls = getattr(_local, "calls", None)
+        if calls:  # The innermost `_trace_for_jit` of this thread: its body runs.
+            calls[-1][1] = True
 
 
 def is_installed() -> bool:
@@ -52,12 +96,25 @@ def is_installed() -> bool:
 
 def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:
     tracing = _begin(fun, args, kwargs)
+    calls = _local.__dict__.setdefault("calls", [])
+    call = [tracing, False]
+    calls.append(call)
     try:
         result = _ORIGINAL(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
     except BaseException:
+        calls.pop()
+        if not call[1]:  # Failed before the body ran: no trace.
+            _function_tracing.discard(tracing)
+            raise
         tracing.raised = True
+        _read_key(tracing, ji, args, kwargs)
         _function_tracing.end(tracing)
         raise
+    calls.pop()
+    if not call[1]:  # `trace_to_jaxpr`'s cache had it: the body did not run.
+        _function_tracing.discard(tracing)
+        return result
+    _read_key(tracing, ji, args, kwargs)
     # `_trace_for_jit` returns a `PjitParams` whose `params["jaxpr"]` is the traced ClosedJaxpr.
     params = getattr(result, "params", None)
     jaxpr = params.get("jaxpr") if isinstance(params, dict) else None
@@ -66,6 +123,14 @@ def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, k
             tracing.function, None, tracing.serial, jaxpr, jaxpr_fingerprint)
     _function_tracing.end(tracing)
     return result
+
+
+def _read_key(tracing: _function_tracing.FunctionTracing, ji: Any, args: Any, kwargs: Any) -> None:
+    try:
+        tracing.signature = _jax_keys.jit_signature(ji.fun_signature, tuple(args), dict(kwargs or {}),
+                                                    tuple(ji.static_argnums), tuple(ji.static_argnames))
+    except Exception:  # Read by value, as the records do without it.
+        tracing.signature = None
 
 
 def jaxpr_fingerprint(closed_jaxpr: Any) -> int | None:

@@ -11,31 +11,12 @@ trace. The methods and their `x` and `batch_size` parameters are the same in Ker
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import os
 import sys
 from typing import Any
 
-KERAS_METHODS = ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch")
-
-
-@dataclasses.dataclass(frozen=True)
-class KerasCall:
-    """The Keras method whose step is being traced, and the data it was given.
-
-    Attributes:
-        method: One of `KERAS_METHODS`.
-        data: `"dataset"` (a `tf.data.Dataset`), `"arrays"` (NumPy arrays or tensors),
-            `"other"` (a generator, a `PyDataset`, ...), or None when unknown.
-        samples: The number of samples in `x` for arrays, else None.
-        batch_size: The `batch_size` argument, else None.
-    """
-
-    method: str
-    data: str | None = None
-    samples: int | None = None
-    batch_size: int | None = None
+from traceguard._core.keras_names import KERAS_METHODS, KerasCall
 
 
 def _package_dir(name: str) -> str | None:
@@ -61,7 +42,7 @@ def keras_call(start: Any = None) -> KerasCall | None:
             data, samples = _describe_data(local.get("x"))
             batch_size = local.get("batch_size")
             return KerasCall(code.co_name, data, samples,
-                             batch_size if type(batch_size) is int else None)
+                             batch_size if type(batch_size) is int else None, id(local["self"]))
         frame = frame.f_back
     return None
 

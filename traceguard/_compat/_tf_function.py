@@ -20,8 +20,8 @@ from tensorflow.python.saved_model import save_context as _save_context
 from traceguard._compat import _flavors, _keras_calls
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat._frames import TfFunctionFrame
-from traceguard._compat._keras_calls import KerasCall
 from traceguard._compat._tf_context import current_graph_name, default_graph, in_symbolic_build
+from traceguard._core.keras_names import KerasCall
 
 
 # --- tf.function's trace phases --------------------------------------------------

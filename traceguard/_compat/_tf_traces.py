@@ -32,7 +32,15 @@ from tensorflow.python.eager.polymorphic_function import polymorphic_function as
 from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
 from tensorflow.python.saved_model import save_context as _save_context
 
-from traceguard._compat import _flavors, _function_tracing, _graph_fingerprint, _tf_calls, _tf_function
+from traceguard._compat import (
+    _flavors,
+    _function_tracing,
+    _graph_fingerprint,
+    _tf_calls,
+    _tf_data_elements,
+    _tf_function,
+    _tf_trace_types,
+)
 from traceguard._compat._flavors import internal_missing
 
 try:  # TF 2.14+.
@@ -159,15 +167,18 @@ def control_flow_path(graph: Any) -> tuple[str, ...]:
 
 # --- the hook ---------------------------------------------------------------------------
 def install() -> None:
-    """Patches the hook in (idempotent), and the call-level hook (`_tf_calls`)."""
+    """Patches the hook in (idempotent), the call-level hook (`_tf_calls`), and the note of what
+    `tf.data` iterators hand out (`_tf_data_elements`)."""
     setattr(_OWNER, _HOOKED, _hooked if _compilation is not None else _hooked_method)
     _tf_calls.install()
+    _tf_data_elements.install()
 
 
 def uninstall() -> None:
     """Puts TensorFlow's own functions back, the very objects that were there."""
     setattr(_OWNER, _HOOKED, _ORIGINAL)
     _tf_calls.uninstall()
+    _tf_data_elements.uninstall()
     _graph_fingerprint.forget()
 
 
@@ -185,7 +196,9 @@ def _hooked(function_type: Any, type_context: Any, func_graph: Any, tracing_opti
                      _SCOPE_PHASES.get(tracing_options.scope_type))
     if tracing is None:
         return _ORIGINAL(function_type, type_context, func_graph, tracing_options)
-    tracing.relaxed = given.get("lookup_func_type", function_type) is not function_type
+    lookup = given.get("lookup_func_type")
+    tracing.relaxed = lookup is not None and lookup is not function_type
+    _read_key(tracing, lookup, function_type if tracing.relaxed else None)
     return _run(tracing, func_graph, _ORIGINAL, function_type, type_context, func_graph,
                 tracing_options)
 
@@ -210,9 +223,25 @@ def _hooked_method(self: Any, args: Any, kwargs: Any, func_graph: Any) -> Any:
             tracing.phase = "variable_creation" \
                 if self is getattr(function, "_variable_creation_fn", None) else "no_variable_creation"
     caller_locals = caller.f_locals
-    tracing.relaxed = caller_locals.get("lookup_func_type") is not caller_locals.get(
-        "target_func_type", caller_locals.get("lookup_func_type"))
+    lookup = caller_locals.get("lookup_func_type")
+    target = caller_locals.get("target_func_type", lookup)
+    tracing.relaxed = lookup is not target
+    _read_key(tracing, lookup, target if tracing.relaxed else None)
     return _run(tracing, func_graph, _ORIGINAL, self, args, kwargs, func_graph)
+
+
+def _read_key(tracing: _function_tracing.FunctionTracing, lookup: Any, relaxed: Any) -> None:
+    """The call's cache key as TensorFlow compared it (`lookup_func_type`), and, when it relaxed
+    the signature, the key it traced; a `tf.data` function keeps its elements' specs."""
+    if tracing.origin != "tf.function" or lookup is None:
+        return
+    python_function = tracing.python_function
+    try:
+        tracing.signature = _tf_trace_types.function_type_signature(lookup, python_function)
+        if relaxed is not None:
+            tracing.relaxed_signature = _tf_trace_types.function_type_signature(relaxed, python_function)
+    except Exception:  # The arguments' values are read instead (`_record.functions`).
+        tracing.signature = tracing.relaxed_signature = None
 
 
 def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: Callable[..., Any],
@@ -295,10 +324,19 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
     # `_tf_function.in_save_context`), seen between here and the user's frame.
     tracing.saving = exporting or _save_context.in_save_context()
     if frame is not None:
-        tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
-        tracing.caller = frame.f_code.co_name
-        tracing.entry = entry  # The library function the user's frame called.
+        _note_caller(tracing, frame, entry, given)
     return tracing
+
+
+def _note_caller(tracing: _function_tracing.FunctionTracing, frame: Any, entry: str | None,
+                 given: dict[str, Any]) -> None:
+    """Where the user's code made the trace, and whether a `tf.data` pipeline fed it."""
+    tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
+    tracing.caller = frame.f_code.co_name
+    tracing.entry = entry  # The library function the user's frame called.
+    # Fed by a `tf.data` pipeline: an argument is a tensor its iterator just handed out.
+    if _tf_data_elements.came_from_dataset((given.get("args"), given.get("kwargs"))):
+        tracing.data = "dataset"
 
 
 def _unwrap(function: Any) -> Any:

@@ -1,15 +1,18 @@
 """One difference between two signatures, as a value code can branch on.
 
-A `Change` names the argument, the aspect that differs (a dimension, the dtype,
-a Python value, ...) and the old and new values. It is a `str` whose text is what
-reports show (`"inputs: dim 0 60 -> 32"`), so `TraceEvent.changes` reads as the
-strings it always held while hints are chosen from the fields, never from the text.
+A `Change` names the argument (an `ArgumentPath`), the aspect that differs (a
+dimension, the dtype, a Python value, ...) and the old and new values: a dimension,
+a dtype name, a rank, or the specs themselves. `str(change)` is what reports show
+(`"inputs: dim 0 60 -> 32"`); hints are chosen from the fields, never from the text.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from typing import Any
+
+from traceguard._core.specs import MAX_ITEMS, ArgumentPath
 
 
 class Aspect(str, enum.Enum):
@@ -18,7 +21,9 @@ class Aspect(str, enum.Enum):
     DIM = "dim"  # One dimension of a tensor; `axis` says which.
     RANK = "rank"  # A tensor's number of dimensions.
     DTYPE = "dtype"
-    VALUE = "value"  # A Python value (int, float, str, None, ...).
+    WEAK_TYPE = "weak_type"  # JAX: weakly typed (a Python scalar's type) or not, same dtype.
+    VALUE = "value"  # A Python value compared by value (int, float, str, None, a static argument).
+    IDENTITY = "identity"  # An object compared by identity: another object, however alike.
     STRUCTURE = "structure"  # Nesting, length, tensor-or-value, or a tensor type.
     ITEMS_PAST_CUT = "items_past_cut"  # Items past those a spec keeps.
     ADDED = "added"  # An argument given only now.
@@ -29,49 +34,70 @@ class Aspect(str, enum.Enum):
         return self.value
 
 
-class Change(str):
+@dataclasses.dataclass(frozen=True)
+class Change:
     """One difference; `str(change)` is its report text.
 
     Attributes:
-        argument: The argument as named in the signature, with an index or key
-            for a nested value (`"inputs[0]"`, `"features['ids']"`).
+        argument: Where the difference is, an `ArgumentPath` (`str()` reads
+            `"inputs"`, `"inputs[0]"`, `"features['ids']"`).
         aspect: The `Aspect` that differs.
-        old: The value before: a dimension, dtype name, rank, or spec text.
+        old: The value before: a dimension or a dtype name; for a rank, a
+            Python value, a structure, an added or removed argument, the spec.
         new: The value now, of the same sort as `old`.
         axis: The dimension's axis for `Aspect.DIM`, else None.
     """
 
-    argument: str
+    argument: ArgumentPath
     aspect: Aspect
-    old: Any
-    new: Any
-    axis: int | None
-
-    def __new__(cls, argument: str, aspect: Aspect, old: Any = None, new: Any = None,
-                axis: int | None = None, text: str | None = None) -> Change:
-        self = super().__new__(cls, text if text is not None else _text(argument, aspect, old, new, axis))
-        self.argument, self.aspect, self.old, self.new, self.axis = argument, aspect, old, new, axis
-        return self
+    old: Any = None
+    new: Any = None
+    axis: int | None = None
 
     @property
     def parameter(self) -> str:
-        """The top-level argument name, without an index or key (`"inputs"` for `"inputs[0]"`)."""
-        return self.argument.split("[", 1)[0]
+        """The argument's name in the signature, without an index or key into it."""
+        return self.argument.parameter
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Change, (self.argument, self.aspect, self.old, self.new, self.axis, str(self)))
+    def __str__(self) -> str:
+        return change_text(self)
 
     def __repr__(self) -> str:
         return f"Change({str(self)!r})"
 
 
-def _text(argument: str, aspect: Aspect, old: Any, new: Any, axis: int | None) -> str:
+def change_text(change: Change) -> str:
+    """The report text of one change, e.g. `"inputs: dim 0 60 -> 32"`."""
+    argument, aspect, old, new = str(change.argument), change.aspect, change.old, change.new
     if aspect is Aspect.DIM:
-        return f"{argument}: dim {axis} {old} -> {new}"
+        return f"{argument}: dim {change.axis} {old} -> {new}"
     if aspect is Aspect.DTYPE:
         return f"{argument}: dtype {old} -> {new}"
+    if aspect is Aspect.RANK:
+        return f"{argument}: rank {_rank(old)} -> {_rank(new)} ({old} -> {new})"
     if aspect is Aspect.ADDED:
         return f"{argument}: added ({new})"
     if aspect is Aspect.REMOVED:
         return f"{argument}: removed"
-    return f"{argument}: {old} -> {new}"
+    if aspect is Aspect.ITEMS_PAST_CUT:
+        return f"{argument}[{MAX_ITEMS}:]: the items past the first {MAX_ITEMS} changed"
+    if aspect is Aspect.IDENTITY:
+        if str(old) == str(new):
+            return f"{argument}: a different {new} (compared by identity)"
+        return f"{argument}: {old} -> {new} (compared by identity)"
+    if aspect is Aspect.FUNCTION_OBJECT:
+        if old is None:  # A layer saw it: the objects' numbers are the function's records'.
+            return f"{argument}: new object, same Python function"
+        return f"{argument}: function object #{old} -> #{new} (a new function object from the same code)"
+    old_text, new_text = str(old), str(new)
+    if old_text == new_text:  # Values that differ past their shortened repr.
+        return f"{argument}: {old_text} -> {new_text} (they differ past the part shown)"
+    return f"{argument}: {old_text} -> {new_text}"
+
+
+def _rank(spec: Any) -> str:
+    rank = getattr(spec, "rank", None)
+    return "?" if rank is None else str(rank)
+
+
+__all__ = ["Aspect", "Change", "change_text"]

@@ -123,7 +123,8 @@ class Step:
         same_graph_as: The `number` of the earlier trace of the sequence that built
             the same graph, or None.
         serial: The trace's `FunctionEvent.serial` in its process.
-        changes: What differed from the closest earlier trace in its own process.
+        changes: What differed from the closest earlier trace in its own process
+            (`Change`s, or their text).
         phases: Seconds per phase of the miss (tracing, lowering, compiling), when
             the source records them; else None.
     """
@@ -133,7 +134,7 @@ class Step:
     signature: Mapping[str, str]
     same_graph_as: int | None = None
     serial: int = 0
-    changes: tuple[str, ...] = ()
+    changes: tuple[Any, ...] = ()
     phases: Mapping[str, float] | None = None
 
     def same_trace(self, other: Step) -> bool:
@@ -144,7 +145,8 @@ class Step:
     def to_dict(self) -> dict[str, Any]:
         result: dict[str, Any] = {
             "number": self.number, "kind": self.kind.value, "signature": dict(self.signature),
-            "same_graph_as": self.same_graph_as, "serial": self.serial, "changes": list(self.changes)}
+            "same_graph_as": self.same_graph_as, "serial": self.serial,
+            "changes": [str(change) for change in self.changes]}
         if self.phases is not None:
             result["phases"] = dict(self.phases)
         return result

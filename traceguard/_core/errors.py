@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 class RetraceError(Exception):
@@ -22,13 +23,15 @@ class RetraceError(Exception):
         function: The backend's name of the function that traced
             (`"one_step_on_data"`, `"train_step"`), else `None`.
         layer: The layer's name, for a layer's trace, else `None`.
-        kind: The trace's kind: `"first"`, `"retrace"`, `"new_function"`
-            or `"variable_retrace"` for a function (see
-            `traceguard.FunctionEvent`), the `TraceKind` value for a layer.
-        changes: What differs from the closest earlier signature, one string
-            per difference (`"x: dim 0 32 -> 6"`); empty if none was recorded.
+        kind: The trace's `TraceKind` value: `"trace"`, `"retrace"` or
+            `"variable_retrace"` (a new function object's first trace is a
+            `"retrace"`; `reason` says so).
+        changes: What differs from the closest earlier signature, as `Change`
+            values (`str()` reads `"x: dim 0 32 -> 6"`); empty if none was
+            recorded.
         signature: The new trace's argument specs, by argument name.
-        call_site: `"file:line"` of the user's code that made the trace.
+        call_site: The `Site` of the user's code that made the trace (`str()`
+            reads `"file:line"`).
         reason: One sentence: why it traced.
         hint: How to avoid it, or `None`.
     """
@@ -43,16 +46,16 @@ class RetraceError(Exception):
     function: str | None = None
     layer: str | None = None
     kind: str | None = None
-    changes: tuple[str, ...] = ()
-    signature: Mapping[str, str] = types.MappingProxyType({})
-    call_site: str | None = None
+    changes: tuple[Any, ...] = ()
+    signature: Mapping[Any, Any] = types.MappingProxyType({})
+    call_site: Any = None
     reason: str | None = None
     hint: str | None = None
 
 
 def retrace_error(message: str, *, function: str | None = None, layer: str | None = None,
-                  kind: str | None = None, changes: Sequence[str] = (),
-                  signature: Mapping[str, str] | None = None, call_site: str | None = None,
+                  kind: str | None = None, changes: Sequence[Any] = (),
+                  signature: Mapping[Any, Any] | None = None, call_site: Any = None,
                   reason: str | None = None, hint: str | None = None) -> RetraceError:
     """A `RetraceError` with `message` and the facts it is made of."""
     error = RetraceError(message)

@@ -1,60 +1,27 @@
-"""What one run of a layer's `call` body was: `TraceKind` and `TraceEvent`.
+"""What one run of a layer's `call` body was: `TraceEvent`.
 
-Plain data only: an event holds strings and numbers, never a tensor, graph or
-layer, so a log of them keeps nothing of TensorFlow alive.
+Plain data only: an event holds specs, codes, strings and numbers, never a tensor,
+graph or layer, so a log of them keeps nothing of TensorFlow alive.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Mapping
 from typing import Any
 
-
-class TraceKind(str, enum.Enum):
-    """Why a layer's `call` body ran.
-
-    - `eager`: TensorFlow ran the body op by op, outside any graph.
-    - `symbolic`: Keras ran the body on symbolic inputs to build the layer or
-      infer its output shapes (no graph is kept).
-    - `trace`: the first trace of a `tf.function` for this signature.
-    - `variable_retrace`: the same function traced the same signature again
-      because its first trace created variables.
-    - `retrace`: the function traced again for a new signature.
-    - `save`: traced by SavedModel saving or `model.export`.
-    - `compile`: a whole function only, never a layer's run: XLA compiled the
-      function for new input shapes without a trace (`jit_compile=True` with a
-      relaxed signature, a Keras step's new batch shape), or JAX compiled it
-      again without tracing.
-    """
-
-    EAGER = "eager"
-    SYMBOLIC = "symbolic"
-    TRACE = "trace"
-    VARIABLE_RETRACE = "variable_retrace"
-    RETRACE = "retrace"
-    SAVE = "save"
-    COMPILE = "compile"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-# The kinds of a layer's body runs: every kind but `compile`, which only a whole function has.
-TRACE_KINDS = tuple(kind.value for kind in TraceKind if kind is not TraceKind.COMPILE)
-RUN_KINDS = tuple(kind for kind in TraceKind if kind is not TraceKind.COMPILE)
-# The kinds of a whole function's events (`FunctionEvent`).
-FUNCTION_KINDS = (TraceKind.TRACE, TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE, TraceKind.SAVE,
-                  TraceKind.COMPILE)
-# The kinds that build a graph a training or serving loop will run again; the
-# ones a retrace budget counts.
-GRAPH_TRACE_KINDS = frozenset({TraceKind.TRACE, TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE})
-# The traces a user can avoid: they repeat a function's trace. A tuple, so that kinds
-# given as their names (`"retrace"`) are found too.
-RETRACE_KINDS = (TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE)
-# The function events a guard fails after warm-up: the retraces, and the compilations without one.
-MISS_KINDS = (*RETRACE_KINDS, TraceKind.COMPILE)
+from traceguard._core.changes import Change
+from traceguard._core.kinds import (
+    FUNCTION_KINDS,
+    GRAPH_TRACE_KINDS,
+    MISS_KINDS,
+    RETRACE_KINDS,
+    RUN_KINDS,
+    TRACE_KINDS,
+    TraceKind,
+)
+from traceguard._core.specs import Spec
+from traceguard._core.verdicts import Verdict
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -69,10 +36,11 @@ class TraceEvent:
         layer: The layer's Keras `name`.
         function: Name of the innermost enclosing `tf.function` or graph
             (e.g. `one_step_on_data` inside Keras 3 `fit`); None when eager.
-        signature: Argument name to spec string, e.g.
-            `{"inputs": "float32[60,28,28]", "training": "True"}`.
+        signature: Argument name to spec (`_core.specs`: `str()` of one reads
+            `"float32[60,28,28]"`, `"True"`).
         changes: What differs from the closest earlier trace of the same
-            function, e.g. `("inputs: dim 0 60 -> 32",)`.
+            function, as `Change` values (`str()` of one reads
+            `"inputs: dim 0 60 -> 32"`).
         created_variables: Paths of the variables created while this run was
             in progress (by the layer's `build()`, its sublayers or `call`).
         reason: One sentence: why this run happened.
@@ -87,14 +55,17 @@ class TraceEvent:
             of (`FunctionEvent.serial` in `Explanation.functions`), when
             `watch()`, `explain()`, `run` or `TraceMonitor` recorded function
             traces; else None.
+        verdict: The classification as codes: `verdict.reason` (a `Reason`)
+            and `verdict.hint` (a `Hint` or None), which `reason` and `hint`
+            word, and what their words name.
     """
 
     index: int
     kind: TraceKind
     layer: str
     function: str | None
-    signature: Mapping[str, str]
-    changes: tuple[str, ...]
+    signature: Mapping[str, Spec]
+    changes: tuple[Change, ...]
     created_variables: tuple[str, ...]
     reason: str
     hint: str | None
@@ -105,18 +76,31 @@ class TraceEvent:
     messages: tuple[str, ...] = ()
     error: str | None = None
     function_trace: int | None = None
+    verdict: Verdict | None = None
 
     def __repr__(self) -> str:
         where = f" in {self.function}" if self.function else ""
-        changes = f": {'; '.join(self.changes)}" if self.changes else ""
+        changes = f": {'; '.join(map(str, self.changes))}" if self.changes else ""
         return f"<TraceEvent #{self.index} {self.kind.value} of {self.layer!r}{where}{changes}>"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict whose keys are the field names."""
-        result = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        """A JSON-serialisable dict whose keys are the field names.
+
+        `signature` holds each spec's text, `changes` each change's; the codes are
+        `reason_code` and `hint_code` (`Reason` and `Hint` values, or None).
+        """
+        result = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)
+                  if field.name != "verdict"}
         result["kind"] = self.kind.value
-        result["signature"] = dict(self.signature)
-        result["changes"] = list(self.changes)
+        result["signature"] = {str(name): str(spec) for name, spec in self.signature.items()}
+        result["changes"] = [str(change) for change in self.changes]
         result["created_variables"] = list(self.created_variables)
         result["messages"] = list(self.messages)
+        verdict = self.verdict
+        result["reason_code"] = None if verdict is None else verdict.reason.value
+        result["hint_code"] = None if verdict is None or verdict.hint is None else verdict.hint.value
         return result
+
+
+__all__ = ["FUNCTION_KINDS", "GRAPH_TRACE_KINDS", "MISS_KINDS", "RETRACE_KINDS", "RUN_KINDS", "TRACE_KINDS",
+           "TraceEvent", "TraceKind"]

@@ -9,17 +9,29 @@ from __future__ import annotations
 import dataclasses
 import types
 from collections.abc import Mapping
+from typing import Any
 
-from traceguard._compat._keras_calls import KerasCall
 from traceguard._core.changes import Change
-from traceguard._core.signature import Spec, format_spec
+from traceguard._core.keras_names import KerasCall
+from traceguard._core.kinds import TraceKind
+from traceguard._core.specs import Site, Spec
+from traceguard._core.verdicts import Reason
 
-# A trace's kind: the function's first trace; a trace by an object that traced
-# before, for a new signature; the first trace of a new object whose code traced
-# before; the trace `tf.function` repeats, without variable creation, after its
-# first trace created variables; an XLA compilation for new input shapes without a
-# trace (or JAX's compilation without one).
-FUNCTION_TRACE_KINDS = ("first", "retrace", "new_function", "variable_retrace", "compile")
+# A function trace's kind and the reason that tells them apart: the function's first
+# trace; a trace by an object that traced before, for a new signature (or the same
+# one, when a Python value outside the arguments changed); the first trace of a new
+# object whose code traced before; the trace `tf.function` repeats, without variable
+# creation, after its first trace created variables; an XLA compilation for new input shapes
+# without a trace (or JAX's compilation without one).
+FUNCTION_TRACE_KINDS: dict[Reason, TraceKind] = {
+    Reason.FIRST_TRACE: TraceKind.TRACE,
+    Reason.SIGNATURE_CHANGED: TraceKind.RETRACE,
+    Reason.SAME_ARGUMENTS: TraceKind.RETRACE,
+    Reason.NEW_FUNCTION_OBJECT: TraceKind.RETRACE,
+    Reason.VARIABLE_RETRACE: TraceKind.VARIABLE_RETRACE,
+    Reason.XLA_COMPILE: TraceKind.COMPILE,
+    Reason.RECOMPILE: TraceKind.COMPILE,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,12 +44,13 @@ class FunctionTrace:
     origin: str  # "tf.function", "tf.data" or "jax.jit".
     name: str  # The backend's name for the function (`one_step_on_data`).
     qualname: str  # The Python function's qualified name.
-    definition: str | None  # "file:line" of its `def`.
-    call_site: str | None  # "file:line" of the first user frame that made the trace.
+    definition: Site | None  # Where its `def` is.
+    call_site: Site | None  # The first user frame that made the trace.
     caller: str | None  # The function of that frame.
     entry: str | None  # The library function the user called (`TensorFlowTrainer.fit`).
     signature: Mapping[str, Spec]  # Every argument's spec, in parameter order.
-    kind: str  # One of FUNCTION_TRACE_KINDS.
+    kind: TraceKind  # `trace`, `retrace` or `variable_retrace` (see FUNCTION_TRACE_KINDS).
+    reason: Reason  # Which of them: a first trace, a new signature, a new function object ...
     changes: tuple[Change, ...]  # From the closest earlier signature; () if none.
     closest: int | None  # The index of the trace compared with, if any.
     duration: float  # Seconds spent tracing.
@@ -57,6 +70,14 @@ class FunctionTrace:
     # The serial of an earlier trace of the same function object that built the
     # same graph (same ops, wiring and constants; shapes aside): a wasted retrace.
     same_graph_as: int | None = None
+    # With `relaxed`: the signature the backend traced instead (a dimension made None).
+    relaxed_signature: Mapping[Any, Spec] | None = None
+    # Where the call's data came from, when the hook saw it: "dataset" (the calling frame holds a
+    # `tf.data` dataset or iterator), else None (a Keras step's is `keras_call.data`).
+    data: str | None = None
+    # For a new function object of a Keras step: whether it steps the same model as the object
+    # before it (`compile()` dropped the step function), or another model; None when not known.
+    same_model: bool | None = None
     # Seconds per phase of the miss (`_compat._function_calls.PHASES`: trace, lower, compile,
     # first_call), those measured; until the call that traced returns, the trace's only.
     phases: Mapping[str, float] = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
@@ -67,8 +88,15 @@ class FunctionTrace:
     started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
     call_started: float | None = None  # When the call that made it started, likewise.
 
-    def format_signature(self) -> dict[str, str]:
-        return {name: format_spec(spec) for name, spec in self.signature.items()}
+    @property
+    def backend(self) -> str:
+        """The backend that traced it: `"jax"` for `jax.jit`, else `"tensorflow"`."""
+        return "jax" if self.origin == "jax.jit" else "tensorflow"
+
+    @property
+    def is_first(self) -> bool:
+        """Whether it is the function's first trace (of its code, by any object)."""
+        return self.reason is Reason.FIRST_TRACE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +105,7 @@ class FunctionCost:
 
     name: str
     qualname: str
-    definition: str | None
+    definition: Site | None
     traces: int
     retraces: int  # Every trace but the first: retraces, new objects, variable retraces.
     objects: int

@@ -29,6 +29,7 @@ from traceguard._core.comparison import (
     Step,
     Stopped,
 )
+from traceguard._core.signature import diff_signatures
 from traceguard._diagnosis.compare_sources import (
     LoadedSource,
     in_worker_order,
@@ -36,7 +37,7 @@ from traceguard._diagnosis.compare_sources import (
     matched_functions,
     source_notes,
 )
-from traceguard._diagnosis.signature_texts import diff_signature_texts
+from traceguard._diagnosis.signature_texts import read_signature
 
 UNNAMED_WORKERS = ("name no worker (a file written under tf.distribute's TF_CONFIG or jax.distributed names "
                    "its worker in its header; a label such as `worker-0` names one too).")
@@ -100,7 +101,7 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as JSON-serialisable values (docs/multi-worker.md describes them)."""
-        from traceguard._reports.compare import comparison_dict
+        from traceguard._reports.compare_json import comparison_dict
 
         return comparison_dict(self)
 
@@ -265,7 +266,7 @@ def _divergence(label: str, traces: FunctionTraces, sequence: tuple[Step, ...], 
             (Difference.SIGNATURE, dict(mine.signature) != dict(theirs.signature)),
             (Difference.KIND, mine.kind != theirs.kind),
             (Difference.GRAPH, mine.same_graph_as != theirs.same_graph_as)) if differs)
-        changes = tuple(diff_signature_texts(theirs.signature, mine.signature))
+        changes = tuple(diff_signatures(read_signature(theirs.signature), read_signature(mine.signature)))
         return Divergence(label, traces.function, number + 1, differences, mine, theirs, others, changes,
                           traces=counts)
     if number < len(sequence):
@@ -283,7 +284,7 @@ def _closest(candidates: Sequence[Step], step: Step) -> tuple[Step | None, tuple
     best: tuple[Step | None, tuple[Any, ...]] = (None, ())
     best_key: tuple[int, bool] | None = None
     for candidate in candidates:
-        changes = tuple(diff_signature_texts(candidate.signature, step.signature))
+        changes = tuple(diff_signatures(read_signature(candidate.signature), read_signature(step.signature)))
         key = (len(changes), candidate.kind != step.kind)
         if best_key is None or key <= best_key:
             best, best_key = (candidate, changes), key

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from traceguard._core.comparison import Function, FunctionTraces, Note, NoteKind, Source, Step
+from traceguard._core.specs import Site
 from traceguard._diagnosis.explanation import Explanation
 from traceguard._diagnosis.function_runs import FunctionRuns
 from traceguard._diagnosis.trace_file_reader import TraceFile, read_trace_file, unique_labels
@@ -56,11 +57,20 @@ def load_sources(inputs: Sequence[SourceInput], labels: Sequence[str | None],
             for item in inputs]
     files = [item for item in read if isinstance(item, TraceFile)]
     file_labels = iter(unique_labels(files))
-    made = [next(file_labels) if isinstance(item, TraceFile) else item.title for item in read]
+    made = [_label_of(item, next(file_labels)) if isinstance(item, TraceFile) else item.title
+            for item in read]
     given = [label if label is not None else made_label for label, made_label in zip(labels, made)]
     unique = [label if given.count(label) == 1 else f"{label} ({number + 1})"
               for number, label in enumerate(given)]
     return [_loaded(item, label) for item, label in zip(read, unique)]
+
+
+def _label_of(item: TraceFile | Explanation, label: str) -> str:
+    """A file labelled `HOST:PID` by default (no label given, no worker) is named by its file instead."""
+    if isinstance(item, TraceFile) and item.worker is None \
+            and item.label == f"{item.header.get('host')}:{item.header.get('pid')}":
+        return os.path.basename(item.path)
+    return label
 
 
 def _loaded(item: TraceFile | Explanation, label: str) -> LoadedSource:
@@ -84,14 +94,17 @@ def in_worker_order(sources: list[LoadedSource]) -> list[LoadedSource]:
 def steps_of(runs: FunctionRuns) -> tuple[Step, ...]:
     """The function's traces in one source, numbered from 1; `same_graph_as` as a number too."""
     numbers = {event.serial: number for number, event in enumerate(runs.events, start=1)}
-    return tuple(Step(number, event.kind, dict(event.signature), numbers.get(event.same_graph_as),  # type: ignore[arg-type]
+    # Compared as text: a spec's text is what two processes can agree on (an object's identity is
+    # its own process's), and files of each schema version give it.
+    return tuple(Step(number, event.kind, {name: str(spec) for name, spec in event.signature.items()},
+                      numbers.get(event.same_graph_as),  # type: ignore[arg-type]
                       event.serial, tuple(event.changes), getattr(event, "phases", None) or None)
                  for number, event in enumerate(runs.events, start=1))
 
 
-def site(definition: str | None) -> str | None:
-    """`"file.py:12"` of a `def` site `"/any/path/file.py:12"`."""
-    return None if definition is None else os.path.basename(definition)
+def site(definition: Site | None) -> str | None:
+    """`"file.py:12"` of a `def` site in `/any/path/file.py`, line 12."""
+    return None if definition is None else f"{os.path.basename(definition.path)}:{definition.line}"
 
 
 def matched_functions(sources: Sequence[LoadedSource]) -> tuple[list[FunctionTraces], list[Note]]:

@@ -1,10 +1,10 @@
 """`Explanation`: the body runs of every layer seen during a span of time, grouped per layer.
 
 One report type for `explain()`, `watch()`, `python -m traceguard run` and
-`callbacks.TraceMonitor`. The recorder tells it of each run (it is an observer,
-see `_record.observers`); it keeps plain data only (`TraceEvent`s and
-counts, never a layer or a tensor), so a report outlives what it describes and
-other renderers can read `layers` and `events` as they are.
+`callbacks.TraceMonitor`. The recorder tells its `Filler` (an observer, see
+`_diagnosis.filler`, private to traceguard) of each run; it keeps plain data only
+(`TraceEvent`s and counts, never a layer or a tensor), so a report outlives what it
+describes and other renderers can read `layers` and `events` as they are.
 """
 
 from __future__ import annotations
@@ -22,15 +22,19 @@ from typing import TYPE_CHECKING, Any
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._diagnosis.fixes import FixIt, propose_fix
 from traceguard._diagnosis.function_runs import FunctionRuns, add_cost, add_record, function_key, is_reported
-from traceguard._record.log import normalize_kinds
+from traceguard._record.log import event_of, normalize_kinds
+from traceguard._record.settings import STATE_ATTRIBUTE
+from traceguard._reports.html import render_html, write_document
+from traceguard._reports.html_tables import layers_html
+from traceguard._reports.text import format_explanation, format_layer_table
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
     from traceguard._diagnosis.fix_checks import FixChecks
     from traceguard._diagnosis.trace_file import TraceFileWriter
 
-# `TraceAwareMixin` (which imports TensorFlow or JAX) is imported when a layer is first
-# seen, so that `python -m traceguard report` rebuilds an `Explanation` without them.
+# `fix_checks` (which imports TensorFlow) is imported when fixes are checked, so that
+# `python -m traceguard report` rebuilds an `Explanation` without the backend.
 
 _EVENTS_PER_LAYER = 1000
 _SIGNATURES_KEPT = 10_000
@@ -119,29 +123,28 @@ class Explanation:
     def _runs_of(self, layer: Any) -> LayerRuns:
         runs = self._layer_of.get(layer)
         if runs is None:
-            from traceguard._record.layer import TraceAwareMixin
-
             name = base = str(getattr(layer, "name", type(layer).__name__))
             for number in itertools.count(2):
                 if name not in self._layers:
                     break
                 name = f"{base}#{number}"
-            runs = LayerRuns(name, type(layer).__name__, isinstance(layer, TraceAwareMixin))
+            # A `TraceAwareLayer` keeps its own state (its `trace_log`); a watched plain layer does not.
+            runs = LayerRuns(name, type(layer).__name__, STATE_ATTRIBUTE in getattr(layer, "__dict__", ()))
             self._layers[name] = runs
             self._first_run[name] = time.time()
             self._layer_of[layer] = runs
         self._layer_by_id[id(layer)] = (weakref.ref(layer), runs)
         return runs
 
-    def record_event(self, layer: Any, event: TraceEvent) -> str:
+    def _add_event(self, layer: Any, event: TraceEvent) -> str:
         """Adds the event to the layer's runs; returns the layer's name in this report."""
-        return self.record_run(layer, event, event.timestamp)
+        return self._add_run(layer, event, event.timestamp)
 
-    def record_run(self, layer: Any, run: Any, started: float | None = None) -> str:
+    def _add_run(self, layer: Any, run: Any, started: float | None = None) -> str:
         """Adds a finished run (`_record.runs.BodyRun`), whose event is made when first read.
 
         The recorder's fast path: the event's words cost more than the rest of
-        the record, and most reports are read once, at the end. `record_event`
+        the record, and most reports are read once, at the end. `_add_event`
         adds an event made already, which started at `started`.
         """
         entry = run
@@ -149,7 +152,7 @@ class Explanation:
             if started is None:
                 started = run.started
             if self._trace_file is not None and type(entry) is not TraceEvent:
-                entry = entry.event()  # A trace file is written as the runs happen.
+                entry = event_of(entry)  # A trace file is written as the runs happen.
             known = self._layer_by_id.get(id(layer))
             runs = known[1] if known is not None and known[0]() is layer else self._runs_of(layer)
             if len(runs.events) >= _EVENTS_PER_LAYER:
@@ -166,42 +169,46 @@ class Explanation:
             return runs.name
 
     def _make_events(self) -> None:
-        """Turns the runs kept by `record_run` into their events. Called with the lock held."""
+        """Turns the runs kept by `_add_run` into their events. Called with the lock held."""
         if not self._unmade:
             return
         for runs in self._layers.values():
-            entries: list[Any] = runs.events  # TraceEvents, and runs kept by `record_run`.
+            entries: list[Any] = runs.events  # TraceEvents, and runs kept by `_add_run`.
             for position, entry in enumerate(entries):
                 if type(entry) is not TraceEvent:
-                    event = entries[position] = entry.event()
+                    event = entries[position] = event_of(entry)
                     self._order[id(event)] = self._order.pop(id(entry))
         self._unmade = False
 
-    def record_eager(self, layer: Any) -> None:
+    def _add_eager(self, layer: Any) -> None:
         with self._lock:
             self._runs_of(layer).eager_calls += 1
 
-    def record_function(self, record: FunctionTrace) -> None:
-        """Adds a whole-function trace (the user's functions and Keras's steps) to `functions`."""
+    def _add_function_trace(self, record: FunctionTrace, function: Any = None) -> None:
+        """Adds a whole-function trace (the user's functions and Keras's steps) to `functions`;
+        `function`: a weak reference to the function object it traced, for checking fix-its."""
         with self._lock:
             self._signatures[record.index] = record.signature
             if len(self._signatures) > _SIGNATURES_KEPT:
                 self._signatures.popitem(last=False)
             if is_reported(record):
                 old = None if record.closest is None else self._signatures.get(record.closest)
-                add_record(self._functions, record, old)
+                key, runs, event = add_record(self._functions, record, old)
+                if self._trace_file is not None:
+                    # Written as the trace ends, and again with its costs when the call returns
+                    # (`record_function_cost`): a call that never returns (a collective waiting for a
+                    # worker that traced differently, a kill while compiling) keeps its trace.
+                    self._trace_file.function_trace(key, runs, record, event)
             if record.origin == "tf.function" and not record.library_function:
-                from traceguard._record.observers import traced_function
-
                 key = function_key(record)
                 kept = self._fix_records.setdefault(key, [])
                 kept.append(record)
                 del kept[:-_EVENTS_PER_LAYER]
-                self._fix_functions[key] = traced_function(record) or self._fix_functions.get(key)
+                self._fix_functions[key] = function or self._fix_functions.get(key)
 
-    def record_function_cost(self, record: FunctionTrace) -> None:
+    def _add_function_cost(self, record: FunctionTrace) -> None:
         """Completes a function trace's event with its phases and whole miss, as the call that
-        made it returns; a trace file gets the trace then."""
+        made it returns; a trace file gets the trace again, with them."""
         with self._lock:
             if not is_reported(record):
                 return
@@ -334,8 +341,6 @@ class Explanation:
 
     def table(self) -> str:
         """A table of counts by kind, one row per layer."""
-        from traceguard._reports.text import format_layer_table
-
         return format_layer_table(list(self.layers.values()))
 
     def summary(self, brief: bool = False) -> str:
@@ -346,8 +351,6 @@ class Explanation:
                 totals, the tables and the retraces (what `traceguard run
                 --summary` prints). Defaults to `False`.
         """
-        from traceguard._reports.text import format_explanation
-
         if not isinstance(brief, bool):
             raise ValueError(f"`brief` expects a bool. Received: brief={brief!r}")
         return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
@@ -376,15 +379,11 @@ class Explanation:
             TypeError: If `path` is not a str or path-like.
             ValueError: If `axis` is not one of the choices.
         """
-        from traceguard._reports.html import render_html, write_document
-
         return write_document(path, render_html(self.layers, title=self.title, axis=axis,
                                                 functions=list(self.functions.values())))
 
     def _repr_html_(self) -> str:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""
-        from traceguard._reports.html_tables import layers_html
-
         return layers_html(self.layers, self.title, list(self.functions.values()))
 
     def __str__(self) -> str:

@@ -21,16 +21,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from traceguard import _compat
-from traceguard._core.signature import Spec, format_spec
+from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Spec, TensorSpec, ValueSpec
 from traceguard._diagnosis.fixes import FixIt, number_of
 from traceguard._record.observers import unrecorded
-
-_VARIADIC = re.compile(r"^(.+)\[(\d+)\]$")
+from traceguard._reports.fixes import format_fix_check
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,8 +57,6 @@ class FixCheck:
             and self.after < self.before
 
     def __str__(self) -> str:
-        from traceguard._reports.fixes import format_fix_check
-
         return format_fix_check(self)
 
 
@@ -159,9 +155,9 @@ def _call(python_function: Any, signature: Any, fix: FixIt, replay: Any) -> tupl
     for name, spec in signature.items():
         recorded = _value(name, spec, replay)
         value = replay.constant(number_of(spec), fix.tensor_dtype) if name in fix.to_tensors else recorded
-        variadic = _VARIADIC.match(name)
-        parameter = parameters.get(variadic.group(1) if variadic else name)
-        positional = variadic is not None or (parameter is not None and parameter.kind in (
+        variadic = isinstance(name, ArgumentPath)  # An item of `*args`: given by position.
+        parameter = parameters.get(name.parameter if variadic else name)
+        positional = variadic or (parameter is not None and parameter.kind in (
             inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD))
         if positional:
             args.append(value)
@@ -174,29 +170,27 @@ def _call(python_function: Any, signature: Any, fix: FixIt, replay: Any) -> tupl
 
 def _value(name: str, spec: Spec, replay: Any) -> Any:
     """A value with the spec: zeros for a tensor, the Python value itself, nested alike."""
-    tag = spec[0]
-    if tag == "tensor":
-        if spec[1]:
-            raise _CannotRebuild(f"`{name}` was a {spec[1]}, which the replay cannot rebuild from its spec")
-        return replay.zeros(spec[2], spec[3])
-    if tag == "seq":
-        _, kind, children, length, _ = spec
-        if length > len(children):
-            raise _CannotRebuild(f"`{name}` had {length} items, more than its record keeps")
-        items = [_value(f"{name}[{i}]", child, replay) for i, child in enumerate(children)]
-        return items if kind == "list" else tuple(items)
-    if tag == "map":
-        _, items, length, _ = spec
-        if length > len(items):
-            raise _CannotRebuild(f"`{name}` had {length} items, more than its record keeps")
+    if isinstance(spec, TensorSpec):
+        if spec.type_name:
+            raise _CannotRebuild(
+                f"`{name}` was a {spec.type_name}, which the replay cannot rebuild from its spec")
+        return replay.zeros(spec.dtype, spec.dims)
+    if isinstance(spec, SequenceSpec):
+        if spec.length > len(spec.items):
+            raise _CannotRebuild(f"`{name}` had {spec.length} items, more than its record keeps")
+        items = [_value(f"{name}[{i}]", item, replay) for i, item in enumerate(spec.items)]
+        return items if spec.kind == "list" else tuple(items)
+    if isinstance(spec, MappingSpec):
+        if spec.length > len(spec.items):
+            raise _CannotRebuild(f"`{name}` had {spec.length} items, more than its record keeps")
         try:
-            return {ast.literal_eval(key): _value(f"{name}[{key}]", child, replay) for key, child in items}
+            return {ast.literal_eval(key): _value(f"{name}[{key}]", item, replay) for key, item in spec.items}
         except (ValueError, SyntaxError) as error:
             raise _CannotRebuild(f"`{name}` has a key the replay cannot rebuild") from error
     try:
-        if spec[2] is not None:
+        if not isinstance(spec, ValueSpec) or spec.rest is not None:
             raise ValueError
-        return ast.literal_eval(spec[1])
+        return ast.literal_eval(spec.text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise _CannotRebuild(f"`{name}` was the Python object {format_spec(spec)}, which the replay "
+        raise _CannotRebuild(f"`{name}` was the Python object {spec}, which the replay "
                              "cannot rebuild from its record") from None

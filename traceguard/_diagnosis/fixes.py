@@ -25,9 +25,11 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # Only annotations: `report` reads trace files without TensorFlow.
+from traceguard._core.specs import MappingSpec, SequenceSpec, Site, Spec, TensorSpec, ValueSpec
+from traceguard._reports.fixes import format_fix
+
+if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
-    from traceguard._core.signature import Spec
 
 # The fixes `propose_fix` proposes, most specific first.
 FIX_KINDS = ("input_signature", "reduce_retracing", "tensor_argument")
@@ -54,7 +56,7 @@ class FixIt:
     Attributes:
         function: The backend's name for the function, e.g. `"f"`.
         qualname: Its qualified name.
-        definition: `"file:line"` of its `def`, if found.
+        definition: The `Site` of its `def`, if found.
         kind: One of `FIX_KINDS`.
         arguments: For `"input_signature"`, one `ArgumentSpec` per argument, in
             order; else `()`.
@@ -72,7 +74,7 @@ class FixIt:
 
     function: str
     qualname: str
-    definition: str | None
+    definition: Site | None
     kind: str
     arguments: tuple[ArgumentSpec, ...]
     to_tensors: tuple[str, ...]
@@ -90,17 +92,15 @@ class FixIt:
         return dataclasses.replace(self, arguments=arguments, tensor_dtype="float32")
 
     def __str__(self) -> str:
-        from traceguard._reports.fixes import format_fix
-
         return format_fix(self)
 
 
 def number_of(spec: Spec) -> int | float | None:
     """The Python int or float a value spec records (not a bool); None for anything else."""
-    if spec[0] != "value" or spec[2] is not None:
+    if not isinstance(spec, ValueSpec) or spec.rest is not None:
         return None
     try:
-        value = ast.literal_eval(spec[1])
+        value = ast.literal_eval(spec.text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
     return value if type(value) in (int, float) else None
@@ -149,12 +149,13 @@ def _arguments(names: list[str], signatures: list[Mapping[str, Spec]]) -> tuple 
     writable, shapes_changed, others_changed = True, False, False
     for name in names:
         specs = [signature[name] for signature in signatures]
-        if all(spec[0] == "tensor" and spec[1] == "" for spec in specs):
-            if len({spec[2] for spec in specs}) > 1:
+        tensors = [spec for spec in specs if isinstance(spec, TensorSpec) and not spec.type_name]
+        if len(tensors) == len(specs):
+            if len({spec.dtype for spec in tensors}) > 1:
                 return None  # A dtype that changes: no one signature; the user decides which dtype.
-            dims = _relaxed_dims([spec[3] for spec in specs])
-            shapes_changed |= dims != specs[0][3]
-            arguments.append(ArgumentSpec(name, specs[0][2], dims))
+            dims = _relaxed_dims([spec.dims for spec in tensors])
+            shapes_changed |= dims != tensors[0].dims
+            arguments.append(ArgumentSpec(name, tensors[0].dtype, dims))
             continue
         numbers = [number_of(spec) for spec in specs]
         if len(set(specs)) > 1 and all(number is not None for number in numbers):
@@ -164,7 +165,7 @@ def _arguments(names: list[str], signatures: list[Mapping[str, Spec]]) -> tuple 
             continue
         writable = False
         if len(set(specs)) > 1:
-            if all(spec[0] in ("seq", "map") for spec in specs) and _only_shapes(specs):
+            if all(isinstance(spec, (SequenceSpec, MappingSpec)) for spec in specs) and _only_shapes(specs):
                 shapes_changed = True
             else:
                 others_changed = True
@@ -181,11 +182,11 @@ def _relaxed_dims(all_dims: list[Any]) -> tuple[int | None, ...] | None:
 def _only_shapes(specs: list[Spec]) -> bool:
     """Whether nested specs differ only in their tensors' dimensions."""
     def skeleton(spec: Spec) -> Any:
-        if spec[0] == "tensor":
-            return ("tensor", spec[1], spec[2], None if spec[3] is None else len(spec[3]))
-        if spec[0] == "seq":
-            return ("seq", spec[1], tuple(skeleton(child) for child in spec[2]), spec[3], spec[4])
-        if spec[0] == "map":
-            return ("map", tuple((key, skeleton(child)) for key, child in spec[1]), spec[2], spec[3])
+        if isinstance(spec, TensorSpec):
+            return spec._replace(dims=None if spec.dims is None else (None,) * len(spec.dims))
+        if isinstance(spec, SequenceSpec):
+            return spec._replace(items=tuple(skeleton(item) for item in spec.items))
+        if isinstance(spec, MappingSpec):
+            return spec._replace(items=tuple((key, skeleton(item)) for key, item in spec.items))
         return spec
     return len({skeleton(spec) for spec in specs}) == 1

@@ -26,8 +26,9 @@ from traceguard._core.forecasts import (
     WatchedTrace,
     pair_traces,
 )
-from traceguard._core.signature import Spec, format_spec
+from traceguard._core.specs import MappingSpec, SequenceSpec, Spec, TensorSpec, format_signature, format_spec
 from traceguard._diagnosis.forecast_data import Data, describe_data, split_data, unpack_validation
+from traceguard._reports.forecast import format_check, format_forecast
 
 
 def _check_arguments(method: str, batch_size: Any, epochs: Any, validation_split: Any) -> None:
@@ -112,7 +113,7 @@ def _eager_batch_outside(state: _keras_training.ModelState, data: Data) -> Outsi
     if state.steps_per_execution != 1:
         return Outside(Unforeseeable.PREDICT_STEPS_PER_EXECUTION, str(state.steps_per_execution))
     spec = data.spec()
-    if data.samples is None and any(not leaf[3] or leaf[3][0] is None for leaf in _tensor_specs(spec)):
+    if data.samples is None and any(not leaf.dims or leaf.dims[0] is None for leaf in _tensor_specs(spec)):
         return Outside(Unforeseeable.DATASET_BATCH, format_spec(spec))
     return None
 
@@ -132,7 +133,7 @@ def _eager_batch_traces(state: _keras_training.ModelState, data: Data, steps: in
 
     def batch_spec(size: int | None) -> str:
         spec = data.spec() if size is None else data.spec(size)
-        return format_spec(("seq", "list", (spec,), 1, None))
+        return format_spec(SequenceSpec("list", (spec,), 1))
 
     # Each batch is traced with its own size: no partial-batch facts for the first trace.
     traces = [ForeseenTrace(name, "predict", "trace", {"data": batch_spec(sizes[0])},
@@ -150,11 +151,14 @@ def _eager_batch_traces(state: _keras_training.ModelState, data: Data, steps: in
     return traces
 
 
-def _tensor_specs(spec: Spec) -> list[Spec]:
-    if spec[0] == "tensor":
+def _tensor_specs(spec: Spec) -> list[TensorSpec]:
+    if isinstance(spec, TensorSpec):
         return [spec]
-    children = [child for _, child in spec[1]] if spec[0] == "map" else spec[2]
-    return [leaf for child in children for leaf in _tensor_specs(child)]
+    if isinstance(spec, MappingSpec):
+        return [leaf for _, item in spec.items for leaf in _tensor_specs(item)]
+    if isinstance(spec, SequenceSpec):
+        return [leaf for item in spec.items for leaf in _tensor_specs(item)]
+    return []
 
 
 def _validates(epochs: int, initial_epoch: int, validation_freq: Any) -> bool:
@@ -188,8 +192,6 @@ class ForecastCheck:
 
     def summary(self) -> str:
         """The agreements, then the misses, as text."""
-        from traceguard._reports.forecast import format_check
-
         return format_check(self.method, self.agreed, self.missed, self.unforeseen, self.outside)
 
     def __str__(self) -> str:
@@ -264,8 +266,6 @@ class Forecast:
 
     def summary(self) -> str:
         """The readable forecast: each trace with its signature, why, and how to avoid it."""
-        from traceguard._reports.forecast import format_forecast
-
         return format_forecast(self.method, self.keras, self.traces, self.outside)
 
     def __str__(self) -> str:
@@ -290,7 +290,8 @@ def watched_traces(functions: Any) -> list[WatchedTrace]:
                     and getattr(event.changes[0], "aspect", None) is Aspect.FUNCTION_OBJECT:
                 kind = "trace"
             if kind in FORESEEN_KINDS:
-                traces.append(WatchedTrace(event.function, kind, dict(event.signature), event.serial))
+                signature = format_signature(event.signature)
+                traces.append(WatchedTrace(event.function, kind, signature, event.serial))
     return sorted(traces, key=lambda trace: trace.serial)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from traceguard._core.forecasts import Outside, Unforeseeable
-from traceguard._core.signature import Spec
+from traceguard._core.specs import MappingSpec, SequenceSpec, Spec, TensorSpec
 
 _DEFAULT_BATCH_SIZE = 32  # Keras's, for arrays with neither `batch_size` nor `steps`.
 
@@ -52,16 +52,16 @@ class Data:
 
 
 def _spec(structure: Any, batch: int | None = None, keep: bool = False) -> Spec:
-    # The spec `_core.signature.spec_of` gives the tensors Keras passes (lists become tuples).
+    # The spec `_compat.spec_of` gives the tensors Keras passes (lists become tuples).
     if isinstance(structure, _Leaf):
         dims = structure.dims if keep or not structure.dims else (batch, *structure.dims[1:])
-        return ("tensor", "", structure.dtype, dims)
+        return TensorSpec(structure.dtype, dims)
     if isinstance(structure, dict):
         items = tuple((repr(key), _spec(value, batch, keep))
                       for key, value in sorted(structure.items(), key=lambda item: repr(item[0])))
-        return ("map", items, len(items), None)
+        return MappingSpec(items, len(items))
     children = tuple(_spec(item, batch, keep) for item in structure)
-    return ("seq", "tuple", children, len(children), None)
+    return SequenceSpec("tuple", children, len(children))
 
 
 def is_dataset(value: Any) -> bool:

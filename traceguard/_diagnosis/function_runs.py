@@ -11,13 +11,16 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from traceguard._core.events import FUNCTION_KINDS, TraceKind
+from traceguard._core.changes import Change
+from traceguard._core.function_rules import classify_function_trace
+from traceguard._core.keras_names import is_keras_step_function
+from traceguard._core.kinds import FUNCTION_KINDS, TraceKind
+from traceguard._core.specs import Site, Spec
+from traceguard._core.verdicts import Verdict
+from traceguard._reports.messages import hint_text, reason_text
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
-
-# `_compat`, `classify` and `messages` (which import TensorFlow or JAX) are imported where records
-# are classified, so that `python -m traceguard report` reads these values without them.
 
 _TRACES_PER_FUNCTION = 1000
 
@@ -37,12 +40,15 @@ class FunctionEvent:
             those shapes and `changes` what differs from the closest shapes
             compiled before.
         function: The backend's name for the function, e.g. `train_step`.
-        signature: Every argument's spec, e.g. `{"x": "float32[8,4]", "step": "3"}`.
-        changes: What differs from the closest earlier signature of the function.
+        signature: Every argument's spec (`_core.specs`), by name; `str()` of one
+            reads `"float32[8,4]"`, `"3"`.
+        changes: What differs from the closest earlier signature of the
+            function, as `Change` values.
         reason: One sentence: why it traced.
         hint: How to avoid it, or None when it is expected.
-        call_site: `"file:line"` of the user's code that made the trace, if found.
-        definition: `"file:line"` of the function's `def`, if found.
+        call_site: The `Site` (`path`, `line`; `str()` reads `"file:line"`) of
+            the user's code that made the trace, if found.
+        definition: The `Site` of the function's `def`, if found.
         duration_s: Seconds spent tracing (0 for a `compile`).
         object_number: Which function object of this code traced (1, 2, ...).
         created_variables: Names of the variables the trace created.
@@ -72,17 +78,19 @@ class FunctionEvent:
             and written); None without such a cache.
         cache_saved_s: On a hit, the compilation seconds the cache saved
             (the original compilation's time less the read), as JAX reports it.
+        verdict: The classification as codes (`verdict.reason`, `verdict.hint`),
+            which `reason` and `hint` word.
     """
 
     serial: int
     kind: TraceKind
     function: str
-    signature: Mapping[str, str]
-    changes: tuple[str, ...]
+    signature: Mapping[str, Spec]
+    changes: tuple[Change, ...]
     reason: str
     hint: str | None
-    call_site: str | None
-    definition: str | None
+    call_site: Site | None
+    definition: Site | None
     duration_s: float
     object_number: int
     created_variables: tuple[str, ...]
@@ -92,6 +100,7 @@ class FunctionEvent:
     miss_s: float | None = None
     persistent_cache: str | None = None
     cache_saved_s: float | None = None
+    verdict: Verdict | None = None
 
     @property
     def cost_s(self) -> float:
@@ -101,10 +110,19 @@ class FunctionEvent:
         return sum(self.phases.values()) if self.phases else self.duration_s
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict whose keys are the field names."""
+        """A JSON-serialisable dict whose keys are the field names: specs, changes and sites as
+        their text, the codes as `reason_code` and `hint_code`."""
         result = dict(self.__dict__)  # The fields (a dataclass without slots keeps them there).
-        result.update(kind=self.kind.value, signature=dict(self.signature), changes=list(self.changes),
-                      created_variables=list(self.created_variables), phases=dict(self.phases))
+        del result["verdict"]
+        verdict = self.verdict
+        result.update(kind=self.kind.value,
+                      signature={str(name): str(spec) for name, spec in self.signature.items()},
+                      changes=[str(change) for change in self.changes],
+                      created_variables=list(self.created_variables), phases=dict(self.phases),
+                      call_site=None if self.call_site is None else str(self.call_site),
+                      definition=None if self.definition is None else str(self.definition),
+                      reason_code=None if verdict is None else verdict.reason.value,
+                      hint_code=None if verdict is None or verdict.hint is None else verdict.hint.value)
         return result
 
 
@@ -119,7 +137,7 @@ class FunctionRuns:
         name: The function's qualified name, e.g. `"train_step"` or
             `"TensorFlowTrainer._make_function.<locals>.one_step_on_data"`.
         function: The backend's name for it, e.g. `"one_step_on_data"`.
-        definition: `"file:line"` of its `def`, if found.
+        definition: The `Site` of its `def`, if found.
         keras_step: Whether Keras made it (a step of `fit`, `evaluate` or `predict`).
         events: The `FunctionEvent`s kept, oldest first (the last 1000).
         objects: How many function objects of this code traced.
@@ -132,7 +150,7 @@ class FunctionRuns:
 
     name: str
     function: str
-    definition: str | None
+    definition: Site | None
     keras_step: bool
     events: list[FunctionEvent] = dataclasses.field(default_factory=list)
     objects: int = 1
@@ -197,22 +215,16 @@ class FunctionRuns:
 def is_reported(record: FunctionTrace) -> bool:
     """Whether a report shows the record: the user's functions and Keras's steps, not the
     library's own helpers (Keras's data-adapter `tf.data` functions, TensorFlow's)."""
-    from traceguard import _compat
-
-    return not record.library_function or _compat.is_keras_step_function(record.name)
+    return not record.library_function or is_keras_step_function(record.name)
 
 
 def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> FunctionEvent:
     """The record, classified and worded. `old`: the signature its changes are from."""
-    from traceguard import _compat
-    from traceguard._core.classify import classify_function_trace
-    from traceguard._reports.messages import hint_text, reason_text
-
-    keras_step = record.library_function and _compat.is_keras_step_function(record.name)
-    verdict = classify_function_trace(record, old, _compat.BACKEND, keras_step, record.keras_call)
+    keras_step = record.library_function and is_keras_step_function(record.name)
+    verdict = classify_function_trace(record, old, record.backend, keras_step, record.keras_call)
     return FunctionEvent(
         serial=record.serial, kind=verdict.kind, function=record.name,
-        signature=record.format_signature(), changes=tuple(verdict.changes),
+        signature=record.signature, changes=tuple(verdict.changes),
         reason=reason_text(verdict), hint=hint_text(verdict), call_site=record.call_site,
         definition=record.definition,
         duration_s=0.0 if verdict.kind is TraceKind.COMPILE else record.duration,
@@ -220,7 +232,7 @@ def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> Func
         parent=record.parent,
         same_graph_as=record.same_graph_as if verdict.kind is TraceKind.RETRACE else None,
         phases=dict(record.phases), miss_s=record.miss, persistent_cache=record.persistent_cache,
-        cache_saved_s=record.cache_saved)
+        cache_saved_s=record.cache_saved, verdict=verdict)
 
 
 def function_key(record: FunctionTrace) -> str:
@@ -234,12 +246,10 @@ def add_record(functions: dict[str, FunctionRuns], record: FunctionTrace,
 
     Returns the key, the function's runs and the event added.
     """
-    from traceguard import _compat
-
     key = function_key(record)
     runs = functions.get(key)
     if runs is None:
-        keras_step = record.library_function and _compat.is_keras_step_function(record.name)
+        keras_step = record.library_function and is_keras_step_function(record.name)
         runs = functions[key] = FunctionRuns(record.qualname, record.name, record.definition, keras_step)
     event = function_event(record, old)
     runs.add(event)

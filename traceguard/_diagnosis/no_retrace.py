@@ -23,12 +23,14 @@ from typing import Any
 
 from traceguard import _compat
 from traceguard._core.errors import retrace_error
-from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent
+from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._core.functions import FunctionTrace
-from traceguard._core.guards import GUARDED_KINDS, ON_RETRACE_MODES
+from traceguard._core.guards import GUARDED_KINDS, GUARDED_REASONS, ON_RETRACE_MODES
+from traceguard._core.verdicts import Reason
 from traceguard._diagnosis.function_runs import function_event, is_reported
 from traceguard._record import observers as _observers
 from traceguard._reports.guards import format_guard_failure, unrecorded_retrace_reason
+from traceguard._reports.text import format_retracing_note
 
 # The defaults of every form of the guard (`no_retrace()`, its pytest marker, `TraceMonitor`):
 # a retrace raises, and each function's first trace is its warm-up. A test asking "fail me if
@@ -81,6 +83,8 @@ class RetraceGuard:
         self._layers: dict[int, list[str]] = {}  # Function trace serial -> its layers' traces.
 
     # --- the observer ---
+    retracing_note = staticmethod(format_retracing_note)
+
     def record_eager(self, layer: Any) -> None:
         pass
 
@@ -95,7 +99,7 @@ class RetraceGuard:
         if event.kind not in GUARDED_KINDS:
             return
         self._fail(format_guard_failure(
-            f"Layer '{event.layer}'", "retrace", self._place(), signature=event.signature,
+            f"Layer '{event.layer}'", None, self._place(), signature=event.signature,
             changes=event.changes, reason=event.reason, hint=event.hint, call_site=None),
             layer=event.layer, function=event.function, kind=event.kind.value, changes=event.changes,
             signature=event.signature, reason=event.reason, hint=event.hint)
@@ -109,20 +113,23 @@ class RetraceGuard:
         if not self.armed or record.saving or not is_reported(record):
             return
         # A first trace to traceguard may be a retrace of a warm-up it did not record.
-        unrecorded = _unrecorded_traces(record) if record.kind == "first" else None
-        if self.allow_first_traces and record.kind not in GUARDED_KINDS and not unrecorded:
+        first = record.reason is Reason.FIRST_TRACE
+        unrecorded = _unrecorded_traces(record) if first else None
+        if self.allow_first_traces and record.reason not in GUARDED_REASONS and not unrecorded:
             return
         event = function_event(record, _closest_signature(record))
         if self.on_retrace == "raise":  # Then the backend caches nothing (a warning lets it go on).
             _remember_failed(record)
         step = f" (the step of `{record.keras_call.method}`)" if record.keras_call is not None else ""
-        kind, reason = record.kind, event.reason
+        why: Reason | None = record.reason
+        kind, reason = record.kind.value, event.reason
         if unrecorded:
-            kind, reason = "retrace", unrecorded_retrace_reason(record.origin, record.name, unrecorded)
+            why, kind = None, TraceKind.RETRACE.value
+            reason = unrecorded_retrace_reason(record.origin, record.name, unrecorded)
         # Whether what changed is known: traceguard saw the earlier traces, or there was none.
-        known = record.kind != "first" or (self._baseline_recorded if unrecorded is None else unrecorded == 0)
+        known = not first or (self._baseline_recorded if unrecorded is None else unrecorded == 0)
         self._fail(format_guard_failure(
-            f"`{record.name}`{step}", kind, self._place(), signature=event.signature,
+            f"`{record.name}`{step}", why, self._place(), signature=event.signature,
             changes=event.changes, reason=reason, hint=event.hint, call_site=event.call_site,
             layers=layers, baseline_recorded=known),
             function=record.name, kind=kind, changes=event.changes, signature=event.signature,
@@ -143,9 +150,10 @@ def _as_failed_before(record: FunctionTrace) -> FunctionTrace:
     records = _observers.function_records
     failed = _failed.get(records, {}) if records is not None else {}
     earlier = failed.get(record.closest) if record.closest is not None and not record.changes else None
-    if earlier is None or record.kind != "retrace":
+    if earlier is None or record.reason not in (Reason.SIGNATURE_CHANGED, Reason.SAME_ARGUMENTS):
         return record
-    return dataclasses.replace(record, kind=earlier.kind, changes=earlier.changes, closest=earlier.closest)
+    return dataclasses.replace(record, kind=earlier.kind, reason=earlier.reason, changes=earlier.changes,
+                               closest=earlier.closest)
 
 
 def _remember_failed(record: FunctionTrace) -> None:

@@ -1,21 +1,16 @@
-"""The signatures of a trace file as specs, and what differs between two of them.
+"""The signatures of a trace file of schema version 1, read back from their text into specs.
 
-A trace file of schema version 1 keeps each argument's spec as the text
-`_core.signature.format_spec` made of it (`float32[32,8]`, `(float32[32,8], float32[32,4])`,
-`{'ids': int32[4]}`, `True`). Comparing the traces of two files names what differs
-argument by argument (`data[0]: dim 0 32 -> 6`), as `_core.signature.diff_signatures`
-does within one process: this module reads the text back into the same spec tuples
-and compares them with the same rules, giving `Change` values. It imports neither
-TensorFlow nor JAX, so `python -m traceguard compare` runs anywhere.
+Version 1 kept each argument's spec as its text (`float32[32,8]`, `(float32[32,8],
+float32[32,4])`, `{'ids': int32[4]}`, `True`); version 2 keeps the typed values. Read back
+into `_core.specs` values, a version 1 trace's signature compares with any other by
+`_core.signature.diff_signatures`, argument by argument (`data[0]: dim 0 32 -> 6`), as
+within the process that recorded it. Imports neither TensorFlow nor JAX.
 
 A spec read back loses what the text does not show: the fingerprint of items past
 the first 16 of a long sequence, and the end of a long repr (both shown as `...`);
 two such specs that differ only there read as equal. A text that is not one of
 these forms (an object whose repr looks like a tensor's, cut inside its quotes) is
 read as one value, so its argument's change is named as a whole.
-
-TODO(#30): once `_core` imports no `_compat`, compare with `_core.signature.diff_signatures`
-itself; tests/test_signature_texts.py checks the two give the same `Change`s.
 """
 
 from __future__ import annotations
@@ -24,14 +19,20 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from traceguard._core.changes import Aspect, Change
+from traceguard._core.specs import (
+    MAX_REPR,
+    SPEC_TYPES,
+    MappingSpec,
+    SequenceSpec,
+    Spec,
+    TensorSpec,
+    ValueSpec,
+)
 
-Spec = tuple
-
-_TENSOR = re.compile(r"(?:([A-Za-z_]\w*) )?([a-z][a-z0-9_]*)\[(\?|(?:-?\d+|None)(?:,(?:-?\d+|None))*|)\]")
+_TENSOR = re.compile(
+    r"(weakly typed )?(?:([A-Za-z_]\w*) )?([a-z][a-z0-9_]*)\[(\?|(?:-?\d+|None)(?:,(?:-?\d+|None))*|)\]")
 _MORE_ITEMS = re.compile(r"\.\.\. (\d+) items")
-# A repr longer than this is kept as its first characters and "..." (`_core.signature._MAX_REPR`).
-_MAX_REPR = 40
+_MAX_REPR = MAX_REPR  # A repr longer is kept as its first characters and "...".
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "<": ">"}
 
 
@@ -40,17 +41,18 @@ class _Unreadable(Exception):
 
 
 def read_spec(text: str) -> Spec:
-    """The spec `format_spec` wrote as `text`; a text of no spec form reads as one value."""
+    """The spec whose text is `text`; a text of no spec form reads as one value."""
     try:
         spec, end = _spec(text, 0, top=True)
     except _Unreadable:
-        return ("value", text, None)
-    return spec if end == len(text) else ("value", text, None)
+        return ValueSpec(text)
+    return spec if end == len(text) else ValueSpec(text)
 
 
-def read_signature(signature: Mapping[str, Any]) -> dict[str, Spec]:
-    """Each argument's spec, from its text (`str()` of a value that is not a text)."""
-    return {name: read_spec(str(value)) for name, value in signature.items()}
+def read_signature(signature: Mapping[Any, Any]) -> dict[Any, Spec]:
+    """Each argument's spec: as it is, or read from its text."""
+    return {name: value if isinstance(value, SPEC_TYPES) else read_spec(str(value))
+            for name, value in signature.items()}
 
 
 def _spec(text: str, start: int, top: bool = False) -> tuple[Spec, int]:
@@ -75,17 +77,17 @@ def _spec(text: str, start: int, top: bool = False) -> tuple[Spec, int]:
             if top:
                 raise
     if top:
-        return ("value", text, None), len(text)
+        return ValueSpec(text), len(text)
     end = _value_end(text, start)
-    return ("value", text[start:end], None), end
+    return ValueSpec(text[start:end]), end
 
 
 def _tensor_spec(match: re.Match[str]) -> Spec:
-    label, dtype, dims = match.group(1) or "", match.group(2), match.group(3)
+    weak, label, dtype, dims = bool(match.group(1)), match.group(2) or "", match.group(3), match.group(4)
     if dims == "?":
-        return ("tensor", label, dtype, None)
-    return ("tensor", label, dtype,
-            tuple(None if dim == "None" else int(dim) for dim in dims.split(",")) if dims else ())
+        return TensorSpec(dtype, None, label, weak)
+    shape = tuple(None if dim == "None" else int(dim) for dim in dims.split(",")) if dims else ()
+    return TensorSpec(dtype, shape, label, weak)
 
 
 def _sequence(text: str, start: int) -> tuple[Spec, int]:
@@ -107,7 +109,7 @@ def _sequence(text: str, start: int) -> tuple[Spec, int]:
     if kind == "tuple" and len(children) == 1 and length is None and not one_tuple:
         raise _Unreadable  # `(x)` is no tuple's text.
     position = _expect(text, position, closer)
-    return ("seq", kind, tuple(children), len(children) if length is None else length, None), position
+    return SequenceSpec(kind, tuple(children), len(children) if length is None else length), position
 
 
 def _mapping(text: str, start: int) -> tuple[Spec, int]:
@@ -126,7 +128,7 @@ def _mapping(text: str, start: int) -> tuple[Spec, int]:
         child, position = _spec(text, position)
         items.append((key, child))
     position = _expect(text, position, "}")
-    return ("map", tuple(items), len(items) if length is None else length, None), position
+    return MappingSpec(tuple(items), len(items) if length is None else length), position
 
 
 def _expect(text: str, position: int, expected: str) -> int:
@@ -183,68 +185,3 @@ def _string_end(text: str, start: int) -> int | None:
         else:
             position += 1
     return None
-
-
-# --- what differs: `_core.signature.diff_specs`'s rules, on specs read back ---------------
-def diff_spec_texts(name: str, old: Spec, new: Spec) -> list[Change]:
-    """The differences between two specs of the argument `name`, as `Change`s."""
-    if old == new:
-        return []
-    if old[0] == new[0] == "tensor" and old[1] == new[1]:
-        changes = []
-        if old[2] != new[2]:
-            changes.append(Change(name, Aspect.DTYPE, old[2], new[2]))
-        old_dims, new_dims = old[3], new[3]
-        if old_dims is None or new_dims is None or len(old_dims) != len(new_dims):
-            if old_dims != new_dims:
-                old_rank = "?" if old_dims is None else len(old_dims)
-                new_rank = "?" if new_dims is None else len(new_dims)
-                changes.append(Change(name, Aspect.RANK, old_rank, new_rank, text=(
-                    f"{name}: rank {old_rank} -> {new_rank} ({format_spec(old)} -> {format_spec(new)})")))
-        else:
-            changes.extend(Change(name, Aspect.DIM, a, b, axis=axis)
-                           for axis, (a, b) in enumerate(zip(old_dims, new_dims)) if a != b)
-        return changes
-    if old[0] == new[0] == "seq" and old[1] == new[1] and old[3] == new[3]:
-        return [change for index, (a, b) in enumerate(zip(old[2], new[2]))
-                for change in diff_spec_texts(f"{name}[{index}]", a, b)]
-    if old[0] == new[0] == "map" and old[2] == new[2] and [k for k, _ in old[1]] == [k for k, _ in new[1]]:
-        return [change for (key, a), (_, b) in zip(old[1], new[1])
-                for change in diff_spec_texts(f"{name}[{key}]", a, b)]
-    old_text, new_text = format_spec(old), format_spec(new)
-    aspect = Aspect.VALUE if old[0] == new[0] == "value" else Aspect.STRUCTURE
-    return [Change(name, aspect, old_text, new_text, text=f"{name}: {old_text} -> {new_text}")]
-
-
-def diff_signature_texts(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
-    """What changed from the signature `old` to `new` (argument name to spec text), in argument order."""
-    old_specs, new_specs = read_signature(old), read_signature(new)
-    changes = []
-    for name, spec in new_specs.items():
-        if name not in old_specs:
-            changes.append(Change(name, Aspect.ADDED, None, format_spec(spec)))
-        else:
-            changes.extend(diff_spec_texts(name, old_specs[name], spec))
-    changes.extend(Change(name, Aspect.REMOVED, format_spec(spec), None)
-                   for name, spec in old_specs.items() if name not in new_specs)
-    return changes
-
-
-def format_spec(spec: Spec) -> str:
-    """The text of a spec read back: the text it was read from."""
-    tag = spec[0]
-    if tag == "tensor":
-        _, label, dtype, dims = spec
-        shape = "[?]" if dims is None else "[" + ",".join("None" if d is None else str(d) for d in dims) + "]"
-        return f"{label + ' ' if label else ''}{dtype}{shape}"
-    if tag == "seq":
-        _, kind, children, length, _ = spec
-        inner = ", ".join(format_spec(child) for child in children)
-        if length > len(children):
-            inner += f", ... {length} items"
-        return f"[{inner}]" if kind == "list" else f"({inner}{',' if length == 1 else ''})"
-    if tag == "map":
-        _, items, length, _ = spec
-        more = f", ... {length} items" if length > len(items) else ""
-        return "{" + ", ".join(f"{key}: {format_spec(child)}" for key, child in items) + more + "}"
-    return str(spec[1])

@@ -75,7 +75,7 @@ def snapshot_of(report: Explanation) -> dict[str, list[SnapshotTrace]]:
         name = _unique(runs.function if runs.keras_step else runs.name, names)
         names[name] = runs
         snapshot[f"function {name}"] = [
-            SnapshotTrace(event.kind.value, _signature(event.signature), tuple(event.changes))
+            SnapshotTrace(event.kind.value, _signature(event.signature), tuple(map(str, event.changes)))
             for event in runs.events]
     layer_names: dict[str, Any] = {}
     for layer in report.layers.values():
@@ -86,7 +86,7 @@ def snapshot_of(report: Explanation) -> dict[str, list[SnapshotTrace]]:
                 continue
             subject = f"layer {name} in {event.function}" if event.function else f"layer {name}"
             snapshot.setdefault(subject, []).append(
-                SnapshotTrace(event.kind.value, _signature(event.signature), tuple(event.changes)))
+                SnapshotTrace(event.kind.value, _signature(event.signature), tuple(map(str, event.changes))))
     return snapshot
 
 

@@ -23,23 +23,35 @@ import threading
 import time
 from typing import IO, Any
 
+from traceguard._core.values_json import change_json, signature_json, site_json, verdict_json
 from traceguard._diagnosis.workers import check_trace_file_pattern, current_worker, expand_trace_file
 from traceguard._version import __version__
 
 SCHEMA = "traceguard.trace-file"
 # Raised when a record's fields change meaning or a field a reader needs is added;
 # a new optional field keeps the version (readers ignore what they do not know).
-SCHEMA_VERSION = 1
+# Version 2: signatures, changes, sites and verdicts as typed values (`_core.values_json`);
+# version 1 held their text (and each change's fields as `change_fields`).
+SCHEMA_VERSION = 2
 RECORD_TYPES = ("header", "layer_run", "function_trace", "eager_runs", "end")
+# The files this process's writers have open: two writers of one file (`run --trace-file` over a
+# script with its own `watch(trace_file=...)` of the same path) would interleave their lines.
+_OPEN_PATHS: set[str] = set()
+_OPEN_PATHS_LOCK = threading.Lock()
 _PACKAGES = ("tensorflow", "keras", "tf_keras", "jax")
 
 
-def change_fields(changes: Any) -> list[dict[str, Any] | None]:
-    """What each of `event.changes` is made of (a `Change`'s fields), so that a report read back
-    words its hints as the live one did; None for a change that is text only."""
-    return [{"argument": change.argument, "aspect": change.aspect.value, "old": change.old,
-             "new": change.new, "axis": change.axis} if hasattr(change, "aspect") else None
-            for change in changes]
+def event_json(event: Any) -> dict[str, Any]:
+    """A `TraceEvent` or `FunctionEvent` as a trace file holds it: its fields, with its signature,
+    changes, sites and verdict as typed values, and the words of its reason and hint."""
+    result = event.to_dict()
+    result.update(signature=signature_json(event.signature),
+                  changes=[change_json(change) for change in event.changes],
+                  verdict=None if event.verdict is None else verdict_json(event.verdict))
+    for name in ("call_site", "definition"):
+        if name in result:
+            result[name] = site_json(getattr(event, name))
+    return result
 
 
 def check_trace_file_path(path: object, label: object, caller: str | None,
@@ -99,10 +111,22 @@ class TraceFileWriter:
         label = self._label if self._label is not None else worker.name if worker is not None \
             else f"{host}:{pid}"
         path = expand_trace_file(self.pattern, worker)
+        with _OPEN_PATHS_LOCK:
+            taken = os.path.realpath(path) in _OPEN_PATHS
+            if not taken:
+                _OPEN_PATHS.add(os.path.realpath(path))
+        if taken:  # Recording never fails the user's call: say so once, go on.
+            self._failed = True
+            logging.getLogger("traceguard").warning(
+                "the trace file %r is being written by another watch() (or `run --trace-file`, or "
+                "TraceMonitor) of this process; this one writes nothing to it.", path)
+            return
         try:
             self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
-        except OSError as error:  # Recording never fails the user's call: say so once, go on.
+        except OSError as error:
             self._failed = True
+            with _OPEN_PATHS_LOCK:
+                _OPEN_PATHS.discard(os.path.realpath(path))
             logging.getLogger("traceguard").warning("could not open the trace file %r: %s; no trace "
                                                     "file is written.", path, error)
             return
@@ -116,20 +140,21 @@ class TraceFileWriter:
     def layer_run(self, runs: Any, event: Any) -> None:
         """Writes one layer body run: its layer (`LayerRuns`) and its `TraceEvent`."""
         self._write({"type": "layer_run", "layer": runs.name, "class_name": runs.class_name,
-                     "trace_aware": runs.trace_aware, "event": event.to_dict(),
-                     "change_fields": change_fields(event.changes)})
+                     "trace_aware": runs.trace_aware, "event": event_json(event)})
 
     def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
         """Writes one function trace: its `FunctionRuns` (`key` in `Explanation.functions`), its
-        `FunctionTrace` and the `FunctionEvent` made of it. Called when the call that traced
-        returns, the event's phases final."""
+        `FunctionTrace` and the `FunctionEvent` made of it. Called as the trace ends, and again
+        (the same `serial`) when the call that traced returns, the event's phases final: a reader
+        keeps the later line."""
         keras_call = record.keras_call
         started = record.started if record.started is not None else time.time() - record.duration
         self._write({
             "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
             "objects": runs.objects, "started": started, "call_started": record.call_started,
-            "event": event.to_dict(), "change_fields": change_fields(event.changes),
-            "trace": {"index": record.index, "origin": record.origin, "kind": record.kind,
+            "event": event_json(event),
+            "trace": {"index": record.index, "origin": record.origin, "kind": record.kind.value,
+                      "reason": record.reason.value,
                       "closest": record.closest, "caller": record.caller, "entry": record.entry,
                       "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,
                       "raised": record.raised, "library_function": record.library_function,
@@ -155,12 +180,16 @@ class TraceFileWriter:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+                with _OPEN_PATHS_LOCK:
+                    _OPEN_PATHS.discard(os.path.realpath(str(self.path)))
 
     def reopen(self) -> None:
         """Opens the closed file again, to append (`TraceMonitor`'s next call)."""
         with self._lock:
             if self._file is None and self.path is not None:
                 self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
+                with _OPEN_PATHS_LOCK:
+                    _OPEN_PATHS.add(os.path.realpath(self.path))
 
     def _write(self, record: dict[str, Any]) -> None:
         line = self._encode(record) + "\n"

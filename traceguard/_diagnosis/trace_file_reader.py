@@ -1,8 +1,9 @@
 """Reading trace files back: one `Explanation` from the records of one or many files.
 
-Imports neither TensorFlow nor JAX: a trace file holds the worded events, so the
-text and HTML reports (`_reports`) render them as they would in the process that
-wrote them. Bad input is reported by file and line: a line that is not JSON, a
+Imports neither TensorFlow nor JAX: a trace file holds the events with their typed
+values and words (schema version 2; version 1 files held the values' text, read as
+text-only values), so the text and HTML reports (`_reports`) render them as they
+would in the process that wrote them. Bad input is reported by file and line: a line that is not JSON, a
 record that is not one of `RECORD_TYPES`, a file of a newer schema. The one
 exception is a cut last line, what a killed process leaves: it is reported as a
 warning and the lines before it are kept.
@@ -19,8 +20,16 @@ from typing import Any
 
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.events import TraceEvent, TraceKind
+from traceguard._core.specs import ArgumentPath, Site, ValueSpec
+from traceguard._core.values_json import (
+    change_from_json,
+    signature_from_json,
+    site_from_json,
+    verdict_from_json,
+)
 from traceguard._diagnosis.explanation import Explanation, LayerRuns
 from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
+from traceguard._diagnosis.signature_texts import read_signature
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
 from traceguard._diagnosis.workers import Worker
 
@@ -134,20 +143,22 @@ def _worker(header: dict[str, Any], path: str) -> Worker | None:
 def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
     kind = record["type"]
     trace_file.complete = kind == "end"
+    version = trace_file.header["version"]
     if kind == "layer_run":
-        event = _trace_event(record["event"], record.get("change_fields"))
+        event = _trace_event(record["event"], version, record.get("change_fields"))
         _layer(trace_file, record).events.append(event)
     elif kind == "eager_runs":
         runs = _layer(trace_file, record)
         runs.eager_calls = max(runs.eager_calls, int(record["count"]))  # Each line counts from the start.
     elif kind == "function_trace":
-        function_event = _function_event(record["event"], record.get("change_fields"))
+        function_event = _function_event(record["event"], version, record.get("change_fields"))
         function = trace_file.functions.get(record["key"])
         if function is None:
             function = trace_file.functions[record["key"]] = FunctionRuns(
                 record["qualname"], function_event.function, function_event.definition,
                 bool(record["keras_step"]))
-        function.add(function_event)
+        if not function.replace(function_event):  # A later line of a trace: the one with its costs.
+            function.add(function_event)
         function.objects = max(function.objects, int(record["objects"]))
         trace_file.function_starts[function_event.serial] = float(record["started"])
         if record.get("call_started") is not None:
@@ -164,28 +175,53 @@ def _layer(trace_file: TraceFile, record: dict[str, Any]) -> LayerRuns:
     return runs
 
 
-def _changes(texts: list[str], fields: list[dict[str, Any] | None] | None) -> tuple[str, ...]:
-    """The changes as `Change`s where the file has their fields (`change_fields`), else as text."""
+def _typed(fields: dict[str, Any], version: int, change_fields: Any) -> dict[str, Any]:
+    """The typed values of an event's fields: as written (version 2), or from version 1's text."""
+    if version >= 2:
+        changes = tuple(change_from_json(change) for change in fields["changes"])
+        verdict = fields.get("verdict")
+        return {"signature": signature_from_json(fields["signature"]), "changes": changes,
+                "verdict": None if verdict is None else verdict_from_json(verdict, changes),
+                **{name: site_from_json(fields[name])
+                   for name in ("call_site", "definition") if name in fields}}
+    return {"signature": read_signature(fields["signature"]),
+            "changes": _version1_changes(fields["changes"], change_fields), "verdict": None,
+            **{name: Site.parse(fields[name]) for name in ("call_site", "definition") if name in fields}}
+
+
+def _version1_changes(texts: list[str], fields: list[dict[str, Any] | None] | None) -> tuple[Change, ...]:
+    """Version 1's changes: their fields where the file has them (`change_fields`), with the values
+    it wrote as text; else the text alone, as one value changing."""
     if not fields or len(fields) != len(texts):
-        return tuple(texts)
-    return tuple(text if made is None else Change(made["argument"], Aspect(made["aspect"]), made["old"],
-                                                  made["new"], made["axis"], text=text)
-                 for text, made in zip(texts, fields))
+        fields = [None] * len(texts)
+    changes = []
+    for text, made in zip(texts, fields):
+        if made is None:
+            argument, _, rest = text.partition(": ")
+            old, _, new = rest.partition(" -> ")
+            changes.append(Change(ArgumentPath(argument), Aspect.VALUE, ValueSpec(old), ValueSpec(new)))
+            continue
+        aspect = Aspect(made["aspect"])
+        parts: tuple[Any, Any] = (made["old"], made["new"])
+        if aspect not in (Aspect.DIM, Aspect.DTYPE, Aspect.FUNCTION_OBJECT, Aspect.ITEMS_PAST_CUT):
+            parts = tuple(None if part is None else ValueSpec(str(part)) for part in parts)  # type: ignore[assignment]
+        changes.append(Change(ArgumentPath(made["argument"]), aspect, *parts, made["axis"]))
+    return tuple(changes)
 
 
-def _trace_event(fields: dict[str, Any], change_fields: Any = None) -> TraceEvent:
+def _trace_event(fields: dict[str, Any], version: int, change_fields: Any = None) -> TraceEvent:
     known = {field.name for field in dataclasses.fields(TraceEvent)}
     values = {name: value for name, value in fields.items() if name in known}  # Newer optional fields.
-    values.update(kind=TraceKind(fields["kind"]), changes=_changes(fields["changes"], change_fields),
+    values.update(_typed(fields, version, change_fields), kind=TraceKind(fields["kind"]),
                   created_variables=tuple(fields["created_variables"]),
                   messages=tuple(fields.get("messages", ())))
     return TraceEvent(**values)
 
 
-def _function_event(fields: dict[str, Any], change_fields: Any = None) -> FunctionEvent:
+def _function_event(fields: dict[str, Any], version: int, change_fields: Any = None) -> FunctionEvent:
     known = {field.name for field in dataclasses.fields(FunctionEvent)}
     values = {name: value for name, value in fields.items() if name in known}
-    values.update(kind=TraceKind(fields["kind"]), changes=_changes(fields["changes"], change_fields),
+    values.update(_typed(fields, version, change_fields), kind=TraceKind(fields["kind"]),
                   created_variables=tuple(fields["created_variables"]),
                   phases={str(phase): float(seconds)
                           for phase, seconds in (fields.get("phases") or {}).items()})

@@ -1,7 +1,7 @@
 """`explain()` and `watch()`: every Keras layer's body runs, with no change to the user's code.
 
 Both open an instrumentation session (`_instrument`), so plain Keras layers are
-recorded for its duration, and register an `Explanation` with the recorder,
+recorded for its duration, and register an `Explanation`'s `Filler` with the recorder,
 which also hears `TraceAwareLayer`s. Closing the session, even on an exception,
 restores every Keras layer class.
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 from traceguard._diagnosis import instrument as _instrument
 from traceguard._diagnosis.explanation import Explanation
+from traceguard._diagnosis.filler import Filler
 from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_path
 from traceguard._record.observers import observing
 
@@ -23,7 +24,7 @@ from traceguard._record.observers import observing
 def _session(explanation: Explanation, log_eager: bool) -> Iterator[Explanation]:
     _instrument.open_session(log_eager)
     try:
-        with observing(explanation):
+        with observing(Filler(explanation)):
             yield explanation
     finally:
         _instrument.close_session(log_eager)

@@ -25,9 +25,12 @@ import weakref
 from collections import OrderedDict, deque
 from typing import Any
 
+from traceguard import _compat
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.functions import FunctionCost, FunctionTrace
-from traceguard._core.signature import Spec, diff_signatures, spec_of
+from traceguard._core.functions import FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
+from traceguard._core.signature import diff_signatures
+from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Site, Spec, TensorSpec
+from traceguard._core.verdicts import EnclosingTrace, Reason
 
 # How deep `code_key` follows functions in closures, and wrappers: Keras 3's
 # `multi_step_on_iterator` holds a wrapper of the `tf.function` of a function that holds the step.
@@ -152,8 +155,9 @@ class FunctionRecords:
         self._code_of: dict[int, tuple] = {}  # Record index -> its code key.
         self._owner_of: dict[int, Any] = {}  # Record index -> its function object key.
         self._function_texts: dict[str, tuple] = {}  # TF's repr of a function -> its code key.
+        self._models: dict[Any, int] = {}  # A Keras step's function object key -> its model's id.
         # Trace serial -> `preview()`'s answer, while the trace runs.
-        self._previews: dict[int, tuple[str, tuple[Change, ...], int]] = {}
+        self._previews: dict[int, EnclosingTrace] = {}
         # Per function object: the signatures compiled (XLA, JAX), latest last; and the
         # records made but not yet completed (`on_complete`), by serial.
         self._compiled: dict[Any, OrderedDict[frozenset, _Compared]] = {}
@@ -173,8 +177,8 @@ class FunctionRecords:
                 return list(self._records)
             return [r for r in self._records if self._code_of.get(r.index) == code]
 
-    def preview(self, tracing: Any) -> tuple[str, tuple[Change, ...], int]:
-        """While `tracing` runs: its kind, its changes and how many objects its code has.
+    def preview(self, tracing: Any) -> EnclosingTrace:
+        """While `tracing` runs: its kind and reason, its changes and how many objects its code has.
 
         What `on_trace` will record when the trace ends, without recording it; the
         layer runs made during the trace ask, so the answer is kept per trace.
@@ -183,9 +187,11 @@ class FunctionRecords:
         if cached is None:
             key, site, signature, object_key = self._facts(tracing)
             with self._lock:
-                kind, changes, _, _, objects, _ = self._diagnose(key, site, signature, object_key, tracing,
-                                                              register=False)
-            cached = self._previews[tracing.serial] = (kind, tuple(changes), objects)
+                same_model = self._same_model(key, object_key, tracing, register=False)
+                reason, changes, _, _, objects, _ = self._diagnose(key, site, signature, object_key, tracing,
+                                                                register=False)
+            cached = self._previews[tracing.serial] = EnclosingTrace(
+                FUNCTION_TRACE_KINDS[reason], reason, tuple(changes), objects, same_model)
         return cached
 
     def on_trace(self, tracing: Any) -> FunctionTrace:
@@ -196,24 +202,30 @@ class FunctionRecords:
         with self._lock:
             index = self._next_index
             if getattr(tracing, "compilation", False):
-                kind, changes, closest, number, objects, lifted = self._compilation(
+                same_model = None
+                reason, changes, closest, number, objects, lifted = self._compilation(
                     key, signature, object_key)
             else:
-                kind, changes, closest, number, objects, lifted = self._diagnose(
+                same_model = self._same_model(key, object_key, tracing)
+                reason, changes, closest, number, objects, lifted = self._diagnose(
                     key, site, signature, object_key, tracing, register=True)
             record = FunctionTrace(
                 index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
                 name=tracing.name, qualname=site[0] if site else tracing.name,
-                definition=f"{site[1]}:{site[2]}" if site else None,
-                call_site=None if tracing.call_site is None else "{}:{}".format(*tracing.call_site),
+                definition=Site(site[1], site[2]) if site else None,
+                call_site=None if tracing.call_site is None else Site(*tracing.call_site),
                 caller=tracing.caller, entry=tracing.entry,
-                signature=types.MappingProxyType(signature), kind=kind, changes=tuple(changes),
+                signature=types.MappingProxyType(signature), kind=FUNCTION_TRACE_KINDS[reason], reason=reason,
+                changes=tuple(changes),
                 closest=None if closest is None else closest.index, duration=tracing.duration,
                 object_number=number, objects=objects, saving=tracing.saving,
                 phase=tracing.phase, created_variables=tuple(tracing.created_variables),
                 relaxed=tracing.relaxed, raised=tracing.raised,
                 library_function=tracing.library_function, keras_call=tracing.keras_call,
                 lifted_variables=lifted, same_graph_as=getattr(tracing, "same_graph_as", None),
+                relaxed_signature=None if tracing.relaxed_signature is None
+                else types.MappingProxyType(tracing.relaxed_signature),
+                data=tracing.data, same_model=same_model,
                 phases=types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
                 xla_functions=tuple(getattr(tracing, "xla_functions", ())),
                 started=_epoch(tracing.start))
@@ -277,12 +289,16 @@ class FunctionRecords:
         number = code.objects.get(object_key, len(code.objects) + 1)
         closest = _closest(self._compiled.get(object_key, OrderedDict()), compared)
         changes = diff_signatures(closest.signature, signature) if closest is not None else []
-        return "compile", changes, closest, number, max(len(code.objects), number), ()
+        reason = Reason.XLA_COMPILE if changes else Reason.RECOMPILE
+        return reason, changes, closest, number, max(len(code.objects), number), ()
 
     @staticmethod
     def _facts(tracing: Any) -> tuple[tuple, tuple[str, str, int] | None, dict[str, Spec], Any]:
         python_function = tracing.python_function
-        signature = {name: _spec(value) for name, value in (tracing.arguments or {}).items()}
+        # The key as the backend compared it when the hook read it; else each argument's value.
+        signature = tracing.signature
+        if signature is None:
+            signature = {name: _spec(value) for name, value in (tracing.arguments or {}).items()}
         # A weak reference: equal to another only while both point at the same live
         # object, so a function object made where a dead one was is a new object.
         object_key = tracing.function if tracing.function is not None else tracing.function_id
@@ -290,7 +306,7 @@ class FunctionRecords:
 
     def _diagnose(self, key: tuple, site: tuple[str, str, int] | None, signature: dict[str, Spec],
                   object_key: Any, tracing: Any, register: bool) -> tuple:
-        """(kind, changes, closest, object number, objects of the code, lifted variables);
+        """(reason, changes, closest, object number, objects of the code, lifted variables);
         `register` keeps the trace.
 
         Called with the lock held.
@@ -306,17 +322,14 @@ class FunctionRecords:
         changes: list[Change] = []
         if closest is not None:
             changes = diff_signatures(closest.signature, signature)
-        kind = self._kind(own or [], objects, compared, tracing.phase)
+        reason = self._reason(own or [], objects, compared, tracing.phase, bool(changes))
         # A variable retrace: the variables the object's earlier, creating trace made.
-        lifted = own[-1][2] if kind == "variable_retrace" and own else ()
-        if kind == "new_function":
+        lifted = own[-1][2] if reason is Reason.VARIABLE_RETRACE and own else ()
+        if reason is Reason.NEW_FUNCTION_OBJECT:
             earlier = max((n for k, n in code.objects.items() if k != object_key), default=1)
             if closest is not None:
                 earlier = self._number_of_index(code, closest.index, earlier)
-            name = tracing.name
-            changes.insert(0, Change(name, Aspect.FUNCTION_OBJECT, earlier, number, text=(
-                f"{name}: function object #{earlier} -> #{number} (a new function object from the "
-                "same code)")))
+            changes.insert(0, Change(ArgumentPath(tracing.name), Aspect.FUNCTION_OBJECT, earlier, number))
         if register:
             self._next_index += 1
             self._codes[key] = code
@@ -329,21 +342,38 @@ class FunctionRecords:
                 signatures.move_to_end(compared.pairs)  # Latest last.
                 if len(signatures) > _MAX_COMPARED:
                     signatures.popitem(last=False)
-        return kind, changes, closest, number, objects, lifted
+        return reason, changes, closest, number, objects, lifted
+
+    def _same_model(self, key: tuple, object_key: Any, tracing: Any, register: bool = True) -> bool | None:
+        """For a Keras step's trace: whether its model is the model of the last other function object
+        of its code (the step function was made again for the same model); None when not known.
+        Called with the lock held; `register` notes this object's model."""
+        model = tracing.keras_call.model if tracing.keras_call is not None else None
+        if model is None:
+            return None
+        code = self._codes.get(key)
+        earlier = None
+        if code is not None:
+            others = [(number, known) for known, number in code.objects.items() if known != object_key]
+            if others:
+                earlier = self._models.get(max(others, key=lambda pair: pair[0])[1])
+        if register:
+            self._models[object_key] = model
+        return None if earlier is None else earlier == model
 
     def _number_of_index(self, code: _Code, index: int, default: int) -> int:
         owner = self._owner_of.get(index)
         return code.objects.get(owner, default) if owner is not None else default
 
     @staticmethod
-    def _kind(own: list, objects: int, compared: _Compared, phase: str | None) -> str:
+    def _reason(own: list, objects: int, compared: _Compared, phase: str | None, changed: bool) -> Reason:
         if own:
             last, last_phase, created = own[-1]
             if phase == "no_variable_creation" and last_phase == "variable_creation" and created \
                     and last.pairs == compared.pairs:
-                return "variable_retrace"
-            return "retrace"
-        return "new_function" if objects > 1 else "first"
+                return Reason.VARIABLE_RETRACE
+            return Reason.SIGNATURE_CHANGED if changed else Reason.SAME_ARGUMENTS
+        return Reason.NEW_FUNCTION_OBJECT if objects > 1 else Reason.FIRST_TRACE
 
     def costs(self) -> list[FunctionCost]:
         """Tracing time per function (per code), the most expensive first."""
@@ -353,7 +383,7 @@ class FunctionRecords:
                 groups.setdefault(self._code_of[record.index], []).append(record)
         costs = [FunctionCost(
             name=records[-1].name, qualname=records[-1].qualname, definition=records[-1].definition,
-            traces=len(records), retraces=sum(r.kind != "first" for r in records),
+            traces=len(records), retraces=sum(not r.is_first for r in records),
             objects=records[-1].objects, seconds=sum(r.duration for r in records))
             for records in groups.values()]
         return sorted(costs, key=lambda cost: cost.seconds, reverse=True)
@@ -403,17 +433,16 @@ def _spec(value: Any) -> Spec:
     # A `tf.data` iterator or dataset traces by its elements' specs (its public
     # `element_spec`), not by its identity.
     element_spec = getattr(value, "element_spec", None) if not hasattr(value, "shape") else None
-    return _as_dense(spec_of(value if element_spec is None else element_spec))
+    return _as_dense(_compat.spec_of(value if element_spec is None else element_spec))
 
 
 def _as_dense(spec: Spec) -> Spec:
     # A `tf.TensorSpec` (an `input_signature`, a `tf.data` element) stands for the
     # tensor it describes: `float32[None,3]`, as a tensor's spec reads.
-    tag = spec[0]
-    if tag == "tensor" and spec[1] == "TensorSpec":
-        return ("tensor", "", spec[2], spec[3])
-    if tag == "seq":
-        return ("seq", spec[1], tuple(_as_dense(child) for child in spec[2]), spec[3], spec[4])
-    if tag == "map":
-        return ("map", tuple((key, _as_dense(child)) for key, child in spec[1]), spec[2], spec[3])
+    if isinstance(spec, TensorSpec):
+        return spec._replace(type_name="") if spec.type_name == "TensorSpec" else spec
+    if isinstance(spec, SequenceSpec):
+        return spec._replace(items=tuple(_as_dense(item) for item in spec.items))
+    if isinstance(spec, MappingSpec):
+        return spec._replace(items=tuple((key, _as_dense(item)) for key, item in spec.items))
     return spec

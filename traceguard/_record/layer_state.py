@@ -7,11 +7,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from traceguard._core.classify import EarlierTrace
+from traceguard._core.verdicts import EarlierTrace
 from traceguard._record.log import TraceLog, appender, eager_counter, index_reserver
-from traceguard._record.settings import TraceSettings
+from traceguard._record.settings import STATE_ATTRIBUTE, TraceSettings
+from traceguard._record.variables import VariableLedger
 
-STATE_ATTRIBUTE = "_traceguard_state"
 # Per layer, how many tf.functions and how many traces of each classification remembers.
 REMEMBERED_FUNCTIONS = 64
 REMEMBERED_TRACES = 64
@@ -22,8 +22,8 @@ class LayerTraceState:
 
     def __init__(self, settings: TraceSettings, owner: str, sees_build: bool = True) -> None:
         self.settings = settings
-        # Whether the variables the layer's `build` creates are seen (a recorded `build`).
-        self.sees_build = sees_build
+        # The variables its `build` and runs created that a later run has to claim.
+        self.variables = VariableLedger(sees_build)
         self.log = TraceLog(settings.trace_log_size, owner=owner)
         # Called at every eager step: a bound C method, looked up once.
         self.count_eager_call = eager_counter(self.log)
@@ -32,11 +32,6 @@ class LayerTraceState:
         self.append = appender(self.log)
         self.lock = threading.Lock()
         self.graph_traces = 0
-        # Paths of the variables `build` just created as Keras built the layer in a call:
-        # the next run of the body, that call's, takes them.
-        self.built_variables: tuple[str, ...] = ()
-        # Which of them Keras 3's symbolic pass left waiting for their `tf.Variable`, when known.
-        self.deferred_variables: tuple[Any, ...] = ()
         # The traces of each function, oldest first. A run takes the tuple as it starts, with
         # no copy and no lock: `remember` replaces tuples whole.
         self.traces_by_function: collections.OrderedDict[Any, tuple[EarlierTrace, ...]] = \
@@ -47,10 +42,10 @@ class LayerTraceState:
 
     # Copies (deepcopy, pickle, clone) start with an empty log of their own.
     def __deepcopy__(self, memo: dict) -> LayerTraceState:
-        return LayerTraceState(self.settings, self.log.owner, self.sees_build)
+        return LayerTraceState(self.settings, self.log.owner, self.variables.sees_build)
 
     def __reduce__(self) -> tuple:
-        return (LayerTraceState, (self.settings, self.log.owner, self.sees_build))
+        return (LayerTraceState, (self.settings, self.log.owner, self.variables.sees_build))
 
     def remember(self, key: Any, trace: EarlierTrace, origin: Any = None) -> int:
         """Remembers a trace of the function `key`, and of `origin` when given, and counts it

@@ -11,10 +11,40 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, overload
 
-from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._core.events import TraceEvent
+from traceguard._core.kinds import TRACE_KINDS, TraceKind
+
+# The one module of recording that words: the log's own summary, notebook display and
+# events (`.importlinter` allows it alone).
 from traceguard._reports.html import render_html, write_document
 from traceguard._reports.html_tables import log_html
-from traceguard._reports.text import format_log
+from traceguard._reports.messages import hint_text, reason_text
+from traceguard._reports.text import format_budget_excess, format_log
+
+
+def event_of(entry: Any) -> TraceEvent:
+    """The `TraceEvent` of a log entry: the entry itself, or a finished run's (`runs.BodyRun`),
+    made with its words on first use and kept: most logs are never read while a model traces."""
+    if type(entry) is TraceEvent:
+        return entry
+    try:
+        return entry._event  # type: ignore[no-any-return]
+    except AttributeError:
+        pass
+    verdict = entry.verdict
+    event = entry._event = TraceEvent(
+        index=entry.index, kind=verdict.kind, layer=entry.owner, function=entry.function,
+        signature=entry.signature, changes=verdict.changes, created_variables=entry.created_variables,
+        reason=reason_text(verdict), hint=hint_text(verdict), timestamp=entry.started,
+        duration_s=entry.duration, thread=entry.thread, replica=entry.replica,
+        messages=tuple(entry.messages), error=entry.error, function_trace=entry.function_trace,
+        verdict=verdict)
+    return event
+
+
+def budget_message(owner: str, max_traces: int, traces: int, event: TraceEvent) -> str:
+    """The words of a layer's trace over its `max_traces` budget."""
+    return format_budget_excess(owner, max_traces, traces, event)
 
 
 def normalize_kinds(kind: Any, argument: str = "kind") -> frozenset[TraceKind] | None:
@@ -130,7 +160,7 @@ class TraceLog:
         with self._lock:
             if self._unmade:
                 self._events = collections.deque(
-                    [entry if type(entry) is TraceEvent else entry.event() for entry in self._events],
+                    [event_of(entry) for entry in self._events],
                     maxlen=self._events.maxlen)
                 self._unmade = False
             return list(self._events)

@@ -19,7 +19,7 @@ from traceguard import _compat
 from traceguard._core.events import TraceEvent
 from traceguard._record.functions import FunctionRecords
 from traceguard._record.internal_errors import log_internal_error
-from traceguard._reports.text import format_retracing_note
+from traceguard._record.log import event_of
 
 
 class Observer(Protocol):
@@ -30,7 +30,9 @@ class Observer(Protocol):
     phase only), `record_function_cost(record)`, which receives it again when the
     call that traced returns, its `phases` and `miss` final, and `record_run(layer, run)`, which
     receives the finished run instead of its event: the event's words are then made
-    when it first calls `run.event()`, not at once.
+    when it first calls `log.event_of(run)`, not at once. One with a
+    `retracing_note(records, function_text)` method words traceguard's note on
+    TensorFlow's retracing warning.
     """
 
     def record_event(self, layer: Any, event: TraceEvent) -> object:
@@ -152,11 +154,16 @@ def traced_function(record: Any) -> Any:
 
 
 def _retracing_note(function_text: str) -> str | None:
-    """traceguard's measured cause, for TensorFlow's warning about `function_text`."""
+    """traceguard's measured cause, for TensorFlow's warning about `function_text`: in the
+    words of the first function observer that has them."""
     records = function_records
     if records is None:
         return None
-    return format_retracing_note(records.records_for_function_text(function_text))
+    for observer in function_observers:
+        note = getattr(observer, "retracing_note", None)
+        if note is not None:
+            return note(records.records_for_function_text(function_text))
+    return None
 
 
 @contextlib.contextmanager
@@ -182,7 +189,7 @@ def notify_run(layer: Any, run: Any) -> None:
                 record_run(layer, run)
                 continue
             if event is None:
-                event = run.event()
+                event = event_of(run)
             observer.record_event(layer, event)
         except Exception as error:
             if not _compat.stops_trace(error):

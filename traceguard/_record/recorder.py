@@ -10,26 +10,25 @@ call's run.
 
 from __future__ import annotations
 
-import operator
 import sys
-import threading
 import time
 import warnings
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from traceguard import _compat
-from traceguard._core.classify import EarlierTrace, EnclosingTrace, RunContext
+from traceguard._compat import signature_of
 from traceguard._core.errors import RetraceError
 from traceguard._core.events import TraceEvent
-from traceguard._core.signature import signature_of
+from traceguard._core.verdicts import EarlierTrace, RunContext
 from traceguard._record import layer_state as _layer_state
 from traceguard._record import observers as _observers
 from traceguard._record.internal_errors import log_internal_error
 from traceguard._record.layer_state import STATE_ATTRIBUTE, LayerTraceState
+from traceguard._record.log import budget_message, event_of
 from traceguard._record.runs import BodyRun, EagerRun, _local, active_runs
-from traceguard._reports.text import format_budget_excess
+from traceguard._record.sites import UNASKED, eager_site, site_of
+from traceguard._record.variables import made_in_trace
 
 
 # --- the wrapped call --------------------------------------------------------------
@@ -57,8 +56,8 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
                 state.count_eager_call()
                 if _observers.observers:
                     _observers.notify_eager(layer)
-                if state.built_variables:  # Built in this call, which no event records.
-                    state.built_variables = state.deferred_variables = ()
+                if state.variables.built:  # Built in this call, which no event records.
+                    state.variables.forget()
             except Exception:  # Bookkeeping must never break the user's call.
                 log_internal_error("counting an eager run")
             runs.append(EagerRun(layer, state, original, args, kwargs))
@@ -108,9 +107,7 @@ def record_build(original: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             _stop_watching(watch)
         try:
-            current = _compat.layer_variables(layer)
-            state.built_variables = tuple(_new_variable_paths(current, before, created))
-            state.deferred_variables = ()  # Which of them wait is not known: the next run walks.
+            state.variables.note_build(layer, before, created)
         except Exception:
             log_internal_error("watching variable creation")
         return result
@@ -142,28 +139,26 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
         if eager:  # With `log_eager=True`: the run becomes an event.
             _count_eager_run(layer, state)
             graph = None
-            site = run.site = _local.__dict__.get("eager_site") or _eager_site()
+            site = run.site = _local.__dict__.get("eager_site") or eager_site()
         else:
             graph = _compat.default_graph()
             site = _local.__dict__.get("site")  # The thread's last graph's, most runs'.
             if site is None or site.graph() is not graph or \
                     (site.records() if site.records is not None else None) is not _observers.function_records:
-                site = _site_of(graph)
+                site = site_of(graph)
             run.site = site
         run.signature = signature_of(original, args, kwargs)
         if site.context is RunContext.GRAPH:
             # Tuples replaced whole by `remember`: taken as they are, no copy, no lock.
             run.earlier = earlier = state.traces_by_function.get(site.function_key, ())
             run.same_origin = () if site.origin is None else state.traces_by_origin.get(site.origin, ())
-            run.traced_before = state.graph_traces > 0
-            if earlier and site.keras_call is _UNASKED:  # A retrace's hint names the Keras method.
+            if earlier and site.keras_call is UNASKED:  # A retrace's hint names the Keras method.
                 site.keras_call = _compat.keras_call(graph)
             # In a trace on TensorFlow the creation watch below sees every variable the body
             # creates; on JAX the layer's variables before and after the run tell.
             run.variables_before = _compat.layer_variables(layer) if _compat.IS_JAX else None
         else:
             run.earlier = run.same_origin = ()
-            run.traced_before = False
             # Which of Keras's symbolic passes runs it: its frames are gone by the time the log is read.
             run.symbolic_pass = _compat.symbolic_pass(type(layer), caller) \
                 if site.context is RunContext.SYMBOLIC else None
@@ -187,112 +182,6 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
     except Exception:
         log_internal_error("watching variable creation")
     return run
-
-
-_UNASKED = object()  # A site's `keras_call` before a run needs it.
-_new_tuple = tuple.__new__
-
-
-class _Site:
-    """What every run in one graph shares: where it runs, and the function being traced.
-
-    A graph is built in one place (a trace, Keras's symbolic pass, a SavedModel
-    save) by one trace, so its runs (twenty, in a twenty-layer model) share one
-    answer: the last graph's is kept per thread, and asked again only for another
-    graph, or once `watch()` starts or stops recording function traces. Each run
-    keeps its site, for its event.
-    """
-
-    __slots__ = ("graph", "records", "frame_name", "context", "function", "function_key",
-                 "in_creation_phase", "origin", "trace", "function_trace", "enclosing", "keras_step",
-                 "control_flow", "replica", "keras_call", "defers_variables", "thread")
-
-    def __init__(self, graph: Any, records: Any) -> None:
-        self.graph = None if graph is None else weakref.ref(graph)
-        # By weak reference: a thread's last site must not keep a finished `watch()`'s records.
-        self.records = None if records is None else weakref.ref(records)
-        # First: it keeps what every run of the trace shares, `in_save_context()` too.
-        frame = _compat.enclosing_tf_function(graph)
-        if _compat.in_symbolic_build():
-            self.context = RunContext.SYMBOLIC
-        elif _compat.in_save_context(graph):
-            self.context = RunContext.SAVE
-        else:
-            self.context = RunContext.GRAPH
-        self.frame_name = frame.name if frame else None
-        self.function = frame.name if frame else _compat.current_graph_name()
-        self.function_key = frame.key if frame else self.function
-        self.in_creation_phase = frame.creates_variables if frame else None
-        self.origin = frame.origin if frame else None
-        self.trace = frame.trace if frame else None
-        self.control_flow = _compat.control_flow_of(graph)
-        self.enclosing, library = self._enclosing_trace(graph, records)
-        # Keras's own step: by its name, and, when the function's trace is seen, by its code's
-        # place (a user's `train_step` is not Keras's).
-        self.keras_step = _compat.is_keras_step_function(self.function) and library is not False
-        # A replica's runs are made by its own thread, whose sites are its own.
-        self.replica = _compat.current_replica(graph)
-        self.keras_call = _UNASKED
-        self.defers_variables = self.context is RunContext.SYMBOLIC and _compat.defers_variables()
-        self.thread = _thread_name()  # Sites are per thread.
-
-    def _enclosing_trace(self, graph: Any, records: Any) -> tuple[EnclosingTrace | None, bool | None]:
-        """What the whole-function trace the runs are part of differs in, and whether the function
-        is the library's, while function traces are recorded (an observer such as `watch()`
-        listens); links the runs to that trace. `(None, None)` when not known."""
-        self.function_trace = None
-        if records is None or self.context is not RunContext.GRAPH:
-            return None, None
-        tracing = _compat.tracing_of_graph(graph) if graph is not None else _compat.innermost_tracing()
-        if tracing is None:
-            return None, None
-        self.function_trace = tracing.serial
-        kind, changes, objects = records.preview(tracing)
-        return EnclosingTrace(kind, changes, objects), tracing.library_function
-
-
-class _EagerSite:
-    """The place of this thread's eager runs that are logged (`log_eager=True`)."""
-
-    context = RunContext.EAGER
-    frame_name = function = function_key = in_creation_phase = origin = trace = None
-    function_trace = enclosing = control_flow = replica = keras_call = None
-    keras_step = defers_variables = False
-
-    def __init__(self) -> None:
-        self.thread = _thread_name()
-
-
-def _eager_site() -> _EagerSite:
-    site = _local.eager_site = _EagerSite()
-    return site
-
-
-def _site_of(graph: Any) -> _Site:
-    """The `_Site` of `graph` when this thread's last one (`_local.site`, which `_begin` tries
-    first) is not it; on JAX, where there is no graph (None), a new one each run.
-
-    Keras 3 runs each layer's symbolic pass in a scratch graph of its own: those nested
-    in one trace share a site, as their runs share the trace.
-    """
-    records = _observers.function_records
-    if graph is None:
-        return _Site(graph, records)
-    outer = _compat.scratch_graph_outer(graph)
-    if outer is None:
-        site = _local.site = _Site(graph, records)
-        return site
-    try:
-        site = _local.scratch_site
-        if site.graph() is outer and (site.records() if site.records is not None else None) is records:
-            return site  # type: ignore[no-any-return]
-    except AttributeError:
-        pass
-    site = _Site(graph, records)
-    if site.context is RunContext.SYMBOLIC and site.frame_name is not None:  # In a trace: shared.
-        site.graph = weakref.ref(outer)
-        _local.scratch_site = site
-    return site
 
 
 def _stop_watching(watch: Any) -> None:
@@ -321,14 +210,15 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
             log_internal_error("watching variable creation")
     try:
         run.duration = time.time() - run.started
+        ledger = state.variables
         if run.deferred_mark is not None:
-            created = _created_in_symbolic_pass(run, state)
+            created = ledger.created_in_symbolic_pass(run)
         elif run.variables_before is None and not run.created:  # Most traces: only `build`'s, if any.
-            created = state.built_variables
+            created = ledger.built
             if created:
-                state.built_variables = state.deferred_variables = ()
+                ledger.forget()
         else:
-            created = _created_variables(run)
+            created = ledger.created_in_run(run)
         run.created_variables = created
         site = run.site
         run.error = None if error is None else repr(error)
@@ -346,11 +236,11 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         if site.context is not RunContext.GRAPH or error is not None:
             return
         # Whether the layer's weights came from this trace: when its `build` is not seen, by their kind.
-        made_here = bool(created) if state.sees_build else (
-            _made_in_trace(run, layer) if site.in_creation_phase else None)
+        made_here = bool(created) if ledger.sees_build else (
+            made_in_trace(run, layer) if site.in_creation_phase else None)
         # Several runs in one trace (replicas, a layer called twice) count as one trace.
         # `EarlierTrace(...)`, without the named tuple's `__new__`, a Python call.
-        earlier = _new_tuple(EarlierTrace,
+        earlier = tuple.__new__(EarlierTrace,
                              (run.signature, bool(site.in_creation_phase), site.trace, made_here))
         traces = state.remember(site.function_key, earlier, site.origin)
         budget = state.settings.max_traces
@@ -361,110 +251,12 @@ def _finish(run: BodyRun, error: BaseException | None) -> None:
         log_internal_error("finishing the record of a run")
         return
     if excess:
-        _enforce_budget(state, run.event())
-
-
-def _made_in_trace(run: BodyRun, layer: Any) -> bool:
-    """Whether the layer's weights came from this trace, when its `build` is not seen."""
-    return bool(run.created_variables) or _compat.any_created_in_a_trace(_compat.layer_variables(layer))
-
-
-def _thread_name() -> str:
-    """This thread's name, looked up once per thread."""
-    try:
-        return _local.thread_name  # type: ignore[no-any-return]
-    except AttributeError:
-        _local.thread_name = threading.current_thread().name
-        return _local.thread_name  # type: ignore[no-any-return]
-
-
-def _created_variables(run: BodyRun) -> tuple[str, ...]:
-    """Variables created in the run: by Keras building the layer just before, and in the body.
-
-    For a run whose variables were walked, or a trace that created a TF variable;
-    `_created_in_symbolic_pass` for Keras 3's symbolic pass."""
-    state = run.state
-    built, state.built_variables = state.built_variables, ()
-    before = run.variables_before
-    state.deferred_variables = ()
-    if before is None:  # Every variable created was seen (`_begin`).
-        if not run.created:
-            return built
-        current = _compat.layer_variables(run.layer)
-        in_body = _new_variable_paths(current, {id(v) for v in current}, run.created)
-        return (*built, *[path for path in in_body if path not in built])
-    current = _compat.layer_variables(run.layer)
-    # Most runs create nothing: the same variables, in the same order, and no TF variable.
-    unchanged = not run.created and len(current) == len(before) and all(map(operator.is_, current, before))
-    if run.site.context is RunContext.SYMBOLIC and (built or not unchanged or not state.sees_build):
-        # Keras 3 on TF creates their `tf.Variable`s after this run, before the next one.
-        state.built_variables = _compat.deferred_variable_paths(current)
-    if unchanged:
-        return built
-    in_body = _new_variable_paths(current, {id(v) for v in before}, run.created)
-    return (*built, *[path for path in in_body if path not in built])
-
-
-def _created_in_symbolic_pass(run: BodyRun, state: LayerTraceState) -> tuple[str, ...]:
-    """`_created_variables` for a run in Keras 3's symbolic pass, which lists the variables it makes.
-
-    The variables made while the body ran (and by a `build` just before it, when
-    seen), and the paths of the layer's variables whose `tf.Variable` Keras creates
-    after the run, which go to the next run: those made in it, and those the
-    previous run left waiting that still wait. What an earlier pass left is not
-    this run's: a symbolic run creates no `tf.Variable` (Keras creates them as its
-    outermost pass ends), so those wait for a trace, or were made between the runs
-    (a functional model's build pass, then its output pass). Keras's list says what
-    the run made; the layer's variables are walked only when a build before the run
-    was seen by its paths, or not seen at all.
-    """
-    built, state.built_variables = state.built_variables, ()
-    new = _compat.deferred_since(run.deferred_mark)
-    carried, state.deferred_variables = state.deferred_variables, ()
-    if new is not None and state.sees_build and (carried or not built):
-        if not built and not run.created:
-            if not new:
-                return built  # Nothing made, nothing waiting: most runs.
-            if not carried:  # A first pass: what it made is what waits.
-                state.deferred_variables = tuple(new)
-                paths = _compat.variable_paths(new)
-                state.built_variables = tuple(paths)
-                return tuple(dict.fromkeys(paths))
-        waiting = [v for v in carried if _compat.backing_variable(v) is None] + new
-        state.deferred_variables = tuple(waiting)
-        state.built_variables = tuple(_compat.variable_paths(waiting))
-        # With `carried`, `built` is what the previous pass left, not a build's.
-        claimed = () if carried else built
-        in_body = _new_variable_paths([], set(), [*run.created, *new])
-        return (*claimed, *[path for path in in_body if path not in claimed])
-    current = _compat.layer_variables(run.layer)
-    state.built_variables = _compat.deferred_variable_paths(current)
-    # A seen build's paths are this run's; unseen (a plain layer), `built` is what the previous pass left.
-    claimed = built if state.sees_build else ()
-    if new is None:  # The pass ended in the run: what it made is not known.
-        return claimed
-    made = {id(v) for v in new}
-    in_body = _new_variable_paths(current, {id(v) for v in current if id(v) not in made}, run.created)
-    return (*claimed, *[path for path in in_body if path not in claimed])
-
-
-def _new_variable_paths(current: list[Any], before: set[int], created: list[Any]) -> list[str]:
-    """The TF variables in `created`, in creation order, then those of `current` not in `before`.
-
-    `current` is the layer's variables, `before` the ids of those it had before.
-    """
-    paths = []
-    if created:
-        by_backing = dict(zip([id(_compat.backing_variable(v)) for v in current],
-                              _compat.variable_paths(current)))
-        paths = [by_backing.get(id(v)) or _compat.variable_path(v) for v in created]
-    paths += _compat.variable_paths([v for v in current if id(v) not in before])
-    return list(dict.fromkeys(paths))
+        _enforce_budget(state, event_of(run))
 
 
 def _enforce_budget(state: LayerTraceState, event: TraceEvent) -> None:
     try:
-        message = format_budget_excess(state.log.owner, state.settings.max_traces,
+        message = budget_message(state.log.owner, state.settings.max_traces,
                                        state.graph_traces, event)
         stacklevel = _compat.user_stacklevel()
     except Exception:

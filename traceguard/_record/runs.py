@@ -3,7 +3,7 @@
 The recorder pushes a run when a body starts and pops it when the body ends;
 side effects (print routing, `trace_once`) read the innermost run to know which
 layer runs and whether it is being traced. A logged run keeps what its
-`TraceEvent` needs, and makes the event when the log is first read.
+`TraceEvent` needs; `log.event_of` makes the event when the log is first read.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from traceguard._compat import BACKEND
-from traceguard._core.classify import RunContext, SymbolicPass, Verdict, classify_run, verdict_of_place
-from traceguard._core.events import TraceEvent, TraceKind
-from traceguard._core.signature import Signature, format_signature, signature_of
+from traceguard._compat import BACKEND, signature_of
+from traceguard._core.classify import Observation, classify_run, verdict_of_place
+from traceguard._core.kinds import TraceKind
+from traceguard._core.signature import Signature
+from traceguard._core.verdicts import RunContext, SymbolicPass, Verdict
 from traceguard._record.internal_errors import log_internal_error
-from traceguard._reports.messages import hint_text, reason_text
 
 if TYPE_CHECKING:
     from traceguard._record.layer_state import LayerTraceState
@@ -76,10 +76,10 @@ class BodyRun(EagerRun):
     for the log's reader, and most logs are never read while a model traces.
     """
 
-    __slots__ = ("index", "site", "earlier", "same_origin", "traced_before", "symbolic_pass", "messages",
+    __slots__ = ("index", "site", "earlier", "same_origin", "symbolic_pass", "messages",
                  "started",
                  "variables_before", "deferred_mark", "created", "creation_watch", "_verdict",
-                 # Filled in as the run finishes; `event()` makes its TraceEvent from them.
+                 # Filled in as the run finishes; `log.event_of` makes its TraceEvent from them.
                  "duration", "created_variables", "error", "owner", "_event")
 
     def __init__(self, layer: Any, state: LayerTraceState, original: Callable[..., Any],
@@ -126,33 +126,21 @@ class BodyRun(EagerRun):
         try:
             if site.context is RunContext.SYMBOLIC:  # Named as the run started, by `_compat`.
                 symbolic_pass = _symbolic_pass(self)
-            verdict = classify_run(
-                site.context, self.signature, site.frame_name, site.in_creation_phase, self.earlier,
-                self.same_origin, site.trace, BACKEND, site.keras_step, site.keras_call,
-                site.control_flow, site.enclosing, self.traced_before, symbolic_pass)
+            verdict = classify_run(self.observation(symbolic_pass))
         except Exception:  # Reading the log must never fail for it.
             log_internal_error("classifying a run", "the run is shown by its place only")
             verdict = verdict_of_place(site.context, site.frame_name, BACKEND, symbolic_pass)
         self._verdict = verdict
         return verdict
 
+    def observation(self, symbolic_pass: SymbolicPass | None = None) -> Observation:
+        """What was seen around the run, as `classify_run` takes it."""
+        site = self.site
+        return Observation(
+            site.context, self.signature, site.frame_name, site.in_creation_phase, self.earlier,
+            self.same_origin, site.trace, BACKEND, site.keras_step, site.keras_call, site.control_flow,
+            site.enclosing, symbolic_pass)
+
     @property
     def kind(self) -> TraceKind:  # type: ignore[override]
         return self.verdict.kind
-
-    def event(self) -> TraceEvent:
-        """The finished run's `TraceEvent`, made on first use (the log is read rarely)."""
-        try:
-            return self._event
-        except AttributeError:
-            verdict = self.verdict
-            self._event = TraceEvent(
-                index=self.index, kind=verdict.kind, layer=self.owner,
-                function=self.function, signature=format_signature(self.signature),
-                changes=verdict.changes, created_variables=self.created_variables,
-                reason=reason_text(verdict), hint=hint_text(verdict), timestamp=self.started,
-                duration_s=self.duration, thread=self.thread, replica=self.replica,
-                messages=tuple(self.messages), error=self.error, function_trace=self.function_trace,
-            )
-            return self._event
-

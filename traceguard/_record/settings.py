@@ -7,6 +7,11 @@ from typing import Any
 
 from traceguard._core.guards import ON_RETRACE_MODES
 
+# The attribute, in a layer's `__dict__`, of the state of a layer that keeps its own
+# (a `TraceAwareLayer`); a watched plain layer has none. Named here, where reading it imports no
+# backend (`report` rebuilds an `Explanation` without one).
+STATE_ATTRIBUTE = "_traceguard_state"
+
 
 @dataclasses.dataclass(frozen=True)
 class TraceSettings:

@@ -2,8 +2,8 @@
 
 Reads `_core.comparison` values (through a `Comparison`, typed here by what is read);
 `_diagnosis.compare` makes them. `comparison_text` is what `str(comparison)` and
-`python -m traceguard compare` print, `comparison_dict` what `--json` writes, each
-difference's likely consequence in a collective job worded once, here.
+`python -m traceguard compare` print, each difference's likely consequence in a
+collective job worded once, here (`compare_json` and `compare_html` use them).
 """
 
 from __future__ import annotations
@@ -171,8 +171,8 @@ def divergence_text(divergence: Divergence) -> str:
         if divergence.closest is None:
             lines.append(f"  closest: none, {others} never traced `{divergence.function.name}`")
         else:
-            lines.append(f"  closest: {others}'s {step_text(divergence.closest)}; differs: "
-                         f"{_changes_text(divergence.changes)}")
+            lines.append(f"  closest: {others}'s {step_text(divergence.closest)}")
+            lines.append(f"  differs: {_changes_text(divergence.changes)}")
     elif Difference.SIGNATURE in divergence.differences:
         lines.append(f"  differs: {_changes_text(divergence.changes)}")
     lines.append(textwrap.fill("In a collective job: " + consequence(divergence), _WIDTH,
@@ -214,9 +214,15 @@ def new_trace_text(trace: NewTrace, baseline: str) -> str:
     if trace.closest is None:
         lines.append(f"    {baseline} never traced `{trace.function.name}`.")
     else:
-        lines.append(f"    closest in {baseline}: {step_text(trace.closest)}; differs: "
-                     f"{_changes_text(trace.changes)}")
+        lines.append(f"    closest in {baseline}: {step_text(trace.closest)}")
+        lines.append(f"    differs: {_changes_text(trace.changes)}")
     return "\n".join(lines)
+
+
+def runs_named(comparison: ComparisonLike) -> str:
+    """The runs compared with the baseline: the one's label, or "the runs"."""
+    runs = [source.label for source in comparison.sources if source.label != comparison.baseline]
+    return runs[0] if len(runs) == 1 else "the runs"
 
 
 # --- notes ------------------------------------------------------------------------------
@@ -237,8 +243,8 @@ def note_text(note: Note) -> str:
         return (f"The job trains with {count} workers (their files say) and {given} of them are compared "
                 f"({_listed(sources)}): the others' traces are not seen.")
     if note.kind is NoteKind.NO_MAJORITY:
-        return (f"`{details[0]}`: as many workers traced it one way as another, no majority; compared "
-                f"with the traces of {_listed(sources)}, the first worker's.")
+        return (f"`{details[0]}`: the workers split evenly, no majority; the traces of {_listed(sources)} "
+                "(the first worker's) are taken as the others'.")
     name, *sites = details
     places = _listed([f"{site} in {label}" for label, site in zip(sources, sites)])
     return f"`{name}` is defined at different lines ({places}): matched by its qualified name."
@@ -283,7 +289,7 @@ def comparison_text(comparison: ComparisonLike) -> str:
         lines += ["", f"Traces {baseline} did not make:"]
         lines += [new_trace_text(trace, baseline) for trace in comparison.new_traces]
     if comparison.missing_traces:
-        lines += ["", f"Traces {baseline} made and the run did not:"]
+        lines += ["", f"Traces {baseline} made and {runs_named(comparison)} did not:"]
         lines += [missing_trace_text(trace, baseline) for trace in comparison.missing_traces]
     if comparison.functions:
         lines += ["", *_sequences_text(comparison)]
@@ -291,53 +297,3 @@ def comparison_text(comparison: ComparisonLike) -> str:
         lines += ["", "Notes:", *(textwrap.fill(note_text(note), _WIDTH, initial_indent="  ",
                                                 subsequent_indent="    ") for note in comparison.notes)]
     return "\n".join(lines)
-
-
-# --- JSON -------------------------------------------------------------------------------
-def _function_dict(function: Function) -> dict[str, Any]:
-    return {"name": function.name, "qualname": function.qualname, "definition": function.definition,
-            "keras_step": function.keras_step}
-
-
-def _change_dict(change: Any) -> dict[str, Any]:
-    fields = {"argument": change.argument, "aspect": str(change.aspect), "old": change.old, "new": change.new,
-              "axis": change.axis} if hasattr(change, "aspect") else {}
-    return {**fields, "text": str(change)}
-
-
-def _step_dict(step: Step | None) -> dict[str, Any] | None:
-    return None if step is None else step.to_dict()
-
-
-def comparison_dict(comparison: ComparisonLike) -> dict[str, Any]:
-    """The comparison as JSON-serialisable values."""
-    return {
-        "mode": comparison.mode.value, "mode_reason": comparison.mode_reason.value,
-        "baseline": comparison.baseline, "diverged": bool(comparison.divergences),
-        "sources": [vars(source).copy() for source in comparison.sources],
-        "functions": [{**_function_dict(traces.function),
-                       "traces": {label: [step.to_dict() for step in steps]
-                                  for label, steps in traces.steps.items()}}
-                      for traces in comparison.functions],
-        "divergences": [{
-            "source": divergence.source, "function": _function_dict(divergence.function),
-            "number": divergence.number,
-            "differences": [difference.value for difference in divergence.differences],
-            "step": _step_dict(divergence.step), "reference": _step_dict(divergence.reference),
-            "others": list(divergence.others),
-            "changes": [_change_dict(change) for change in divergence.changes],
-            "closest": _step_dict(divergence.closest),
-            "traces": {"worker": divergence.traces[0], "others": divergence.traces[1]},
-            "consequence": consequence(divergence)} for divergence in comparison.divergences],
-        "stopped": [{"source": stop.source, "function": _function_dict(stop.function), "traces": stop.traces,
-                     "expected": stop.expected, "others": list(stop.others)} for stop in comparison.stopped],
-        "new_traces": [{"source": trace.source, "function": _function_dict(trace.function),
-                        "step": trace.step.to_dict(), "closest": _step_dict(trace.closest),
-                        "changes": [_change_dict(change) for change in trace.changes]}
-                       for trace in comparison.new_traces],
-        "missing_traces": [{"source": trace.source, "function": _function_dict(trace.function),
-                            "step": trace.step.to_dict()} for trace in comparison.missing_traces],
-        "notes": [{"kind": note.kind.value, "sources": list(note.sources), "details": list(note.details),
-                   "text": note_text(note)} for note in comparison.notes],
-    }
-

@@ -17,6 +17,7 @@ from traceguard._reports.compare import (
     consequence,
     function_name,
     note_text,
+    runs_named,
     signature_text,
 )
 from traceguard._reports.html_tables import KIND_COLORS, TABLE_CSS, kind_badge, prose
@@ -74,7 +75,7 @@ def _runs_html(comparison: ComparisonLike) -> str:
     if comparison.missing_traces:
         rows = [f"<tr><td>{escape(trace.source)}</td><td>{prose(function_name(trace.function))}</td>"
                 f"<td>{_step_html(trace.step)}</td></tr>" for trace in comparison.missing_traces]
-        parts.append(f"<h2>Traces {baseline} made and the run did not</h2>"
+        parts.append(f"<h2>Traces {baseline} made and {escape(runs_named(comparison))} did not</h2>"
                      '<table class="tg-table"><tr><th>run</th><th>function</th>'
                      f"<th>{baseline}'s trace</th></tr>" + "".join(rows) + "</table>")
     return "".join(parts)

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from traceguard._core.classify import Hint, Reason, Verdict
+from traceguard._core.verdicts import Hint, Reason, Verdict
 
 _NO_JIT = "or drop `jit_compile=True` from a function whose shapes must vary"
 
@@ -21,7 +21,8 @@ def compilation_reason(verdict: Verdict) -> str:
     inner = [name for name in verdict.xla_functions if name != function]
     what = (f"XLA compiled `{'`, `'.join(inner)}` (`jit_compile=True`), which tf.function `{function}` "
             "runs," if inner else f"XLA compiled tf.function `{function}` (`jit_compile=True`)")
-    return (f"{what} for new input shapes without a retrace: {'; '.join(verdict.changes)}. TensorFlow "
+    changed = "; ".join(map(str, verdict.changes))
+    return (f"{what} for new input shapes without a retrace: {changed}. TensorFlow "
             "reused the trace (its signature is relaxed), but XLA compiles once per concrete input "
             "shape.")
 

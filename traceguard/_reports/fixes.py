@@ -28,8 +28,7 @@ def format_fix(fix: Any) -> str:
     """A fix-it (`FixIt`) as a sentence and the code to paste."""
     where = ""
     if fix.definition:
-        path, _, line = fix.definition.rpartition(":")
-        where = f" (defined at {os.path.basename(path)}:{line})"
+        where = f" (defined at {os.path.basename(fix.definition.path)}:{fix.definition.line})"
     lines = [f"Fix-it for {_subject(fix)}{where}, {fix.traces} traces of {len(fix.signatures)} signatures:"]
     # A function gets a decorator; a callable object (a layer) is wrapped where it is made.
     opening = "  tf.function(layer, " if fix.wrapped_object else "  @tf.function("
@@ -107,6 +106,11 @@ def same_graph_text(changes: Sequence[Any], earlier: str) -> str:
             relax.append(f"`{change.argument}`'s rank (`shape=None` in an input_signature)")
         elif aspect is Aspect.VALUE:
             relax.append(f"`{change.argument}` (the graph does not use it: remove it from the arguments)")
+        elif aspect is Aspect.IDENTITY:
+            relax.append(f"`{change.argument}` (compared by identity: objects that compared equal would "
+                         "share one trace)")
+        elif aspect is Aspect.WEAK_TYPE:
+            relax.append(f"`{change.argument}`'s weak type (pass it typed every time)")
         else:
             relax.append(str(change))
     return (f"the same graph as {earlier} (same ops, wiring and constants; only shapes or unused values "

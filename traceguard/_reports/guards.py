@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+from traceguard._core.verdicts import Reason
 
 _WIDTH = 100
 
-# What a function trace's kind says in a failure's first line.
+# What a trace's reason says in a failure's first line; any other, "retraced".
 _TRACED = {
-    "first": "traced for the first time",
-    "retrace": "retraced",
-    "new_function": "traced again, as a new function object from the same code,",
-    "variable_retrace": "traced again after its first trace created variables",
-    "compile": "compiled again without a retrace (XLA, for new input shapes)",
+    Reason.FIRST_TRACE: "traced for the first time",
+    Reason.NEW_FUNCTION_OBJECT: "traced again, as a new function object from the same code,",
+    Reason.VARIABLE_RETRACE: "traced again after its first trace created variables",
+    Reason.XLA_COMPILE: "compiled again without a retrace (XLA, for new input shapes)",
+    Reason.RECOMPILE: "compiled again without a retrace",
 }
 
 
@@ -24,17 +27,18 @@ def unrecorded_retrace_reason(origin: str, name: str, traces: int) -> str:
             f"{times} before traceguard recorded it, so its first trace seen here is a retrace.")
 
 
-def format_guard_failure(subject: str, kind: str, where: str, *,
-                         signature: Mapping[str, str], changes: Sequence[str], reason: str,
-                         hint: str | None, call_site: str | None, layers: Sequence[str] = (),
+def format_guard_failure(subject: str, why: Reason | None, where: str, *,
+                         signature: Mapping[Any, Any], changes: Sequence[Any], reason: str,
+                         hint: str | None, call_site: Any, layers: Sequence[str] = (),
                          baseline_recorded: bool = True) -> str:
     """The text of a `RetraceError` (or warning) from a `no_retrace` block or `TraceMonitor`.
 
-    `subject` reads "`train_step`" or "Layer 'dense'"; `where` ends the first line
+    `subject` reads "`train_step`" or "Layer 'dense'"; `why` is the trace's `Reason` (None:
+    a retrace); `where` ends the first line
     ("inside the `traceguard.no_retrace()` block"); `layers` are the layers that
     traced inside the function's trace, already worded ("'dense' (retrace)").
     """
-    traced = _TRACED.get(kind, kind)
+    traced = _TRACED.get(why, "retraced") if why is not None else "retraced"
     lines = [f"{subject} {traced} {where}."]
 
     def add(label: str, text: str) -> None:
@@ -42,11 +46,12 @@ def format_guard_failure(subject: str, kind: str, where: str, *,
                                    subsequent_indent=" " * (len(label) + 5)))
 
     if call_site:
-        add("called at", call_site)
+        add("called at", str(call_site))
     add("signature", ", ".join(f"{arg}={spec}" for arg, spec in signature.items()) or "-")
     if changes:
-        add("changed", "; ".join(changes))
-    elif kind in ("first", "retrace") and not baseline_recorded:
+        add("changed", "; ".join(map(str, changes)))
+    elif why in (None, Reason.FIRST_TRACE, Reason.SIGNATURE_CHANGED, Reason.SAME_ARGUMENTS) \
+            and not baseline_recorded:
         add("changed", "unknown: traceguard did not record the function's earlier traces, so it knows "
                        "no earlier signature to compare with. Run the warm-up inside "
                        "`traceguard.watch()` to see what changed.")

@@ -104,8 +104,8 @@ def kind_badge(kind: str, text: str | None = None) -> str:
             f'title="{escape(KIND_DESCRIPTIONS[kind])}">{escape(text or kind)}</span>')
 
 
-def _code(text: str) -> str:
-    return f"<code>{escape(text)}</code>"
+def _code(text: object) -> str:
+    return f"<code>{escape(str(text))}</code>"
 
 
 def _signature_html(event: TraceEvent) -> str:
@@ -268,7 +268,7 @@ def functions_table(functions: Sequence[Any]) -> str:
         summary = escape(costs.function_phrase(runs))
         numeric = "".join(f'<td class="num">{"&ndash;" if cell == "-" else escape(cell)}</td>'
                           for cell in cells[2:])
-        rows.append(f"<tr><td>{_code(runs.function)}<br><small>{escape(runs.definition or '')}</small>"
+        rows.append(f"<tr><td>{_code(runs.function)}<br><small>{escape(str(runs.definition or ''))}</small>"
                     f"<br><small>{summary}</small></td>{numeric}<td>{dropped}{detail or '&ndash;'}</td></tr>")
     heads = "".join(f'<th class="num">{escape(name)}</th>' for name in header[2:])
     return (f'<table class="tg-table tg-functions"><thead><tr><th>function</th>{heads}'

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 
-from traceguard._compat._keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
 from traceguard._core.changes import Aspect
-from traceguard._core.classify import Hint, Reason, Verdict
+from traceguard._core.keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
+from traceguard._core.verdicts import Hint, Reason, Verdict
 from traceguard._reports.compilations import compilation_hint, compilation_reason
 
 _HINTS: dict[Hint, str] = {
@@ -77,9 +77,11 @@ _HINTS: dict[Hint, str] = {
         "so TensorFlow traces it twice once per model. To trace once, build the optimizer "
         "before `fit`: `model.optimizer.build(model.trainable_variables)`."
     ),
-    Hint.CREATE_FUNCTION_ONCE: (
-        "Create the tf.function once, outside the loop or the function called per step, and "
-        "reuse it."
+    Hint.RECOMPILED_MODEL: (
+        "The same model got a new step function: `compile()` (or `make_train_function(force=True)`) "
+        "drops the one it had, so the next `fit`/`evaluate`/`predict` makes and traces a new one. "
+        "Compile once, before the loop; to change the learning rate between runs, assign "
+        "`model.optimizer.learning_rate` instead of compiling again."
     ),
     Hint.REUSE_MODEL: (
         "Build the model once and reuse it: each new Keras model (one built per iteration, or a "
@@ -91,10 +93,6 @@ _HINTS: dict[Hint, str] = {
         "The first trace created the metrics' state variables, so TensorFlow traced once more: a "
         "one-time cost per function. To avoid it, create the metrics outside the function and "
         "build them before the first call (e.g. update them once eagerly)."
-    ),
-    Hint.KEEP_OUTSIDE_VALUES_FIXED: (
-        "Create the tf.function once and reuse it; pass values that vary as "
-        "tensors, not Python objects."
     ),
     Hint.TRAINING_VALUE: (
         "Expected once per value of `training`: each value gets its own graph. Pass "
@@ -124,6 +122,40 @@ _HINTS: dict[Hint, str] = {
 }
 
 # Hints worded per backend, with the argument they name.
+_BY_BACKEND: dict[Hint, dict[str, str]] = {
+    Hint.CREATE_FUNCTION_ONCE: {
+        "tensorflow": "Create the tf.function once, outside the loop or the function called per step, "
+                      "and reuse it.",
+        "jax": "Apply `jax.jit` once, outside the loop or the function called per step, to a function "
+               "made once (not a `lambda` or a bound method `obj.f` taken per call), and reuse the "
+               "jitted function: its cache belongs to the function object.",
+    },
+    Hint.KEEP_OUTSIDE_VALUES_FIXED: {
+        "tensorflow": "Create the tf.function once and reuse it; pass values that vary as tensors, not "
+                      "Python objects.",
+        "jax": "Jit the function once and reuse it; pass values that vary as arrays, not Python objects.",
+    },
+    Hint.OBJECT_IDENTITY: {
+        "tensorflow": "`{argument}` is a Python object (a function, a bound method, a model): "
+                      "tf.function keys it by identity, so each new object costs a trace. Pass the same "
+                      "object every call (define the function once, or bind the method once: "
+                      "`step = model.step` before the loop), or call it from the tf.function's body "
+                      "instead of passing it.",
+        "jax": "`{argument}` is a Python object keyed by identity: pass the same object every call.",
+    },
+}
+_WEAK_TYPE = ("`{argument}` is a Python scalar in one call and a typed array in another (often the "
+              "value a step returned): JAX traces a Python number as a *weakly typed* array, and weak "
+              "and typed are different keys. Pass a typed scalar every time, e.g. `np.float32(...)` or "
+              "`jnp.asarray(..., dtype=jnp.float32)` from the start.")
+_STATIC_VALUE = ("`{argument}` is a static argument (`static_argnums`/`static_argnames`): JAX keys it by "
+                 "hash and `==`, so each new value traces and compiles again. Keep it to a few values, "
+                 "or, if the body needs it only as a number (not for shapes or Python control flow), "
+                 "drop it from the static arguments and pass it as an array.")
+_STATIC_IDENTITY = ("`{argument}` is a static argument whose type defines no `__eq__`: JAX compares it "
+                    "by identity, so every new object is a new key (and a mutated one can hit a stale "
+                    "trace). Give its class `__eq__` and `__hash__` over the fields the body reads, or "
+                    "create the object once and reuse it.")
 _PYTHON_VALUE = {
     "tensorflow": ("Each new Python value of `{argument}` is a new signature: pass it as a tensor "
                    "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed."),
@@ -155,6 +187,8 @@ def _varying_length(verdict: Verdict) -> str:
 def _none_dimension(verdict: Verdict) -> str:
     text = ("Each new shape costs a trace: give the tf.function an `input_signature` with None "
             "for the dimension that varies, or use `tf.function(reduce_retracing=True)`.")
+    if verdict.data != "dataset" and verdict.of_function:
+        return text  # No `tf.data` pipeline seen: nothing to say of its batches.
     # A batch: every change is dimension 0 of a tensor, all from one size to one smaller size.
     sizes = {(change.old, change.new) if change.aspect is Aspect.DIM and change.axis == 0 else (None, None)
              for change in verdict.changes}
@@ -169,8 +203,9 @@ def _relaxed_dimension(verdict: Verdict) -> str:
     (change, *_) = verdict.changes
     call = verdict.keras_call
     what = "batch size" if change.axis == 0 else "length"
+    relaxed = f" (it traced `{change.parameter}` as `{verdict.relaxed_to}`)" if verdict.relaxed_to else ""
     expected = (f"Expected once: TensorFlow relaxed dimension {change.axis} of `{change.argument}` to "
-                f"None after it changed, so later values reuse this graph.")
+                f"None after it changed{relaxed}, so later values reuse this graph.")
     if change.axis == 0 and call is not None and call.method in ("predict", "predict_on_batch"):
         return (f"{expected} Keep every prediction: to skip this retrace too, predict with one batch "
                 "size, or call the model in your own `tf.function` with an `input_signature` whose "
@@ -179,6 +214,10 @@ def _relaxed_dimension(verdict: Verdict) -> str:
         return (f"{expected} To skip this retrace too, pad the inputs to one {what} "
                 "(`keras.utils.pad_sequences`, `dataset.padded_batch`), or give None for it in an "
                 "`input_signature`.")
+    if verdict.of_function and verdict.relaxed_to is not None:
+        return (f"{expected} `reduce_retracing` is on already: to skip this retrace too, give the "
+                f"function that signature from the start, an `input_signature` with "
+                f"`{verdict.relaxed_to}` for `{change.parameter}`.")
     return f"{expected} To skip this retrace too, give None for it in an `input_signature`."
 
 
@@ -281,10 +320,14 @@ def reason_text(verdict: Verdict) -> str:
                 f"in the body of a `{verdict.control_flow}` traced within it.")
     if verdict.reason is Reason.ENCLOSING_CHANGED:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because its own arguments "
-                f"changed: {'; '.join(verdict.changes)}. This layer's arguments did not change.")
+                f"changed: {'; '.join(map(str, verdict.changes))}. This layer's arguments did not change.")
     if verdict.reason is Reason.SIGNATURE_CHANGED:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because the signature "
-                f"changed: {'; '.join(verdict.changes)}.")
+                f"changed: {'; '.join(map(str, verdict.changes))}.")
+    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function:
+        return (f"{_subject(verdict.function, verdict.backend)} traced again with the arguments of an "
+                "earlier trace: something outside its arguments changed (a captured Python value or "
+                "global, the tracing context), or the earlier trace was not kept.")
     return _reason_of_place(verdict.reason, verdict.function, verdict.backend, verdict.objects)
 
 
@@ -337,9 +380,17 @@ def hint_text(verdict: Verdict) -> str | None:
         return compilation_hint(verdict)
     if hint is Hint.PYTHON_VALUE_AS_TENSOR:
         return _PYTHON_VALUE[_backend(verdict)].format(argument=verdict.argument)
+    if hint in _BY_BACKEND:
+        return _BY_BACKEND[hint][_backend(verdict)].format(argument=verdict.argument)
+    if hint in _BY_ARGUMENT:
+        return _BY_ARGUMENT[hint].format(argument=verdict.argument)
     if hint is Hint.FIXED_STRUCTURE:
         return _FIXED_STRUCTURE[_backend(verdict)]
     return _HINTS[hint]
+
+
+_BY_ARGUMENT = {Hint.WEAK_TYPE: _WEAK_TYPE, Hint.STATIC_VALUE: _STATIC_VALUE,
+                Hint.STATIC_IDENTITY: _STATIC_IDENTITY}
 
 
 def _backend(verdict: Verdict) -> str:

@@ -155,7 +155,7 @@ def _plural(count: int) -> str:
 
 
 def _describe(trace: SnapshotTrace) -> str:
-    what = "; ".join(trace.changes) if trace.changes else trace.signature
+    what = "; ".join(map(str, trace.changes)) if trace.changes else trace.signature
     return f"{trace.kind}, {what}"
 
 

@@ -50,7 +50,7 @@ def text_tag(layer: str) -> str:
 def retrace_markdown(event: TraceEvent, where: str) -> str:
     """One retrace as Markdown, as TensorBoard's Text tab renders it."""
     lines = [f"**#{event.index} retrace** of tf.function `{event.function}` during {where}", ""]
-    lines.append(f"- changed: {'; '.join(event.changes) or 'none of its arguments'}")
+    lines.append(f"- changed: {'; '.join(map(str, event.changes)) or 'none of its arguments'}")
     lines.append(f"- why: {event.reason}")
     if event.hint:
         lines.append(f"- fix: {event.hint}")

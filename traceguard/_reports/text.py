@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent
+from traceguard._core.specs import Site
+from traceguard._core.verdicts import Reason
 from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import same_graph_text
 
@@ -43,7 +45,7 @@ def format_event(event: TraceEvent, indent: str = "", show_hint: bool = True,
     lines = [f"{indent}#{event.index} {event.kind.value}{where}  ({_signature_text(event)})"]
     add = functools.partial(_add_labelled, lines, indent)
     if event.changes:
-        add("changed", "; ".join(event.changes))
+        add("changed", "; ".join(map(str, event.changes)))
     if event.created_variables:
         add("created", ", ".join(event.created_variables))
     if same_as is not None:
@@ -72,7 +74,7 @@ def format_log(owner: str, events: Sequence[TraceEvent], dropped: int, eager_cal
 
 def format_budget_excess(layer: str, budget: int | None, traces: int, event: TraceEvent) -> str:
     """The text of the retrace-budget warning and `RetraceError`."""
-    changes = "; ".join(event.changes) or "none of this layer's arguments"
+    changes = "; ".join(map(str, event.changes)) or "none of this layer's arguments"
     return (
         f"Layer '{layer}' traced {traces} times, over its budget of max_traces={budget}.\n"
         f"  Event #{event.index} ({event.kind.value} in {event.function}): {event.reason}\n"
@@ -138,7 +140,7 @@ def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[An
     if retraces:
         lines += ["", f"Layer retraces ({len(retraces)}):"]
         lines += [f"  {runs.name} #{event.index} in {event.function}: "
-                  f"{'; '.join(event.changes) or 'no argument of the layer changed'}"
+                  f"{'; '.join(map(str, event.changes)) or 'no argument of the layer changed'}"
                   for runs, event in retraces]
     if summary:
         return "\n".join(lines)
@@ -175,7 +177,8 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
             title = "Function retraces and compilations" if compiled else "Function retraces"
             lines += ["", f"{title} ({len(later)}):"]
             lines += [f"  {runs.function} #{number}{' (compile)' if event.kind.value == 'compile' else ''}: "
-                      f"{'; '.join(event.changes) or event.reason}" for runs, number, event in later]
+                      f"{'; '.join(map(str, event.changes)) or event.reason}"
+                      for runs, number, event in later]
         return lines
     for runs in order:
         name = "" if runs.name == runs.function else f"{runs.name}, "
@@ -206,7 +209,7 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
     lines = [f"{indent}#{number} {event.kind.value}  ({signature}){where}  {costs.event_cost_text(event)}"]
     add = functools.partial(_add_labelled, lines, indent)
     if event.changes:
-        add("changed", "; ".join(event.changes))
+        add("changed", "; ".join(map(str, event.changes)))
     if event.created_variables:
         shown = ", ".join(event.created_variables[:6])
         more = f", ... {len(event.created_variables)} in all" if len(event.created_variables) > 6 else ""
@@ -227,22 +230,21 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
     return "\n".join(lines)
 
 
-def _short_site(site: str | None) -> str:
+def _short_site(site: Site | None) -> str:
     """`file:line` with the file's directory dropped; `?` when unknown."""
-    if not site:
+    if site is None:
         return "?"
-    path, _, line = site.rpartition(":")
-    return f"{os.path.basename(path)}:{line}"
+    return f"{os.path.basename(site.path)}:{site.line}"
 
 
 def format_retracing_note(records: Sequence[Any]) -> str | None:
     """traceguard's measured cause, appended to TensorFlow's retracing warning of one function."""
-    retraces = [record for record in records if record.kind != "first" and record.changes]
+    retraces = [record for record in records if not record.is_first and record.changes]
     if not retraces:
         return None
     record = retraces[-1]
-    what = ("new function objects from the same code" if record.kind == "new_function"
-            else "; ".join(record.changes))
+    what = ("new function objects from the same code" if record.reason is Reason.NEW_FUNCTION_OBJECT
+            else "; ".join(map(str, record.changes)))
     site = f" at {_short_site(record.call_site)}" if record.call_site else ""
     return (f"traceguard: `{record.name}` traced {len(records)} times; the last retrace{site} changed: "
             f"{what}. `traceguard.watch()`'s report has the fix.")
@@ -281,5 +283,5 @@ def format_late_retrace(layers: Sequence[str], tracer: str, function: str | None
     """The text of `TraceMonitor`'s warning of a retrace after the first epoch or call."""
     subject = f"Layer {layers[0]}" if len(layers) == 1 else f"Layers {', '.join(layers)}"
     return (f"{subject} retraced {tracer} `{function}` during {where}: "
-            f"{'; '.join(changes) or 'none of its arguments changed'}. "
+            f"{'; '.join(map(str, changes)) or 'none of its arguments changed'}. "
             f"Fix: {fix} All runs: TraceMonitor.report.")

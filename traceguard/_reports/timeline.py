@@ -148,7 +148,7 @@ def _event_title(event: TraceEvent, offset: float, span: float) -> str:
     lines = [f"#{event.index} {event.kind.value}{where}",
              f"at +{format_offset(offset, span)}, ran {event.duration_s * 1000:.1f} ms ({signature})"]
     if event.changes:
-        lines.append("changed: " + "; ".join(event.changes))
+        lines.append("changed: " + "; ".join(map(str, event.changes)))
     lines.append("why: " + event.reason)
     if event.hint:
         lines.append("fix: " + event.hint)
@@ -180,7 +180,7 @@ def mark_title(mark: Mark, first_timestamp: float, span: float) -> str:
     explanations = sorted(mark.explanations, key=lambda explanation: SEVERITY.index(explanation[0]))
     for kind, function, changes, _, _, error in explanations[:_TITLE_EXPLANATIONS]:
         where = f" in {function}" if function else ""
-        detail = "; ".join(changes) + (f" (error: {error})" if error else "")
+        detail = "; ".join(map(str, changes)) + (f" (error: {error})" if error else "")
         lines.append(f"{kind.value}{where}" + (f": {detail}" if detail else ""))
     if len(explanations) > _TITLE_EXPLANATIONS:
         lines.append(f"and {len(explanations) - _TITLE_EXPLANATIONS} more; the tables below list them all")

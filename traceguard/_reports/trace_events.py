@@ -80,9 +80,10 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                     "ph": "X", "cat": "function_trace", "name": f"{event.function} ({event.kind.value})",
                     "pid": pid, "tid": tid, "ts": _microseconds(begin), "dur": _microseconds(length),
                     "args": {"kind": event.kind.value, "reason": event.reason, "hint": event.hint,
-                             "changes": list(event.changes), "signature": dict(event.signature),
-                             "call_site": event.call_site, "serial": event.serial, "phases": phases,
-                             "miss_s": miss}})
+                             "changes": [str(change) for change in event.changes],
+                             "signature": {str(name): str(spec) for name, spec in event.signature.items()},
+                             "call_site": None if event.call_site is None else str(event.call_site),
+                             "serial": event.serial, "phases": phases, "miss_s": miss}})
                 events.extend(_phase_slices(pid, tid, max(start, begin), phases, begin + length))
         for runs in trace_file.layers.values():
             tid += 1
@@ -93,6 +94,8 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                     "pid": pid, "tid": tid, "ts": _microseconds(event.timestamp),
                     "dur": _microseconds(event.duration_s),
                     "args": {"kind": event.kind.value, "run": event.index, "function": event.function,
-                             "reason": event.reason, "hint": event.hint, "changes": list(event.changes),
-                             "signature": dict(event.signature), "function_trace": event.function_trace}})
+                             "reason": event.reason, "hint": event.hint,
+                             "changes": [str(change) for change in event.changes],
+                             "signature": {str(name): str(spec) for name, spec in event.signature.items()},
+                             "function_trace": event.function_trace}})
     return {"traceEvents": events, "displayTimeUnit": "ms"}

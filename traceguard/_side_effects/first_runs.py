@@ -15,7 +15,8 @@ import weakref
 from collections.abc import Hashable
 from typing import Any
 
-from traceguard._core.signature import spec_of
+from traceguard._compat import spec_of
+from traceguard._core.specs import ValueSpec
 from traceguard._record.internal_errors import log_internal_error as _log_internal_error
 from traceguard._record.runs import EagerRun
 
@@ -76,7 +77,8 @@ def arguments_key(args: tuple, kwargs: dict) -> Hashable:
 
     def key(value: Any) -> Hashable:
         spec = spec_of(value)
-        if spec[0] == "value" and not (value is None or isinstance(value, (bool, int, float, str, bytes))):
+        if isinstance(spec, ValueSpec) and not (
+                value is None or isinstance(value, (bool, int, float, str, bytes))):
             return ("object", id(value))
         return spec
 

@@ -1,10 +1,11 @@
-"""Names Keras and the backends give things, which other modules compare against.
+"""The Keras vocabulary: names Keras and the backends give things, and the Keras methods.
 
-Plain constants: importing this module imports no Keras or backend.
+Plain constants and values: importing this module imports no Keras or backend.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 # Function names Keras gives the steps of fit/evaluate/predict (Keras 3, then tf_keras).
@@ -50,3 +51,26 @@ def variable_owner(name: str) -> str:
 def is_keras_step_function(name: str | None) -> bool:
     """Whether `name` is a step function Keras's `fit`, `evaluate` or `predict` made."""
     return name in KERAS_STEP_FUNCTIONS
+
+
+KERAS_METHODS = ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch")
+
+
+@dataclasses.dataclass(frozen=True)
+class KerasCall:
+    """The Keras method whose step is being traced, and the data it was given.
+
+    Attributes:
+        method: One of `KERAS_METHODS`.
+        data: `"dataset"` (a `tf.data.Dataset`), `"arrays"` (NumPy arrays or tensors),
+            `"other"` (a generator, a `PyDataset`, ...), or None when unknown.
+        samples: The number of samples in `x` for arrays, else None.
+        batch_size: The `batch_size` argument, else None.
+        model: Tells the model apart from others while it lives (its `id()`), else None.
+    """
+
+    method: str
+    data: str | None = None
+    samples: int | None = None
+    batch_size: int | None = None
+    model: int | None = None

@@ -1,17 +1,19 @@
 """The words of reasons and hints, pinned: users read them, and tests elsewhere match them."""
 
+from helpers import classify, python_spec, tensor
+
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.classify import EarlierTrace, Hint, Reason, RunContext, Verdict, classify_run
 from traceguard._core.events import TraceKind
-from traceguard._core.signature import spec_of
+from traceguard._core.specs import ArgumentPath
+from traceguard._core.verdicts import EarlierTrace, Hint, Reason, RunContext, Verdict
 from traceguard._reports.messages import hint_text, reason_text
 
-A = {"inputs": spec_of((1, 2))}
-B = {"inputs": spec_of((1, 3))}
+A = {"inputs": python_spec((1, 2))}
+B = {"inputs": python_spec((1, 3))}
 
 
 def test_every_hint_has_words_on_both_backends():
-    changes = (Change("k", Aspect.DIM, 2, 3, axis=1),)
+    changes = (Change(ArgumentPath("k"), Aspect.DIM, 2, 3, axis=1),)
     for hint in Hint:
         for backend in ("tensorflow", "jax"):
             verdict = Verdict(TraceKind.RETRACE, changes, Reason.SIGNATURE_CHANGED, hint, "f", backend, "k")
@@ -19,60 +21,60 @@ def test_every_hint_has_words_on_both_backends():
 
 
 def test_reasons_name_the_function_and_the_tracer():
-    first = classify_run(RunContext.GRAPH, A, "step", True, [])
+    first = classify(RunContext.GRAPH, A, "step", True, [])
     assert reason_text(first) == ("First trace of tf.function `step` for this signature: TensorFlow "
                                   "ran the Python body to build a graph.")
-    on_jax = classify_run(RunContext.GRAPH, A, "step", True, [], backend="jax")
+    on_jax = classify(RunContext.GRAPH, A, "step", True, [], backend="jax")
     assert reason_text(on_jax) == ("First trace of jax.jit `step` for this signature: JAX ran the "
                                    "Python body to build a jaxpr.")
-    changed = classify_run(RunContext.GRAPH, B, None, None, [EarlierTrace(A, True)])
+    changed = classify(RunContext.GRAPH, B, None, None, [EarlierTrace(A, True)])
     assert reason_text(changed) == "The graph traced again because the signature changed: inputs[1]: 2 -> 3."
-    symbolic = classify_run(RunContext.SYMBOLIC, A, "function", None, [])
+    symbolic = classify(RunContext.SYMBOLIC, A, "function", None, [])
     assert reason_text(symbolic) == ("Keras ran `call` on symbolic inputs to build the layer or infer its "
                                      "output shapes inside tf.function `function`; no graph is kept.")
 
 
 def test_python_value_hint_names_the_argument_and_the_backend_s_array():
-    verdict = classify_run(RunContext.GRAPH, {"k": spec_of(2)}, "f", False,
-                           [EarlierTrace({"k": spec_of(1)}, True)])
+    verdict = classify(RunContext.GRAPH, {"k": python_spec(2)}, "f", False,
+                           [EarlierTrace({"k": python_spec(1)}, True)])
     assert hint_text(verdict) == (
         "Each new Python value of `k` is a new signature: pass it as a tensor "
         "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed.")
-    on_jax = classify_run(RunContext.GRAPH, {"k": spec_of(2)}, "f", False,
-                          [EarlierTrace({"k": spec_of(1)}, True)], backend="jax")
+    on_jax = classify(RunContext.GRAPH, {"k": python_spec(2)}, "f", False,
+                          [EarlierTrace({"k": python_spec(1)}, True)], backend="jax")
     assert "`jnp.asarray(...)`" in hint_text(on_jax)
 
 
 def test_expected_runs_have_no_hint():
-    for verdict in (classify_run(RunContext.EAGER, A, None, None, []),
-                    classify_run(RunContext.SAVE, A, "f", None, []),
-                    classify_run(RunContext.GRAPH, A, "f", True, [])):
+    for verdict in (classify(RunContext.EAGER, A, None, None, []),
+                    classify(RunContext.SAVE, A, "f", None, []),
+                    classify(RunContext.GRAPH, A, "f", True, [])):
         assert hint_text(verdict) is None
 
 
 def test_partial_batch_of_arrays_gives_the_numbers_and_no_drop_remainder():
-    from traceguard._compat._keras_calls import KerasCall
+    from traceguard._core.keras_names import KerasCall
 
-    old, new = {"x": ("tensor", "", "float32", (32, 8))}, {"x": ("tensor", "", "float32", (6, 8))}
-    verdict = classify_run(RunContext.GRAPH, new, "train_function", False, [EarlierTrace(old, True)],
+    old, new = {"x": tensor(32, 8)}, {"x": tensor(6, 8)}
+    verdict = classify(RunContext.GRAPH, new, "train_function", False, [EarlierTrace(old, True)],
                            keras_step=True, keras_call=KerasCall("fit", "arrays", 70, 32))
     text = hint_text(verdict)
     assert text.startswith("`fit` got 70 samples in batches of 32: the last batch of 6 has a new shape")
     assert "drop_remainder=True" not in text and "trim `x` and `y`" in text
-    in_predict = classify_run(RunContext.GRAPH, new, "predict_function", False, [EarlierTrace(old, True)],
+    in_predict = classify(RunContext.GRAPH, new, "predict_function", False, [EarlierTrace(old, True)],
                               keras_step=True, keras_call=KerasCall("predict", "arrays", 70, 32))
     assert "Keep every prediction" in hint_text(in_predict) and "drop" not in hint_text(in_predict)
 
 
 def test_varying_length_hint_pads_in_a_keras_step_and_relaxes_in_a_user_function():
-    from traceguard._compat._keras_calls import KerasCall
+    from traceguard._core.keras_names import KerasCall
 
-    old, new = {"x": ("tensor", "", "float32", (8, 5))}, {"x": ("tensor", "", "float32", (8, 7))}
-    in_fit = classify_run(RunContext.GRAPH, new, "one_step_on_data", False, [EarlierTrace(old, True)],
+    old, new = {"x": tensor(8, 5)}, {"x": tensor(8, 7)}
+    in_fit = classify(RunContext.GRAPH, new, "one_step_on_data", False, [EarlierTrace(old, True)],
                           keras_step=True, keras_call=KerasCall("fit", "dataset"))
     assert hint_text(in_fit).startswith("Dimension 1 of `x` (e.g. a sequence length) varies")
     assert "bucket_by_sequence_length" in hint_text(in_fit)
-    in_user_function = classify_run(RunContext.GRAPH, new, "step", False, [EarlierTrace(old, True)])
+    in_user_function = classify(RunContext.GRAPH, new, "step", False, [EarlierTrace(old, True)])
     assert "`input_signature` with None for that dimension" in hint_text(in_user_function)
 
 
@@ -106,7 +108,7 @@ def test_no_retrace_failure_reads_as_a_short_report():
     from traceguard._reports.guards import format_guard_failure
 
     text = format_guard_failure(
-        "`train_step`", "retrace", "inside the `traceguard.no_retrace()` block",
+        "`train_step`", None, "inside the `traceguard.no_retrace()` block",
         signature={"x": "float32[6,4]"}, changes=["x: dim 0 32 -> 6"], reason="It traced again.",
         hint="Drop the partial batch.", call_site="train.py:12", layers=["'dense' (retrace)"])
     assert text == (
@@ -124,7 +126,7 @@ def test_a_retrace_of_an_unrecorded_warm_up_says_what_cannot_be_known():
 
     reason = unrecorded_retrace_reason("tf.function", "scale", 2)
     text = format_guard_failure(
-        "`scale`", "retrace", "during the test (`@pytest.mark.no_retrace`)", signature={"x": "float32[5]"},
+        "`scale`", None, "during the test (`@pytest.mark.no_retrace`)", signature={"x": "float32[5]"},
         changes=[], reason=reason, hint=None, call_site="test_scale.py:9", baseline_recorded=False)
     assert text == (
         "`scale` retraced during the test (`@pytest.mark.no_retrace`).\n"

@@ -1,0 +1,89 @@
+"""Specs, sites, argument paths and changes: typed values and their text, without a backend."""
+
+import pytest
+from helpers import tensor
+
+from traceguard._core.changes import Aspect, Change
+from traceguard._core.signature import diff_signatures
+from traceguard._core.specs import (
+    MAX_ITEMS,
+    ArgumentPath,
+    MappingSpec,
+    ObjectSpec,
+    SequenceSpec,
+    Site,
+    TensorSpec,
+    ValueSpec,
+    mapping_spec,
+    sequence_spec,
+    value_spec,
+)
+
+
+@pytest.mark.parametrize("spec, text", [
+    (TensorSpec("float32", (60, 28, 28)), "float32[60,28,28]"),
+    (TensorSpec("int32", (2, None), "RaggedTensor"), "RaggedTensor int32[2,None]"),
+    (TensorSpec("float32", None), "float32[?]"),
+    (TensorSpec("float32", (), weak_type=True), "weakly typed float32[]"),
+    (ValueSpec("True"), "True"),
+    (SequenceSpec("list", (tensor(2), ValueSpec("None")), 2), "[float32[2], None]"),
+    (SequenceSpec("tuple", (ValueSpec("3"),), 1), "(3,)"),
+    (MappingSpec((("'a'", tensor(2)),), 1), "{'a': float32[2]}"),
+    (ObjectSpec("function", "make.<locals>.step", 1, Site("/src/train.py", 12)),
+     "Python function make.<locals>.step (defined at train.py:12)"),
+    (ObjectSpec("method", "Model.step", 1), "bound method Model.step"),
+    (ObjectSpec("Config", "Config", 1), "Config object"),
+])
+def test_a_spec_reads_as_the_reports_show_it(spec, text):
+    assert str(spec) == text
+
+
+def test_specs_of_different_kinds_never_compare_equal():
+    specs = [TensorSpec("float32", (2,)), ValueSpec("2"), ObjectSpec("int", "int", 2),
+             SequenceSpec("list", (), 0), MappingSpec((), 0)]
+    assert len(set(specs)) == len(specs)
+    assert TensorSpec("float32", (2,)) != TensorSpec("float32", (2,), weak_type=True)
+
+
+def test_long_values_and_collections_keep_a_fingerprint_of_what_they_cut():
+    long = value_spec("x" * 100)
+    assert long.text.endswith("...") and long.rest is not None
+    assert value_spec("x" * 100) != value_spec("x" * 99 + "y")
+    items = tuple(ValueSpec(str(i)) for i in range(MAX_ITEMS + 2))
+    cut = sequence_spec("list", items)
+    assert (len(cut.items), cut.length) == (MAX_ITEMS, MAX_ITEMS + 2)
+    assert cut != sequence_spec("list", (*items[:-1], ValueSpec("0")))
+    assert mapping_spec((("'b'", ValueSpec("1")), ("'a'", ValueSpec("2")))).items[0][0] == "'a'"
+
+
+def test_sites_and_argument_paths_read_as_text_and_parse_back():
+    assert str(Site("/src/train.py", 7)) == "/src/train.py:7"
+    assert Site.parse("/src/train.py:7") == Site("/src/train.py", 7)
+    assert Site.parse("no line") is None
+    path = ArgumentPath("features").child("'ids'").child(0)
+    assert (str(path), path.parameter) == ("features['ids'][0]", "features")
+
+
+@pytest.mark.parametrize("old, new, aspect, text", [
+    (tensor(60, 28), tensor(32, 28), Aspect.DIM, "x: dim 0 60 -> 32"),
+    (tensor(2), tensor(2, dtype="int32"), Aspect.DTYPE, "x: dtype float32 -> int32"),
+    (tensor(2), tensor(2, 1), Aspect.RANK, "x: rank 1 -> 2 (float32[2] -> float32[2,1])"),
+    (TensorSpec("float32", (), weak_type=True), TensorSpec("float32", ()), Aspect.WEAK_TYPE,
+     "x: weakly typed float32[] -> float32[]"),
+    (ValueSpec("3"), ValueSpec("4"), Aspect.VALUE, "x: 3 -> 4"),
+    (ObjectSpec("function", "step", 1, Site("/a/t.py", 3)),
+     ObjectSpec("function", "step", 2, Site("/a/t.py", 3)), Aspect.IDENTITY,
+     "x: a different Python function step (defined at t.py:3) (compared by identity)"),
+    (ValueSpec("None"), tensor(3), Aspect.STRUCTURE, "x: None -> float32[3]"),
+])
+def test_a_change_names_what_the_backend_compared(old, new, aspect, text):
+    (change,) = diff_signatures({"x": old}, {"x": new})
+    assert (change.aspect, str(change), change.parameter) == (aspect, text, "x")
+    assert change == Change(ArgumentPath("x"), aspect, change.old, change.new, change.axis)
+
+
+def test_nested_changes_name_their_path_and_added_and_removed_arguments_are_changes():
+    old = {"x": SequenceSpec("list", (tensor(1), ValueSpec("1")), 2)}
+    new = {"x": SequenceSpec("list", (tensor(2), ValueSpec("1")), 2), "y": ValueSpec("0")}
+    assert [str(c) for c in diff_signatures(old, new)] == ["x[0]: dim 0 1 -> 2", "y: added (0)"]
+    assert [str(c) for c in diff_signatures(new, old)] == ["x[0]: dim 0 2 -> 1", "y: removed"]

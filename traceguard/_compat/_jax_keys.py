@@ -1,0 +1,123 @@
+"""A `jax.jit` call's tracing-cache key, read as JAX compares it.
+
+`jax.jit` traces a function once per key (jax/_src/pjit.py, `_infer_params`, and
+the cache of `partial_eval.trace_to_jaxpr`): the pytree structure of the
+arguments, each array argument's abstract value (shape, dtype and whether it is
+*weakly typed*: a Python scalar is traced as a weakly typed array, jax/_src/
+dtypes.py), and each static argument (`static_argnums`/`static_argnames`) by its
+hash and `==`: by value for a type that defines `__eq__`, by identity otherwise.
+Here each argument becomes a `_core.specs` value, read with public JAX API
+(`jax.api_util.shaped_abstractify`, `jax.tree_util`). Only traces read it: it
+costs nothing on a cache hit.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from jax import api_util as _api_util
+from jax import tree_util as _tree_util
+
+from traceguard._compat._objects import object_spec
+from traceguard._core.specs import (
+    ArgumentPath,
+    Spec,
+    TensorSpec,
+    ValueSpec,
+    mapping_spec,
+    sequence_spec,
+    value_spec,
+)
+
+
+def jit_signature(signature: inspect.Signature | None, args: tuple, kwargs: dict,
+                  static_argnums: tuple[int, ...], static_argnames: tuple[str, ...]) -> dict[Any, Spec]:
+    """The specs of a call's arguments by parameter name, static ones as JAX keys them.
+
+    `signature` is the jitted function's (`None`: the arguments are named `arg0`,
+    `arg1`, ... and keywords by their names).
+    """
+    static_positions, static_names = set(static_argnums), set(static_argnames)
+    named: list[tuple[str, Any, bool]] = []
+    bound = None
+    if signature is not None:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            bound = None
+    if bound is None:
+        named = [(f"arg{i}", value, i in static_positions) for i, value in enumerate(args)]
+        named += [(name, value, name in static_names) for name, value in kwargs.items()]
+    else:
+        position = 0
+        for name, value in bound.arguments.items():
+            kind = bound.signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                for item in value:
+                    named.append((ArgumentPath(name, (position - _first_variadic(bound),)), item,  # type: ignore[arg-type]
+                                  position in static_positions))
+                    position += 1
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                named += [(key, item, key in static_names) for key, item in value.items()]
+            else:
+                is_positional = name in _positional_names(bound) and position < len(args)
+                static = name in static_names or (is_positional and position in static_positions)
+                named.append((name, value, static))
+                if is_positional:
+                    position += 1
+    return {name: static_spec(value) if static else array_spec(value) for name, value, static in named}
+
+
+def _positional_names(bound: inspect.BoundArguments) -> tuple[str, ...]:
+    return tuple(name for name, parameter in bound.signature.parameters.items()
+                 if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD))
+
+
+def _first_variadic(bound: inspect.BoundArguments) -> int:
+    return len(_positional_names(bound))
+
+
+def static_spec(value: Any) -> Spec:
+    """A static argument: by value when its type defines `==` (JAX keys it by hash and `==`), else
+    by identity (the default `==` of `object`)."""
+    if type(value).__eq__ is object.__eq__:
+        return object_spec(value, static=True)
+    try:
+        fingerprint: int | None = hash(value)
+    except TypeError:  # JAX raises for an unhashable static argument; the call fails anyway.
+        fingerprint = None
+    return value_spec(value, static=True, fingerprint=fingerprint)
+
+
+def array_spec(value: Any) -> Spec:
+    """A traced argument: a pytree of arrays, each by its abstract value."""
+    if value is None:  # An empty pytree node.
+        return ValueSpec("None")
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return sequence_spec("list" if isinstance(value, list) else "tuple",
+                             tuple(array_spec(item) for item in value))
+    if isinstance(value, Mapping):
+        return mapping_spec(tuple((repr(key), array_spec(item)) for key, item in value.items()))
+    try:
+        aval = _api_util.shaped_abstractify(value)
+    except TypeError:
+        aval = None
+    if aval is not None:
+        return TensorSpec(str(aval.dtype), tuple(_dim(d) for d in aval.shape), "", bool(aval.weak_type))
+    # A pytree node of another type (a named tuple, a registered dataclass): its children.
+    children, _ = _tree_util.tree_flatten(value, is_leaf=lambda node: node is not value)
+    if len(children) == 1 and children[0] is value:  # A leaf JAX cannot trace: the call raises.
+        return value_spec(value)
+    return sequence_spec(type(value).__name__, tuple(array_spec(child) for child in children))
+
+
+def _dim(dim: Any) -> int | None:
+    try:
+        return int(dim)
+    except Exception:  # A symbolic dimension (shape polymorphism).
+        return None
+
+
+__all__ = ["array_spec", "jit_signature", "static_spec"]

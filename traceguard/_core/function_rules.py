@@ -1,0 +1,68 @@
+"""Why did a whole function trace? The verdict of one `FunctionTrace`, from its record alone."""
+
+from __future__ import annotations
+
+from traceguard._core.classify import verdict_of_place
+from traceguard._core.functions import FunctionTrace
+from traceguard._core.hints import function_variable_retrace_hint, new_object_hint, retrace_hint
+from traceguard._core.keras_names import KerasCall, variable_owner
+from traceguard._core.kinds import TraceKind
+from traceguard._core.signature import Signature
+from traceguard._core.verdicts import Hint, Reason, RunContext, Verdict
+
+
+def classify_function_trace(record: FunctionTrace, old: Signature | None, backend: str = "tensorflow",
+                            keras_step: bool = False, keras_call: KerasCall | None = None) -> Verdict:
+    """The verdict of one whole-function trace, from its record and the closest earlier signature.
+
+    `old` is the signature its `changes` were computed from, or None for a first trace.
+    """
+    name = record.name
+    if record.saving:
+        return verdict_of_place(RunContext.SAVE, name, backend)
+    reason = record.reason
+    data = keras_call.data if keras_call is not None else record.data
+    if record.kind is TraceKind.COMPILE:
+        return compilation_verdict(record, backend, keras_call)
+    if reason is Reason.FIRST_TRACE:
+        return Verdict(record.kind, (), reason, None, name, backend, of_function=True)
+    if reason is Reason.VARIABLE_RETRACE:
+        owners = {variable_owner(variable) for variable in record.lifted_variables}
+        hint = function_variable_retrace_hint(owners, name, keras_step)
+        return Verdict(record.kind, record.changes, reason, hint, name, backend,
+                       created=record.lifted_variables, of_function=True)
+    if reason is Reason.NEW_FUNCTION_OBJECT:
+        hint = new_object_hint(keras_step, record.same_model)
+        return Verdict(record.kind, record.changes, reason, hint, name, backend, keras_call=keras_call,
+                       objects=record.objects, of_function=True)
+    if not record.changes:
+        return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED, name,
+                       backend, of_function=True)
+    hint, argument = retrace_hint(record.changes[0], old or {}, record.signature, keras_step, backend,
+                                  keras_call, record.relaxed)
+    relaxed = record.relaxed_signature or {}
+    return Verdict(record.kind, record.changes, Reason.SIGNATURE_CHANGED, hint, name, backend, argument,
+                   keras_call, data=data, relaxed_to=relaxed.get(record.changes[0].parameter),
+                   of_function=True)
+
+
+def compilation_verdict(record: FunctionTrace, backend: str, keras_call: KerasCall | None) -> Verdict:
+    """The verdict of a compilation without a trace (`record.kind` is `TraceKind.COMPILE`)."""
+    name = record.name
+    if not record.changes:
+        return Verdict(TraceKind.COMPILE, (), Reason.RECOMPILE, Hint.RECOMPILE_SAME_SIGNATURE, name, backend,
+                       of_function=True)
+    method = keras_call.method if keras_call is not None else None
+    if method in ("fit", "evaluate", "train_on_batch", "test_on_batch"):
+        hint = Hint.XLA_DROP_REMAINDER if keras_call is not None and keras_call.data == "dataset" \
+            else Hint.XLA_BATCH_DIVIDES
+    elif method in ("predict", "predict_on_batch"):
+        hint = Hint.XLA_PREDICT_PAD
+    else:
+        hint = Hint.XLA_FIXED_SHAPES
+    return Verdict(TraceKind.COMPILE, record.changes, Reason.XLA_COMPILE, hint, name, backend,
+                   record.changes[0].parameter, keras_call, xla_functions=record.xla_functions,
+                   of_function=True)
+
+
+__all__ = ["classify_function_trace", "compilation_verdict"]

@@ -1,0 +1,53 @@
+"""The kinds of run and trace: `TraceKind`, and which kinds count as graph traces and retraces."""
+
+from __future__ import annotations
+
+import enum
+
+
+class TraceKind(str, enum.Enum):
+    """Why a layer's `call` body ran.
+
+    - `eager`: TensorFlow ran the body op by op, outside any graph.
+    - `symbolic`: Keras ran the body on symbolic inputs to build the layer or
+      infer its output shapes (no graph is kept).
+    - `trace`: the first trace of a `tf.function` for this signature.
+    - `variable_retrace`: the same function traced the same signature again
+      because its first trace created variables.
+    - `retrace`: the function traced again for a new signature.
+    - `save`: traced by SavedModel saving or `model.export`.
+    - `compile`: a whole function only, never a layer's run: XLA compiled the
+      function for new input shapes without a trace (`jit_compile=True` with a
+      relaxed signature, a Keras step's new batch shape), or JAX compiled it
+      again without tracing.
+    """
+
+    EAGER = "eager"
+    SYMBOLIC = "symbolic"
+    TRACE = "trace"
+    VARIABLE_RETRACE = "variable_retrace"
+    RETRACE = "retrace"
+    SAVE = "save"
+    COMPILE = "compile"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The kinds of a layer's body runs: every kind but `compile`, which only a whole function has.
+TRACE_KINDS = tuple(kind.value for kind in TraceKind if kind is not TraceKind.COMPILE)
+RUN_KINDS = tuple(kind for kind in TraceKind if kind is not TraceKind.COMPILE)
+# The kinds of a whole function's events (`FunctionEvent`).
+FUNCTION_KINDS = (TraceKind.TRACE, TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE, TraceKind.SAVE,
+                  TraceKind.COMPILE)
+# The kinds that build a graph a training or serving loop will run again; the
+# ones a retrace budget counts.
+GRAPH_TRACE_KINDS = frozenset({TraceKind.TRACE, TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE})
+# The traces a user can avoid: they repeat a function's trace. A tuple, so that kinds
+# given as their names (`"retrace"`) are found too.
+RETRACE_KINDS = (TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE)
+# The function events a guard fails after warm-up: the retraces, and the compilations without one.
+MISS_KINDS = (*RETRACE_KINDS, TraceKind.COMPILE)
+
+__all__ = ["FUNCTION_KINDS", "GRAPH_TRACE_KINDS", "MISS_KINDS", "RETRACE_KINDS", "RUN_KINDS", "TRACE_KINDS",
+           "TraceKind"]

@@ -1,0 +1,50 @@
+"""The observer that fills an `Explanation`: what `watch()`, `explain()`, `run`, `TraceMonitor`
+and the test helpers register with the recorder (`_record.observers.observing(Filler(report))`).
+
+Kept apart from `explanation`, which `report` reads without any backend: the recorder's
+observers know the backend's function-trace hook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from traceguard._core.events import TraceEvent
+from traceguard._core.functions import FunctionTrace
+from traceguard._diagnosis.explanation import Explanation
+from traceguard._record.observers import traced_function
+from traceguard._reports.text import format_retracing_note
+
+
+class Filler:
+    """The observer that fills an `Explanation` with what the recorder reports.
+
+    What `watch()`, `explain()`, `run`, `TraceMonitor` and the test helpers register
+    (`_record.observers.observing(Filler(report))`); the report itself stays a value
+    for its readers, with no method the recorder calls.
+    """
+
+    __slots__ = ("report",)
+
+    def __init__(self, report: Explanation) -> None:
+        self.report = report
+
+    def record_event(self, layer: Any, event: TraceEvent) -> str:
+        return self.report._add_event(layer, event)
+
+    def record_run(self, layer: Any, run: Any) -> str:
+        return self.report._add_run(layer, run)
+
+    def record_eager(self, layer: Any) -> None:
+        self.report._add_eager(layer)
+
+    def record_function(self, record: FunctionTrace) -> None:
+        self.report._add_function_trace(record, traced_function(record))
+
+    def record_function_cost(self, record: FunctionTrace) -> None:
+        self.report._add_function_cost(record)
+
+    @staticmethod
+    def retracing_note(records: list[FunctionTrace]) -> str | None:
+        """traceguard's measured cause, added to TensorFlow's retracing warning."""
+        return format_retracing_note(records)
