@@ -1,6 +1,7 @@
 """What each miss costs, end to end on TensorFlow: phases, whole misses, XLA compilations
 without a retrace, their guards, their counts over every trace, and their trace files."""
 
+import gc
 import json
 import os
 import re
@@ -15,6 +16,7 @@ from helpers import texts
 
 import traceguard as tg
 from traceguard import _compat
+from traceguard._compat import _function_tracing
 from traceguard._core.specs import format_signature
 from traceguard._diagnosis import function_runs
 from traceguard._diagnosis.trace_file_reader import read_trace_file
@@ -201,7 +203,7 @@ def test_a_report_of_a_trace_file_renders_costs_and_compilations_without_tensorf
 
 
 def test_nothing_is_hooked_or_shadowed_once_watch_exits():
-    from traceguard._compat import _function_calls, _function_tracing, _tf_calls
+    from traceguard._compat import _function_calls, _tf_calls
 
     step = tf.function(matmuls, jit_compile=True, reduce_retracing=True)
     with tg.watch():
@@ -223,4 +225,9 @@ def test_trace_monitor_fails_a_later_fit_whose_partial_batch_compiles():
     with pytest.raises(tg.RetraceError) as failure:
         model.fit(x, y, batch_size=32, verbose=0, callbacks=[monitor])  # A last batch of 11.
     assert failure.value.kind == "compile"
-    assert failure.value.changes == ("iterator[0]: dim 0 6 -> 11", "iterator[1]: dim 0 6 -> 11")
+    assert [str(change) for change in failure.value.changes] == ["iterator[0]: dim 0 6 -> 11",
+                                                                 "iterator[1]: dim 0 6 -> 11"]
+    del monitor, failure  # The monitor records between calls while it lives.
+    gc.collect()
+    tf.function(lambda v: v)(tf.ones(()))  # Its observer leaves at the next trace.
+    assert not _function_tracing.is_installed()

@@ -101,8 +101,8 @@ class TraceFileWriter:
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
         self._failed = False  # Opening failed: records are dropped (logged once).
-        # One encoder for every line: compact, and without the check for cycles (records are trees).
-        self._encode = json.JSONEncoder(default=str, check_circular=False, separators=(",", ":")).encode
+        # One encoder for every line, without the check for cycles (records are trees).
+        self._encode = json.JSONEncoder(default=str, check_circular=False).encode
 
     def _open(self) -> None:
         """Fills the path, opens the file and writes the header. Called with the lock held."""
