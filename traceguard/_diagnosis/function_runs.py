@@ -273,7 +273,9 @@ def add_cost(functions: dict[str, FunctionRuns], record: FunctionTrace) -> tuple
             break
     else:
         return None
-    costed = dataclasses.replace(event, phases=dict(record.phases), miss_s=record.miss,
-                                 persistent_cache=record.persistent_cache, cache_saved_s=record.cache_saved)
+    # A copy with the costs, as `dataclasses.replace` would make it, without `__init__` over every field.
+    costed = object.__new__(FunctionEvent)
+    costed.__dict__.update(event.__dict__, phases=dict(record.phases), miss_s=record.miss,
+                           persistent_cache=record.persistent_cache, cache_saved_s=record.cache_saved)
     runs.replace(costed)
     return key, runs, costed
