@@ -32,7 +32,7 @@ from jax._src import pjit as _pjit
 from jax._src import util as _util
 from jax._src.interpreters import partial_eval as _partial_eval
 
-from traceguard._compat import _function_tracing, _graph_fingerprint, _jax_calls, _jax_keys
+from traceguard._compat import _calling_code, _function_tracing, _graph_fingerprint, _jax_calls, _jax_keys
 from traceguard._compat._flavors import internal_missing
 
 _PARAMETERS = ("fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs")
@@ -199,10 +199,10 @@ def _parameter_key(value: Any, memo: dict[int, tuple]) -> Any:
 def _begin(fun: Any, args: Any, kwargs: Any) -> _function_tracing.FunctionTracing:
     name = getattr(fun, "__name__", None) or type(fun).__name__
     tracing = _function_tracing.begin("jax.jit", name, fun, fun,
-                                      _function_tracing.bind_arguments(fun, args, kwargs))
-    frame, tracing.entry = _function_tracing.user_frame(sys._getframe(2))
+                                      _calling_code.bind_arguments(fun, args, kwargs))
+    frame, tracing.entry = _calling_code.user_frame(sys._getframe(2))
     if frame is not None:
         tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
         tracing.caller = frame.f_code.co_name
-    tracing.function_text = _function_tracing.function_text(fun)
+    tracing.function_text = _calling_code.function_text(fun)
     return tracing
