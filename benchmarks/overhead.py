@@ -3,6 +3,7 @@
 Usage:  python benchmarks/overhead.py           # everything, about 5 minutes on 2 CPU cores
         python benchmarks/overhead.py --quick   # graph identity only (what CI runs)
         python benchmarks/overhead.py --only eager --scale 3 --clock cpu
+        KERAS_BACKEND=jax python benchmarks/overhead.py --only costs   # the JAX row
 
 Each timing runs the traceguard variant, the plain one and a plain control in one
 process, in a fresh random order every repetition; the ratio is the median over the
@@ -38,15 +39,21 @@ import tracemalloc
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 import traceguard as tg  # noqa: E402
 from traceguard import _compat  # noqa: E402
 
+if _compat.BACKEND == "tensorflow":
+    import tensorflow as tf
+else:  # KERAS_BACKEND=jax: only the `costs` section, its JAX row.
+    import jax
+    import jax.numpy as jnp
+
 keras = _compat.keras
 SEED_SHAPE = (60, 28, 28)
 TINY_SHAPE = (1, 4)
-SECTIONS = ("graph", "steady", "eager", "trace", "watched", "memory")
+SECTIONS = ("graph", "steady", "eager", "trace", "watched", "costs", "memory")
+JAX_SECTIONS = ("costs",)  # What runs with KERAS_BACKEND=jax.
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 TRACE_AWARE, PLAIN = tg.TraceAwareLayer, keras.layers.Layer
 
@@ -655,7 +662,97 @@ def check_watched_time(table, timer):
                        functools.partial(watched_first_result, inputs), plain_seconds)
 
 
-# --- 6. memory ----------------------------------------------------------------------------
+# --- 6. what each miss costs, watched: misses that compile ------------------------------------
+SHAPES = 50
+
+
+def xla_shapes(watched):
+    """A fresh `jit_compile=True` function, relaxed, called with 50 row counts: two traces, then an
+    XLA compilation per new row count (48), each a `compile` event under `watch()`."""
+    step = tf.function(lambda x: tf.reduce_sum(tf.matmul(x, x, transpose_b=True)), jit_compile=True,
+                       reduce_retracing=True)
+    with _watching(watched):
+        for rows in range(1, SHAPES + 1):
+            step(tf.ones((rows, 4)))
+
+
+def jax_misses(watched):
+    """A fresh `jax.jit` function called with 50 shapes: 50 traces, lowerings and compilations, their
+    phases from `jax.monitoring` under `watch()`."""
+    def body(x):  # A new Python function each run: JAX shares traces between jits of one.
+        return jnp.sum(jnp.tanh(x @ x.T))
+
+    step = jax.jit(body)
+    with _watching(watched):
+        for rows in range(1, SHAPES + 1):
+            step(jnp.ones((rows, 4))).block_until_ready()
+
+
+@contextlib.contextmanager
+def own_work_timer(clock=time.perf_counter):
+    """Times traceguard's own work on function traces in place: each entry point from the hooks
+    (a trace's record, its completion, the call's bookkeeping, the graph's fingerprint, XLA's
+    shape bookkeeping), the outermost only, so nothing is counted twice."""
+    from traceguard._compat import _function_calls, _function_tracing, _graph_fingerprint
+
+    targets = [(_function_tracing, "begin"), (_function_tracing, "end"), (_function_tracing, "complete"),
+               (_function_calls, "open_call"), (_function_calls, "close_call"),
+               (_graph_fingerprint, "same_graph_as")]
+    if _compat.BACKEND == "tensorflow":
+        from traceguard._compat import _tf_calls
+
+        targets += [(_tf_calls._Shadow, "_shapes"), (_tf_calls, "watch_concrete_function")]
+    spent = {"seconds": 0.0, "depth": 0}
+
+    def timed(function):
+        @functools.wraps(function)
+        def timed_function(*args, **kwargs):
+            spent["depth"] += 1
+            start = clock()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent["depth"] -= 1
+                if not spent["depth"]:
+                    spent["seconds"] += clock() - start
+        return timed_function
+
+    originals = [(owner, name, owner.__dict__[name]) for owner, name in targets]
+    for owner, name, original in originals:
+        setattr(owner, name, timed(original))
+    try:
+        yield spent
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+
+
+def check_cost_time(table, timer):
+    """Watched misses that compile against the same unwatched: the call-level hooks, the first-call
+    timing and the XLA bookkeeping (TensorFlow), or the monitoring listeners (JAX); then
+    traceguard's own work in them, timed in place."""
+    if _compat.BACKEND == "tensorflow":
+        name, run = f"watched jit_compile=True function, {SHAPES} shapes", xla_shapes
+    else:
+        name, run = f"watched jax.jit function, {SHAPES} misses", jax_misses
+    run(False)  # Warm the backend's own caches and imports.
+    plain_seconds = timer.compare(table, name, functools.partial(run, True), functools.partial(run, False),
+                                  functools.partial(run, False), 1.05, 9, unit="ms", settle=gc.collect,
+                                  statistic="fastest")
+    own = []
+    for _ in range(5):
+        gc.collect()
+        with own_work_timer(timer.clock) as spent:
+            run(True)
+        own.append(spent["seconds"])
+    share = float(np.median(own)) / plain_seconds
+    table.add(f"{name}: traceguard's own work", f"{share:.2%}", "<= 5.00%", share <= 0.05,
+              f"{min(own) / plain_seconds:.2%}-{max(own) / plain_seconds:.2%}", "",
+              f"{float(np.median(own)) / SHAPES * 1e6:.0f} us per miss (median of 5 watched runs; hooks' "
+              "entry points timed in place) against plain's fastest run")
+
+
+# --- 7. memory ----------------------------------------------------------------------------
 def memory_growth(layer, x, events):
     """Bytes Python holds more after `events` more recorded runs of `layer`, past its bound."""
     # Runs go straight to the recorded `call` (each one an event with log_eager=True):
@@ -725,10 +822,14 @@ def main(argv=None):
                              "choice); 1 steadies the timings on a busy machine")
     parser.add_argument("--events", type=int, default=100_000, help="events for the memory check")
     arguments = parser.parse_args(argv)
-    if arguments.tf_threads:
+    sections = ("graph",) if arguments.quick else tuple(arguments.only or SECTIONS)
+    if _compat.BACKEND != "tensorflow":
+        if arguments.only is None or not set(sections) <= set(JAX_SECTIONS) or arguments.tf_threads:
+            parser.error(f"with KERAS_BACKEND=jax only --only {' '.join(JAX_SECTIONS)} runs. "
+                         f"Received: {' '.join(sys.argv[1:]) or 'no arguments'}")
+    elif arguments.tf_threads:
         tf.config.threading.set_intra_op_parallelism_threads(arguments.tf_threads)
         tf.config.threading.set_inter_op_parallelism_threads(arguments.tf_threads)
-    sections = ("graph",) if arguments.quick else tuple(arguments.only or SECTIONS)
     print(describe_machine())
     threads = f"{arguments.tf_threads} TensorFlow threads" if arguments.tf_threads else "TensorFlow's threads"
     print(f"start: {load_note()}; clock {arguments.clock}, repetitions x{arguments.scale:g}, {threads}")
@@ -744,6 +845,8 @@ def main(argv=None):
         check_first_result_time(table, timer)
     if "watched" in sections:
         check_watched_time(table, timer)
+    if "costs" in sections:
+        check_cost_time(table, timer)
     if "memory" in sections:
         check_memory(table, arguments.events)
     print()

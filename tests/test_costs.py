@@ -1,6 +1,7 @@
 """What each miss costs, end to end on TensorFlow: phases, whole misses, XLA compilations
 without a retrace, their guards, their counts over every trace, and their trace files."""
 
+import gc
 import json
 import os
 import re
@@ -15,6 +16,7 @@ from helpers import texts
 
 import traceguard as tg
 from traceguard import _compat
+from traceguard._compat import _function_tracing
 from traceguard._core.specs import format_signature
 from traceguard._diagnosis import function_runs
 from traceguard._diagnosis.trace_file_reader import read_trace_file
@@ -198,3 +200,34 @@ def test_a_report_of_a_trace_file_renders_costs_and_compilations_without_tensorf
     compile_slices = [e for e in exported if e.get("cat") == "phase" and e["name"] == "compile"]
     assert len(compile_slices) == 3  # The first trace's first call, the retrace's, the compilation.
     assert ">compile</span>" in (tmp_path / "report.html").read_text()
+
+
+def test_nothing_is_hooked_or_shadowed_once_watch_exits():
+    from traceguard._compat import _function_calls, _tf_calls
+
+    step = tf.function(matmuls, jit_compile=True, reduce_retracing=True)
+    with tg.watch():
+        step(tf.ones((3, 3)))
+        concrete = step.get_concrete_function(tf.ones((3, 3)))
+        assert "_call_flat" in concrete.__dict__
+    assert not _function_tracing.is_installed()
+    assert "_call_flat" not in concrete.__dict__ and len(_tf_calls._watched) == 0
+    assert _function_calls.current_call() is None
+    step(tf.ones((4, 4)))  # A compilation nobody watches: nothing recorded, nothing raised.
+
+
+def test_trace_monitor_fails_a_later_fit_whose_partial_batch_compiles():
+    model = keras_model()
+    x, y = np.ones((75, 8)), np.ones((75, 4))
+    monitor = tg.callbacks.TraceMonitor(no_retrace_after="call")
+    # Warm-up: batches of 32 and a last one of 6, the step traced once for any batch size.
+    model.fit(x[:70], y[:70], batch_size=32, verbose=0, callbacks=[monitor])
+    with pytest.raises(tg.RetraceError) as failure:
+        model.fit(x, y, batch_size=32, verbose=0, callbacks=[monitor])  # A last batch of 11.
+    assert failure.value.kind == "compile"
+    assert [str(change) for change in failure.value.changes] == ["iterator[0]: dim 0 6 -> 11",
+                                                                 "iterator[1]: dim 0 6 -> 11"]
+    del monitor, failure  # The monitor records between calls while it lives.
+    gc.collect()
+    tf.function(lambda v: v)(tf.ones(()))  # Its observer leaves at the next trace.
+    assert not _function_tracing.is_installed()

@@ -167,3 +167,18 @@ def test_a_trace_file_carries_the_phases_and_reports_render_them_without_jax(tmp
                         r"[\d.]+ s tracing.*; misses took [\d.]+ s", header), header
     assert re.search(r"#2 retrace  \(x=float32\[5,5\]\), called at test_jax_costs.py:\d+  took \d+ ms: "
                      r"\d+ ms compiling", result.stdout)
+
+
+def test_a_committed_argument_compiles_again_without_a_trace():
+    step = fresh()
+    with tg.watch() as explanation:
+        step(jnp.ones(3))
+        step(jax.device_put(jnp.ones(3), jax.devices()[0]))  # Committed: another executable.
+    (runs,) = [runs for runs in explanation.functions.values() if runs.function == "step"]
+    assert [event.kind.value for event in runs.events] == ["trace", "compile"]
+    compiled = runs.events[1]
+    assert ({name: str(spec) for name, spec in compiled.signature.items()}, compiled.changes) == (
+        {"x": "float32[3]"}, ())
+    assert set(compiled.phases) == {"lower", "compile", "first_call"}
+    assert compiled.reason.startswith("`jax.jit` `step` compiled again for a signature it had traced")
+    assert (runs.traces, runs.compilations) == (1, 1)

@@ -112,8 +112,8 @@ class FunctionEvent:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names: specs, changes and sites as
         their text, the codes as `reason_code` and `hint_code`."""
-        result = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)
-                  if field.name != "verdict"}
+        result = dict(self.__dict__)  # The fields (a dataclass without slots keeps them there).
+        del result["verdict"]
         verdict = self.verdict
         result.update(kind=self.kind.value,
                       signature={str(name): str(spec) for name, spec in self.signature.items()},

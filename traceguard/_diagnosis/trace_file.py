@@ -101,6 +101,8 @@ class TraceFileWriter:
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
         self._failed = False  # Opening failed: records are dropped (logged once).
+        # One encoder for every line, without the check for cycles (records are trees).
+        self._encode = json.JSONEncoder(default=str, check_circular=False).encode
 
     def _open(self) -> None:
         """Fills the path, opens the file and writes the header. Called with the lock held."""
@@ -190,7 +192,7 @@ class TraceFileWriter:
                     _OPEN_PATHS.add(os.path.realpath(self.path))
 
     def _write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, default=str) + "\n"
+        line = self._encode(record) + "\n"
         with self._lock:
             if self.path is None and not self._failed:
                 self._open()
