@@ -98,12 +98,6 @@ HINTS: dict[Hint, str] = {
         "`dataset.batch(batch_size, drop_remainder=True)`, or choose a dataset size divisible by "
         "the batch size."
     ),
-    Hint.PREDICT_BATCH_SIZE: (
-        "A new batch size in `predict` costs a trace (Keras then relaxes the batch dimension to "
-        "None, so later sizes reuse the graph). Keep every prediction: pass one batch size, or "
-        "call the model in your own `tf.function` with an `input_signature` whose batch "
-        "dimension is None."
-    ),
     Hint.ONE_BATCH_SIZE: (
         "Each new batch size costs a trace of the step: pass batches of one size to "
         "`train_on_batch`/`test_on_batch`, or use `fit`, which traces the partial last batch once."

@@ -16,6 +16,16 @@ from traceguard._reports.hint_words import HINTS
 
 # Hints worded per backend, with the argument they name.
 _BY_BACKEND: dict[Hint, dict[str, str]] = {
+    Hint.PREDICT_BATCH_SIZE: {
+        "tensorflow": "A new batch size in `predict` costs a trace (Keras then relaxes the batch dimension "
+                      "to None, so later sizes reuse the graph). Keep every prediction: pass one batch "
+                      "size, or call the model in your own `tf.function` with an `input_signature` whose "
+                      "batch dimension is None.",
+        "jax": "A new batch size in `predict` costs a trace and a compilation of the predict step: on JAX "
+               "every batch size has its own (there is no None dimension). Keep every prediction: pad "
+               "the inputs to one batch size (and drop the padded rows from the predictions), or call "
+               "the model on batches of one size.",
+    },
     Hint.REQUESTED_TRACE: {
         "tensorflow": "Expected: `get_concrete_function` asked for this trace, one per signature it is "
                       "given; a call whose arguments fit a traced signature reuses its graph. Nothing "
