@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 from helpers import record_kind, texts
 
+import traceguard as tg
 from traceguard import _compat
 from traceguard._compat import _function_tracing, _tf_function, _tf_retracing, _tf_traces
 from traceguard._core.specs import format_signature
@@ -403,3 +404,49 @@ def test_a_listener_error_without_stops_trace_is_logged_and_the_call_goes_on(cap
     with _function_tracing.listening(broken):
         assert f(tf.ones((1,))).numpy().tolist() == [3.0]
     assert "A function-trace listener failed on the trace of" in caplog.text
+
+
+# --- the call's key, as TensorFlow compares it (#31) ------------------------------------------
+def test_each_trace_type_reads_as_the_spec_of_what_tensorflow_compares():
+    import collections
+
+    from tensorflow.core.function.trace_type import trace_type_builder
+
+    from traceguard._compat import _tf_trace_types
+    from traceguard._core.specs import MappingSpec, ObjectSpec, SequenceSpec, TensorSpec, ValueSpec
+
+    def read(value):
+        return _tf_trace_types.trace_type_spec(trace_type_builder.from_value(value))
+
+    def function():
+        pass
+
+    pair = collections.namedtuple("Pair", "a b")
+    assert read(3) == ValueSpec("3") and read("s") == ValueSpec("'s'")
+    assert read(tf.ones((2, 3))) == TensorSpec("float32", (2, 3))
+    assert read(tf.ragged.constant([[1], [2, 3]])) == TensorSpec("int32", (2, None), "RaggedTensor")
+    assert read(tf.sparse.from_dense(tf.eye(2))) == TensorSpec("float32", (2, 2), "SparseTensor")
+    inner = SequenceSpec("tuple", (ValueSpec("2"),), 1)
+    assert read([1, (2,)]) == SequenceSpec("list", (ValueSpec("1"), inner), 2)
+    assert read(pair(1, 2)) == SequenceSpec("Pair", (ValueSpec("1"), ValueSpec("2")), 2)
+    assert read({"b": 1}) == MappingSpec((("'b'", ValueSpec("1")),), 1)
+    spec = read(function)
+    assert isinstance(spec, ObjectSpec) and (spec.type_name, spec.site.line) == (
+        "function", function.__code__.co_firstlineno)
+    assert read(function) == spec and read(lambda: 0) != spec  # The same object, another one.
+    iterator = iter(tf.data.Dataset.from_tensor_slices(tf.ones((4, 2))).batch(2))
+    assert read(iterator) == TensorSpec("float32", (None, 2))
+
+
+def test_tf_data_iterators_are_followed_only_while_watched():
+    from tensorflow.python.data.ops import iterator_ops
+
+    from traceguard._compat import _tf_data_elements
+
+    original = iterator_ops.OwnedIterator.__next__
+    with tg.watch():
+        assert iterator_ops.OwnedIterator.__next__ is not original
+        (element,) = list(tf.data.Dataset.from_tensor_slices(tf.ones((2, 2))).batch(2))
+        assert _tf_data_elements.came_from_dataset({"x": element})
+        assert not _tf_data_elements.came_from_dataset(tf.ones(2))
+    assert iterator_ops.OwnedIterator.__next__ is original

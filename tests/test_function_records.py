@@ -12,7 +12,8 @@ from helpers import record_kind, texts
 
 from traceguard._compat._function_tracing import FunctionTracing
 from traceguard._core.specs import format_signature
-from traceguard._record.functions import FunctionRecords, code_key
+from traceguard._record.function_identity import code_key
+from traceguard._record.functions import FunctionRecords
 
 _serials = itertools.count(1)
 

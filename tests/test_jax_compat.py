@@ -200,3 +200,29 @@ def test_distributed_process_is_none_outside_jax_distributed_and_initializes_not
     # None. tests/test_jax_multiprocess.py checks the index of each process of a real job.
     assert not jax.distributed.is_initialized()
     assert _compat.distributed_process() is None
+
+
+def test_trace_to_jaxpr_announces_each_run_of_the_body_with_a_test_event():
+    # The hook tells a trace from a call JAX's tracing cache served by this event (#31).
+    from jax._src import util
+
+    from traceguard._compat import _jax_traces
+
+    events, bodies = [], []
+    previous = util.test_event_listener
+    util.test_event_listener = lambda name, *args: events.append(name)
+
+    def body(i):
+        bodies.append(events.count("trace_to_jaxpr"))  # Announced before the body runs.
+        return i + 1
+
+    try:
+        step = jax.jit(body)
+        i = step(0)
+        announced = events.count("trace_to_jaxpr")
+        step(i)  # A weakly typed int32: the Python int's key, so the tracing cache serves it.
+        served = events.count("trace_to_jaxpr") - announced
+    finally:
+        util.test_event_listener = previous
+    assert bodies and bodies[0] >= 1 and len(bodies) == 1 and served == 0
+    assert _jax_traces._ORIGINAL is not None and not _jax_traces.is_installed()

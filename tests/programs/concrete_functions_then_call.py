@@ -25,7 +25,6 @@ Expected:
   backend: tensorflow
   kinds: ["trace", "retrace"]
   changes: [{"argument": "arr", "aspect": "dtype"}]
-  status: open
 """
 import os
 

@@ -25,7 +25,6 @@ Expected:
   traces: 2
   backend: tensorflow
   kinds: ["trace", "variable_retrace"]
-  status: open
 """
 import os
 

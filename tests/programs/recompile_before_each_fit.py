@@ -24,7 +24,6 @@ Expected:
   traces: 5
   backend: tensorflow
   changes: [{"aspect": "function_object"}, "*"]
-  status: open
 """
 import os
 

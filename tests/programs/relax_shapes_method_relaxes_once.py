@@ -26,7 +26,6 @@ Expected:
   backend: tensorflow
   kinds: ["trace", "retrace"]
   changes: [{"argument": "data", "aspect": "dim", "axis": 0}]
-  status: open
 """
 import os
 

@@ -24,7 +24,6 @@ Expected:
   traces: 1
   backend: tensorflow
   kinds: ["trace"]
-  status: open
 """
 import os
 

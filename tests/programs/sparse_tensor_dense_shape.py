@@ -26,7 +26,6 @@ Expected:
   backend: tensorflow
   kinds: ["trace", "retrace"]
   changes: [{"argument": "q", "aspect": "dim", "axis": 1}]
-  status: open
 """
 import os
 

@@ -24,7 +24,6 @@ Expected:
   traces: 4
   backend: tensorflow
   changes: [{"argument": "step", "aspect": "identity"}, "*"]
-  status: open
 """
 import os
 

@@ -33,7 +33,7 @@ from jax._src import core as _core
 from jax._src import dispatch as _dispatch
 from jax._src import pjit as _pjit
 
-from traceguard._compat import _function_calls
+from traceguard._compat import _calling_code, _function_calls
 from traceguard._compat._flavors import internal_missing
 
 _INFER_PARAMS = _pjit.__dict__.get("_infer_params")
@@ -136,14 +136,14 @@ def _report_compilation(call: Any, fun: Any) -> None:
     from traceguard._compat import _function_tracing
 
     name = getattr(fun, "__name__", None) or type(fun).__name__
-    tracing = _function_tracing.begin("jax.jit", name, fun, fun, _function_tracing.bind_arguments(
+    tracing = _function_tracing.begin("jax.jit", name, fun, fun, _calling_code.bind_arguments(
         fun, call.args, call.kwargs), compilation=True)
     tracing.start = call.start
-    frame, tracing.entry = _function_tracing.user_frame(sys._getframe(2))
+    frame, tracing.entry = _calling_code.user_frame(sys._getframe(2))
     if frame is not None:
         tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
         tracing.caller = frame.f_code.co_name
-    tracing.function_text = _function_tracing.function_text(fun)
+    tracing.function_text = _calling_code.function_text(fun)
     _function_tracing.end(tracing)
 
 

@@ -40,7 +40,7 @@ from tensorflow.python.framework import tensor_spec as _tensor_spec
 from tensorflow.python.framework import tensor_util as _tensor_util
 from tensorflow.python.util import nest as _nest
 
-from traceguard._compat import _function_calls, _function_tracing, _keras_batches
+from traceguard._compat import _calling_code, _function_calls, _function_tracing, _keras_batches
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat._tf_context import default_graph, executing_eagerly
 
@@ -188,7 +188,7 @@ class _Shadow:
         function = None if self.function is None else self.function()
         arguments = None
         if call is not None and call.function is function and function is not None:
-            arguments = _function_tracing.bind_arguments(function.python_function, call.args, call.kwargs)
+            arguments = _calling_code.bind_arguments(function.python_function, call.args, call.kwargs)
         if opaque:  # A step fed an iterator: the batch sizes its steps take now.
             if arguments is None:
                 return None, None
@@ -219,11 +219,11 @@ class _Shadow:
         tracing.start = start
         tracing.xla, tracing.xla_functions = True, self.xla_functions
         tracing.phases["compile"] = seconds
-        frame, tracing.entry = _function_tracing.user_frame(sys._getframe(2))
+        frame, tracing.entry = _calling_code.user_frame(sys._getframe(2))
         if frame is not None:
             tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
             tracing.caller = frame.f_code.co_name
-        tracing.function_text = _function_tracing.function_text(function.python_function)
+        tracing.function_text = _calling_code.function_text(function.python_function)
         _function_tracing.end(tracing)
 
 

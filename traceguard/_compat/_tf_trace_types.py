@@ -96,7 +96,8 @@ def trace_type_spec(trace_type: Any) -> Spec:
     shape, dtype = getattr(trace_type, "shape", None), getattr(trace_type, "dtype", None)
     if shape is not None and dtype is not None:  # `tf.TensorSpec` and the composite tensors' specs.
         name = type(trace_type).__name__
-        label = "" if name in ("TensorSpec", "VariableSpec") else name.removesuffix("Spec")
+        # A variable is keyed apart from a tensor of its shape (its resource handle): labelled.
+        label = "" if name == "TensorSpec" else name.removesuffix("Spec")
         try:
             dims = tuple(shape.as_list())
         except ValueError:  # Unknown rank.

@@ -33,6 +33,7 @@ from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_g
 from tensorflow.python.saved_model import save_context as _save_context
 
 from traceguard._compat import (
+    _calling_code,
     _flavors,
     _function_tracing,
     _graph_fingerprint,
@@ -298,10 +299,10 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
             if getattr(factory, "__self__", None) is (compiler if function is None else function):
                 data_frame = frame
         elif (function is not None or data_frame is not None) \
-                and not _function_tracing._is_library(code.co_filename):
+                and not _calling_code.is_library(code.co_filename):
             break  # The first user frame.
         # Not a decorator's wrapper (Keras's `error_handler`), nor traceguard's call hook.
-        if "<locals>" not in qualname and not code.co_filename.startswith(_function_tracing._OWN_DIR):
+        if "<locals>" not in qualname and not code.co_filename.startswith(_calling_code.OWN_DIR):
             entry = qualname
         frame = frame.f_back
     if function is None and data_frame is None:
@@ -317,8 +318,8 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
         wrapped = function.python_function
         tracing = _function_tracing.begin(
             "tf.function", function.name, function, _unwrap(wrapped),
-            _function_tracing.bind_arguments(wrapped, given.get("args"), given.get("kwargs")), func_graph)
-        tracing.function_text = _function_tracing.function_text(wrapped)
+            _calling_code.bind_arguments(wrapped, given.get("args"), given.get("kwargs")), func_graph)
+        tracing.function_text = _calling_code.function_text(wrapped)
     tracing.phase = phase
     # TF's save context, or Keras's `export` tracing before it enters it (see
     # `_tf_function.in_save_context`), seen between here and the user's frame.
@@ -351,4 +352,4 @@ def _data_arguments(function: Any, element_spec: Any) -> dict[str, Any]:
     # `wrapper_helper` passes a tuple element as separate arguments, anything else
     # as one (`_should_unpack`: a tuple, structured_function.py).
     values = element_spec if type(element_spec) is tuple else (element_spec,)
-    return _function_tracing.bind_arguments(function, values, {})
+    return _calling_code.bind_arguments(function, values, {})

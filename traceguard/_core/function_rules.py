@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from traceguard._core.classify import verdict_of_place
 from traceguard._core.functions import FunctionTrace
-from traceguard._core.hints import function_variable_retrace_hint, new_object_hint, retrace_hint
+from traceguard._core.hints import function_variable_retrace_hint, new_object_hint, requested, retrace_hint
 from traceguard._core.keras_names import KerasCall, variable_owner
 from traceguard._core.kinds import TraceKind
 from traceguard._core.signature import Signature
@@ -35,6 +35,10 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
         hint = new_object_hint(keras_step, record.same_model)
         return Verdict(record.kind, record.changes, reason, hint, name, backend, keras_call=keras_call,
                        objects=record.objects, of_function=True)
+    if requested(record.entry):  # `get_concrete_function` asked for this signature: no call missed.
+        reason = Reason.SIGNATURE_CHANGED if record.changes else Reason.SAME_ARGUMENTS
+        return Verdict(record.kind, record.changes, reason, Hint.REQUESTED_TRACE, name, backend,
+                       of_function=True)
     if not record.changes:
         return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED, name,
                        backend, of_function=True)

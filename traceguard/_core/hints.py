@@ -16,6 +16,17 @@ from traceguard._core.verdicts import Hint
 # traces it twice; Keras 3 builds the optimizer before tracing.
 KERAS2_TRAIN_FUNCTION = "train_function"
 
+# The public methods that trace a function for a signature on request rather than on a call's
+# cache miss: `tf.function`'s `get_concrete_function` (a concrete function per signature it is
+# given), `jax.jit`'s `lower` and `trace` (a record's `entry` is the library function the
+# user's code called).
+REQUESTING_METHODS = frozenset({"get_concrete_function", "lower", "trace"})
+
+
+def requested(entry: str | None) -> bool:
+    """Whether a trace made under `entry` was asked for, not a call's miss."""
+    return entry is not None and entry.rsplit(".", 1)[-1] in REQUESTING_METHODS
+
 # The fix for a retrace, by the aspect of its first change, on TensorFlow then on JAX
 # (`jax.jit` compiles once per input shape and dtype, and per value of a static
 # argument; it has no `None` dimension). A dimension in a Keras step is its own row.
@@ -149,5 +160,5 @@ def function_variable_retrace_hint(owners: set[str], function: str, keras_step: 
     return Hint.CREATE_VARIABLES_FIRST
 
 
-__all__ = ["KERAS2_TRAIN_FUNCTION", "function_variable_retrace_hint", "layer_variable_retrace_hint",
-           "new_object_hint", "retrace_hint"]
+__all__ = ["KERAS2_TRAIN_FUNCTION", "REQUESTING_METHODS", "function_variable_retrace_hint",
+           "layer_variable_retrace_hint", "new_object_hint", "requested", "retrace_hint"]

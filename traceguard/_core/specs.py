@@ -73,7 +73,8 @@ class ObjectSpec(NamedTuple):
     Attributes:
         type_name: Its class's name (`"function"`, `"Adam"`).
         name: What it is called: a function's qualified name, else the class's.
-        token: Tells objects apart while they live (their `id()` when recorded).
+        token: Tells objects apart: a number given to each object when first read, never
+            reused (`_compat._objects.object_token`).
         site: Where a function was defined, if known.
         static: Whether the tracer was told to treat it as static (JAX).
     """

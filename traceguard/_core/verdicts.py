@@ -111,6 +111,8 @@ class Hint(enum.Enum):
     # A Keras step traced anew for the same model: `compile()` (or `make_*_function(force=True)`)
     # dropped the step function.
     RECOMPILED_MODEL = "recompiled_model"
+    # The trace was asked for (`get_concrete_function`, `jax.jit(...).lower()`): not a call's miss.
+    REQUESTED_TRACE = "requested_trace"
     # An XLA compilation without a trace: fixed shapes, by input kind.
     XLA_FIXED_SHAPES = "xla_fixed_shapes"  # Pad or bucket, or no `jit_compile` if shapes must vary.
     XLA_DROP_REMAINDER = "xla_drop_remainder"  # fit/evaluate on a tf.data.Dataset.

@@ -16,7 +16,6 @@ reference to a tensor, graph or function is kept.
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 import types
@@ -30,10 +29,8 @@ from traceguard._core.functions import FUNCTION_TRACE_KINDS, FunctionCost, Funct
 from traceguard._core.signature import diff_signatures
 from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Site, Spec, TensorSpec
 from traceguard._core.verdicts import EnclosingTrace, Reason
+from traceguard._record.function_identity import code_key, definition_site
 
-# How deep `code_key` follows functions in closures, and wrappers: Keras 3's
-# `multi_step_on_iterator` holds a wrapper of the `tf.function` of a function that holds the step.
-_CLOSURE_DEPTH = 4
 # How many distinct earlier signatures of one code (and of one object) are kept to compare with.
 _MAX_COMPARED = 256
 
@@ -51,72 +48,6 @@ class _Compared:
     def differing_arguments(self, new: _Compared) -> int:
         # Set differences run in C on hashes computed once per signature.
         return len(new.pairs - self.pairs) + len(self.names - new.names)
-
-
-# --- a function's identity ------------------------------------------------------------
-def code_key(function: Any, _depth: int = 0) -> tuple:
-    """A key equal for functions from the same code: the same `def` and closure functions.
-
-    The closure's functions count by their own code (a `tf.function` or `jax.jit`
-    in it by the key of the function it wraps), its numbers and strings by value,
-    other objects not at all: Keras makes each model's train and test steps from
-    one `def` whose closure holds the model and its `train_step` or `test_step`
-    (Keras 3's `multi_step_on_iterator` holds the `tf.function` of that step), so
-    the steps differ by the step's code, and a rebuilt model's steps equal the old
-    model's.
-    """
-    function = _plain_function(function)
-    code = getattr(function, "__code__", None)
-    if code is None:  # A callable object, such as a layer: its class.
-        cls = type(function)
-        return ("object", cls.__module__, cls.__qualname__)
-    closure = []
-    for cell in getattr(function, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # An empty cell.
-            continue
-        value = _unwrapped(value)
-        if isinstance(value, types.FunctionType):
-            # With its own closure, a few levels down (a closure may hold itself).
-            closure.append(code_key(value, _depth + 1) if _depth < _CLOSURE_DEPTH else value.__code__)
-        elif value is None or isinstance(value, (bool, int, float, str, bytes)):
-            closure.append(value)
-    return (code, tuple(closure))
-
-
-def _unwrapped(value: Any) -> Any:
-    """`value` without its wrappers: what a `tf.function` (`python_function`, public), a
-    `jax.jit` or a `functools.wraps` decorator (`__wrapped__`) wraps, a few levels down."""
-    for _ in range(_CLOSURE_DEPTH):
-        value = _plain_function(value)
-        wrapped = getattr(value, "python_function", None) or getattr(value, "__wrapped__", None)
-        if not callable(wrapped):
-            break
-        value = wrapped
-    return value
-
-
-def _plain_function(function: Any) -> Any:
-    function = getattr(function, "__func__", function)  # A bound method: its function.
-    return getattr(function, "func", function) if hasattr(function, "keywords") else function  # partial
-
-
-def definition_site(function: Any) -> tuple[str, str, int] | None:
-    """(qualified name, file, first line) of the function's `def`, or of an object's class."""
-    function = _plain_function(function)
-    code = getattr(function, "__code__", None)
-    if code is None:
-        cls = type(function)
-        call = getattr(cls, "call", None) or cls.__call__  # A layer: its `call`.
-        # The layer's own `call`, not traceguard's recording wrapper around it.
-        code = getattr(inspect.unwrap(call), "__code__", None)
-        name = type(function).__qualname__
-    else:
-        name = getattr(function, "__qualname__", code.co_name)
-    if code is None:
-        return None
-    return name, code.co_filename, code.co_firstlineno
 
 
 # --- the records ------------------------------------------------------------------------

@@ -67,6 +67,7 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
         for runs in trace_file.functions.values():
             tid += 1
             events.append(_thread_name(pid, tid, f"function {runs.function}"))
+            track_end = float("-inf")
             for event in runs.events:
                 start = trace_file.function_starts.get(event.serial)
                 if start is None:
@@ -76,6 +77,11 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                 miss = getattr(event, "miss_s", None)
                 begin, length = (call_start, miss) if call_start is not None and miss is not None \
                     else (start, sum(phases.values()))
+                # A call that traced twice (a first trace that made variables, then its retrace)
+                # charges its miss to its last trace: that span begins after the earlier one ends.
+                end = begin + length
+                begin = min(max(begin, track_end), start)
+                length, track_end = end - begin, max(track_end, end)
                 events.append({
                     "ph": "X", "cat": "function_trace", "name": f"{event.function} ({event.kind.value})",
                     "pid": pid, "tid": tid, "ts": _microseconds(begin), "dur": _microseconds(length),
@@ -84,7 +90,7 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                              "signature": {str(name): str(spec) for name, spec in event.signature.items()},
                              "call_site": None if event.call_site is None else str(event.call_site),
                              "serial": event.serial, "phases": phases, "miss_s": miss}})
-                events.extend(_phase_slices(pid, tid, max(start, begin), phases, begin + length))
+                events.extend(_phase_slices(pid, tid, max(start, begin), phases, end))
         for runs in trace_file.layers.values():
             tid += 1
             events.append(_thread_name(pid, tid, f"layer {runs.name}"))

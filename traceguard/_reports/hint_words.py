@@ -1,0 +1,114 @@
+"""The words of each `Hint` whose text needs no fact of the run: one fix per hint.
+
+`messages` words the others (the ones that name an argument, a batch size, a backend)
+and looks these up; wording changes here only.
+"""
+
+from __future__ import annotations
+
+from traceguard._core.verdicts import Hint
+
+HINTS: dict[Hint, str] = {
+    Hint.SYMBOLIC_PASS: (
+        "Expected once per layer: Keras runs `call` on symbolic inputs to create the "
+        "weights when the layer has no `build()`, and to infer output shapes in a functional "
+        "model. Define `build(input_shape)` to create the weights (and "
+        "`compute_output_shape()` to skip the pass in functional models)."
+    ),
+    Hint.DEFINE_BUILD: (
+        "Expected once per layer: it has no `build()`, so Keras ran `call` on symbolic inputs "
+        "to create its weights and build its sublayers. Define `build(input_shape)` to create "
+        "them, and Keras calls it instead."
+    ),
+    Hint.DEFINE_COMPUTE_OUTPUT_SHAPE: (
+        "Expected once per call of the layer on symbolic inputs (building a functional or "
+        "Sequential model): Keras ran `call` to infer the layer's output. Define "
+        "`compute_output_shape(input_shape)`, and Keras uses it instead."
+    ),
+    Hint.ENCLOSING_SYMBOLIC_PASS: (
+        "Keras ran `call` inside the symbolic pass of a layer or model that calls this layer: "
+        "what avoids that pass (a `build()` or a `compute_output_shape()` on the enclosing "
+        "layer) avoids this run too."
+    ),
+    Hint.KERAS2_FUNCTIONAL: (
+        "Expected once per call of the layer in a functional model: Keras 2 runs every layer's "
+        "`call` on symbolic inputs to infer its outputs as it builds the model, whatever the "
+        "layer defines. A one-time cost; nothing to fix."
+    ),
+    Hint.CREATE_VARIABLES_FIRST: (
+        "Create the variables before the first traced call: call the layer once on a sample "
+        "input before wrapping it in `tf.function`, or give it a `build(input_shape)` that "
+        "creates its weights (building its sublayers) and call `layer.build(input_shape)` "
+        "first. TensorFlow then traces once."
+    ),
+    Hint.STEP_CREATED_OTHER_VARIABLES: (
+        "This layer was built already: the step's first trace created other variables, the "
+        "optimizer's (e.g. Adam's moments) or the compiled metrics' state, so TensorFlow traced "
+        "it once more, once per model. Nothing to fix in the layer. For the optimizer's, build it "
+        "before `fit`: `model.optimizer.build(model.trainable_variables)`. The metrics' are a "
+        "one-time cost (evaluating one batch before `fit` moves it to the test step)."
+    ),
+    Hint.STEP_CREATED_VARIABLES: (
+        "The step's first trace created variables (an unbuilt layer's weights, the optimizer's "
+        "slots such as Adam's moments, or the compiled metrics' state), so TensorFlow traced it once "
+        "more, once per model. Build the model before `fit` (an `Input`, or `model.build(input_shape)`) "
+        "and the optimizer (`model.optimizer.build(model.trainable_variables)`); the metrics' are a "
+        "one-time cost."
+    ),
+    Hint.BUILD_MODEL_FIRST: (
+        "The step's first trace built this layer (it had no weights yet), so TensorFlow traced it once "
+        "more. Build the model before `fit`: give it an `Input`, call `model.build(input_shape)`, or "
+        "call it once on a batch."
+    ),
+    Hint.FUNCTION_CREATED_OTHER_VARIABLES: (
+        "This layer was built already: something else created variables in the function's "
+        "first trace (another layer, an optimizer's slots, a `tf.Variable`), so TensorFlow "
+        "traced it once more. Create those variables before the first call: build the other "
+        "layers, `optimizer.build(model.trainable_variables)`, or make the `tf.Variable` "
+        "outside the function."
+    ),
+    Hint.BUILD_OPTIMIZER_FIRST: (
+        "Keras 2 creates the optimizer's variables in the first trace of `train_function`, "
+        "so TensorFlow traces it twice once per model. To trace once, build the optimizer "
+        "before `fit`: `model.optimizer.build(model.trainable_variables)`."
+    ),
+    Hint.RECOMPILED_MODEL: (
+        "The same model got a new step function: `compile()` (or `make_train_function(force=True)`) "
+        "drops the one it had, so the next `fit`/`evaluate`/`predict` makes and traces a new one. "
+        "Compile once, before the loop; to change the learning rate between runs, assign "
+        "`model.optimizer.learning_rate` instead of compiling again."
+    ),
+    Hint.REUSE_MODEL: (
+        "Build the model once and reuse it: each new Keras model (one built per iteration, or a "
+        "`keras.Model(...)` made per inference) gets new step functions, which trace again. "
+        "For a sub-model, make it once outside the loop; to run it per batch, call `model(x)` "
+        "or `model.predict_on_batch(x)` on the same model object."
+    ),
+    Hint.METRIC_STATE: (
+        "The first trace created the metrics' state variables, so TensorFlow traced once more: a "
+        "one-time cost per function. To avoid it, create the metrics outside the function and "
+        "build them before the first call (e.g. update them once eagerly)."
+    ),
+    Hint.TRAINING_VALUE: (
+        "Expected once per value of `training`: each value gets its own graph. Pass "
+        "a Python bool consistently, not a mix of tensors and bools."
+    ),
+    Hint.PARTIAL_BATCH_DATASET: (
+        "The last batch of the dataset is partial: its new shape costs a trace. Batch with "
+        "`dataset.batch(batch_size, drop_remainder=True)`, or choose a dataset size divisible by "
+        "the batch size."
+    ),
+    Hint.ONE_BATCH_SIZE: (
+        "Each new batch size costs a trace of the step: pass batches of one size to "
+        "`train_on_batch`/`test_on_batch`, or use `fit`, which traces the partial last batch once."
+    ),
+    Hint.FIXED_SHAPES: (
+        "Each new shape costs a trace: `jax.jit` compiles once per input shape. Pad or "
+        "bucket the inputs to a few fixed shapes."
+    ),
+    Hint.ONE_DTYPE: "Cast the inputs to one dtype before the call; each dtype costs a trace.",
+    Hint.ONE_RANK: "Each rank costs a trace: reshape inputs to one rank, or use `input_signature`.",
+}
+
+
+__all__ = ["HINTS"]
