@@ -32,7 +32,6 @@ import time
 import weakref
 from typing import Any
 
-from tensorflow.python.eager.polymorphic_function import concrete_function as _concrete_function
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _polymorphic_function
 from tensorflow.python.framework import dtypes as _dtypes
 from tensorflow.python.framework import tensor_shape as _tensor_shape
@@ -44,15 +43,21 @@ from traceguard._compat import _calling_code, _function_calls, _function_tracing
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat._tf_context import default_graph, executing_eagerly
 
+try:  # TF 2.13-2.21.
+    from tensorflow.python.eager.polymorphic_function.concrete_function import ConcreteFunction as _CONCRETE
+except ImportError:  # TF 2.12: `_call_flat(self, args, captured_inputs, cancellation_manager=None)`.
+    from tensorflow.python.eager.polymorphic_function.monomorphic_function import (
+        ConcreteFunction as _CONCRETE,
+    )
 _FUNCTION = _polymorphic_function.Function
 _ORIGINAL_CALL = _FUNCTION.__dict__.get("__call__")
-_CONCRETE = _concrete_function.ConcreteFunction
 _CALL_FLAT = _CONCRETE.__dict__.get("_call_flat")
 try:
-    _found = tuple(inspect.signature(_CALL_FLAT).parameters) if _CALL_FLAT is not None else ()
+    _found = tuple(inspect.signature(_CALL_FLAT).parameters)[:3] if _CALL_FLAT is not None else ()
 except (TypeError, ValueError):
     _found = ()
-if _ORIGINAL_CALL is None or _found != ("self", "tensor_inputs", "captured_inputs") \
+if _ORIGINAL_CALL is None or _found not in {("self", "tensor_inputs", "captured_inputs"),
+                                            ("self", "args", "captured_inputs")} \
         or "_jit_compile" not in _FUNCTION.__init__.__code__.co_names:
     raise internal_missing(f"Function.__call__, Function._jit_compile and ConcreteFunction._call_flat"
                            f"(self, tensor_inputs, captured_inputs) (found {_found})")
@@ -140,22 +145,22 @@ class _Shadow:
         concrete.__dict__.pop("_call_flat", None)
         _watched.discard(concrete)
 
-    def __call__(self, tensor_inputs: Any, captured_inputs: Any) -> Any:
+    def __call__(self, tensor_inputs: Any, captured_inputs: Any, *more: Any, **options: Any) -> Any:
         concrete = self.concrete()
         if not executing_eagerly():  # Called in another trace: it runs as part of that graph.
             if not self.xla:
                 self._drop(concrete)
-            return _CALL_FLAT(concrete, tensor_inputs, captured_inputs)
+            return _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
         tracing, self.tracing = self.tracing, None
         if tracing is None and not self.xla:
             self._drop(concrete)
-            return _CALL_FLAT(concrete, tensor_inputs, captured_inputs)
+            return _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
         key, compiled = self._shapes(tensor_inputs) if self.xla else (None, None)
         if tracing is None and (key is None or key in self.shapes):
-            return _CALL_FLAT(concrete, tensor_inputs, captured_inputs)
+            return _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
         start = time.perf_counter()
         try:
-            result = _CALL_FLAT(concrete, tensor_inputs, captured_inputs)
+            result = _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
         finally:
             seconds = time.perf_counter() - start
             if tracing is not None and not tracing.completed:  # The first call.
