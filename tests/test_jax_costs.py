@@ -114,6 +114,7 @@ _CACHED_RUN = textwrap.dedent("""
         step(jnp.ones((4, 4)))
         step(jnp.ones((5, 5)))
     (runs,) = [runs for runs in explanation.functions.values() if runs.function == "deep"]
+    print(explanation.summary(brief=True).splitlines()[5])
     print(json.dumps([[event.kind.value, event.persistent_cache, event.cache_saved_s,
                        event.phases.get("compile")] for event in runs.events]))
 """)
@@ -125,9 +126,13 @@ def test_a_second_process_is_served_by_the_persistent_cache(tmp_path):
                                 capture_output=True, text=True, timeout=120,
                                 env={**os.environ, "KERAS_BACKEND": "jax"})
         assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout.splitlines()[-1])
+        return json.loads(result.stdout.splitlines()[-1]), result.stdout.splitlines()[-2]
 
-    cold, warm = run(), run()
+    (cold, cold_line), (warm, warm_line) = run(), run()
+    assert cold_line == "Persistent compilation cache: 0 of 2 compilations read from it (saved 0.00 s); " \
+        "2 still compiled and written."
+    assert re.fullmatch(r"Persistent compilation cache: 2 of 2 compilations read from it \((saved|cost) "
+                        r"[\d.]+ s\); 0 still compiled and written\.", warm_line), warm_line
     assert [(kind, cache, saved) for kind, cache, saved, _ in cold] == [("trace", "miss", None),
                                                                       ("retrace", "miss", None)]
     assert [(kind, cache) for kind, cache, _, _ in warm] == [("trace", "hit"), ("retrace", "hit")]

@@ -6,6 +6,8 @@ When one of these fails after a JAX upgrade, `pjit._trace_for_jit` moved:
 
 import functools
 import inspect
+import logging
+import re
 
 import jax
 import jax.numpy as jnp
@@ -56,6 +58,35 @@ def test_a_shape_change_retraces_with_the_dimension_named(records):
     assert str(second.call_site) == f"{HERE}:{inspect.currentframe().f_lineno - 4}"
     assert (second.origin, second.name, second.phase) == ("jax.jit", "f", None)
     assert str(second.definition) == f"{HERE}:{f.__wrapped__.__code__.co_firstlineno}"
+
+
+def test_jax_s_own_explanation_names_the_user_s_call_site_while_watched(records, caplog):
+    # `jax_explain_cache_misses` names a miss's call site by the innermost frame outside JAX
+    # (`source_info_util.user_frames`) and calls a site that missed before a re-definition. The
+    # hooks' modules are JAX's exclusions: the site is this line, and `g` is not taken for `f` again.
+    @jax.jit
+    def f(x):
+        return x
+
+    @jax.jit
+    def g(x):
+        return x
+
+    explanations = "jax._src.interpreters.partial_eval"  # The logger of JAX's explanations.
+    with jax.explain_cache_misses(True), caplog.at_level(logging.WARNING, explanations):
+        f(1.0)
+        line = inspect.currentframe().f_lineno - 1
+        g(1.0)
+    messages = [r.getMessage().splitlines() for r in caplog.records]
+    test = "test_jax_s_own_explanation_names_the_user_s_call_site_while_watched"
+    # `file:line:column (function)`, without the column where Python has none (3.10).
+    sites = [re.sub(r":(\d+):\d+ \(", r":\1 (", lines[0]) for lines in messages]
+    assert sites == [f"TRACING CACHE MISS at {HERE}:{line} ({test}):",
+                     f"TRACING CACHE MISS at {HERE}:{line + 2} ({test}):"]
+    assert [lines[1] for lines in messages] == ["  never seen function:"] * 2
+    assert [lines[2].split()[0] for lines in messages] == ["f", "g"]
+    assert [len(lines) for lines in messages] == [3, 3]  # No "maybe the function is being re-defined".
+    assert [r.name for r in records.records()] == ["f", "g"]
 
 
 def test_a_static_python_argument_retrace_names_it(records):

@@ -396,4 +396,5 @@ def test_a_trace_whose_call_never_returns_is_in_the_file_of_the_killed_process(t
     assert not traced.complete
     [(runs, )] = [(runs,) for runs in traced.functions.values()]
     assert [(event.kind.value, {name: str(spec) for name, spec in event.signature.items()})
-            for event in runs.events] == [("trace", {"x": "float32[2]"})]
+            for event in runs.events] == \
+        [("trace", {"x": "float32[2]"})]

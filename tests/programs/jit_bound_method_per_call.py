@@ -23,7 +23,6 @@ Expected:
   traces: 3
   backend: jax
   changes: [{"aspect": "function_object"}, "*"]
-  status: open
 """
 from jax import jit
 

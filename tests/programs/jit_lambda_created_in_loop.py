@@ -25,7 +25,6 @@ Expected:
   traces: 3
   backend: jax
   changes: [{"aspect": "function_object"}, "*"]
-  status: open
 """
 import jax
 

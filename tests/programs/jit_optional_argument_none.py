@@ -25,7 +25,6 @@ Expected:
   backend: jax
   kinds: ["trace", "retrace"]
   changes: [{"argument": "x_in", "aspect": "structure"}]
-  status: open
 """
 import jax
 import numpy as np

@@ -27,7 +27,6 @@ Expected:
   traces: 1
   backend: jax
   kinds: ["trace"]
-  status: open
 """
 import jax
 import jax.numpy as np

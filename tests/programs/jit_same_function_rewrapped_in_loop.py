@@ -24,7 +24,6 @@ Expected:
   traces: 1
   backend: jax
   kinds: ["trace"]
-  status: open
 """
 import jax
 

@@ -30,7 +30,6 @@ Expected:
   traces: 5
   backend: jax
   changes: [{"argument": "self", "aspect": "identity"}, "*"]
-  status: open
 """
 from functools import partial
 

@@ -28,7 +28,6 @@ Expected:
   backend: jax
   kinds: ["trace", "retrace"]
   changes: [{"argument": "x", "aspect": "weak_type"}]
-  status: open
 """
 import jax
 import numpy as np

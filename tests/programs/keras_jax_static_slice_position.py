@@ -28,7 +28,6 @@ Expected:
   traces: 3
   backend: jax
   changes: [{"argument": "pos", "aspect": "value"}, "*"]
-  status: open
 """
 import os
 

@@ -26,7 +26,6 @@ Expected:
   traces: 5
   backend: jax
   changes: [{"aspect": "function_object"}, "*"]
-  status: open
 """
 import os
 

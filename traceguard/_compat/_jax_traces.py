@@ -19,6 +19,13 @@ graph object and no variable-creation trace: `graph` and `phase` stay None, and
 layer runs link to a trace by thread (`_function_tracing.innermost_tracing()`).
 The call's cache key is read as JAX compares it (`_jax_keys`). Never imports
 TensorFlow.
+
+JAX's own `jax_explain_cache_misses` names each miss's call site by the innermost
+frame outside JAX and the standard library (`source_info_util.user_frames`), and
+guesses "maybe the function is being re-defined repeatedly" when a call site missed
+before. The hooks' frames would be that site for every miss: this module and
+`_jax_calls` are registered as JAX's exclusions, as JAX registers its own modules
+(`source_info_util.register_exclusion`), so JAX names the user's line while watched.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import threading
 from typing import Any
 
 from jax._src import pjit as _pjit
+from jax._src import source_info_util as _source_info_util
 from jax._src import util as _util
 from jax._src.interpreters import partial_eval as _partial_eval
 
@@ -50,6 +58,10 @@ if "test_event_listener" not in _util.__dict__ or _partial_eval.__dict__.get("te
         _util.__dict__.get("test_event") or "trace_to_jaxpr" not in _partial_eval.__dict__ \
         or "trace_to_jaxpr" not in _ORIGINAL.__code__.co_names:
     raise internal_missing("jax._src.util.test_event_listener, announced by partial_eval.trace_to_jaxpr")
+if not callable(getattr(_source_info_util, "register_exclusion", None)):
+    raise internal_missing("jax._src.source_info_util.register_exclusion(path)")
+for _module in (__file__, _jax_calls.__file__):  # Frames JAX's explanations skip (see above).
+    _source_info_util.register_exclusion(_module)
 _PI_INFO_FIELDS = ("fun_signature", "static_argnums", "static_argnames")
 if not set(_PI_INFO_FIELDS) <= set(getattr(_pjit.PjitInfo, "_fields", ())):
     raise internal_missing(f"jax._src.pjit.PjitInfo{_PI_INFO_FIELDS}")

@@ -146,6 +146,9 @@ class FunctionRuns:
         phase_seconds: Seconds per phase (`FunctionEvent.phases`), over all.
         cost_seconds: What its misses cost, in seconds, over all (each event's
             `cost_s`).
+        cache_counts: JAX's persistent compilation cache: compilations per
+            outcome (`"hit"`: read from the cache, `"miss"`: compiled and written).
+        cache_saved_seconds: The seconds the cache's hits saved, over all.
     """
 
     name: str
@@ -158,6 +161,8 @@ class FunctionRuns:
     kind_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     phase_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     cost_seconds: float = 0.0
+    cache_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    cache_saved_seconds: float = 0.0
 
     @property
     def seconds(self) -> float:
@@ -205,11 +210,16 @@ class FunctionRuns:
         for phase, seconds in (event.phases or {"trace": event.duration_s}).items():
             self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + sign * seconds
         self.cost_seconds += sign * event.cost_s
+        if event.persistent_cache is not None:
+            outcome = event.persistent_cache
+            self.cache_counts[outcome] = self.cache_counts.get(outcome, 0) + sign
+            self.cache_saved_seconds += sign * (event.cache_saved_s or 0.0)
 
     def copy(self) -> FunctionRuns:
         """A snapshot: its own lists and counts."""
         return dataclasses.replace(self, events=list(self.events), kind_counts=dict(self.kind_counts),
-                                   phase_seconds=dict(self.phase_seconds))
+                                   phase_seconds=dict(self.phase_seconds),
+                                   cache_counts=dict(self.cache_counts))
 
 
 def is_reported(record: FunctionTrace) -> bool:
@@ -273,7 +283,9 @@ def add_cost(functions: dict[str, FunctionRuns], record: FunctionTrace) -> tuple
             break
     else:
         return None
-    costed = dataclasses.replace(event, phases=dict(record.phases), miss_s=record.miss,
-                                 persistent_cache=record.persistent_cache, cache_saved_s=record.cache_saved)
+    # A copy with the costs, as `dataclasses.replace` would make it, without `__init__` over every field.
+    costed = object.__new__(FunctionEvent)
+    costed.__dict__.update(event.__dict__, phases=dict(record.phases), miss_s=record.miss,
+                           persistent_cache=record.persistent_cache, cache_saved_s=record.cache_saved)
     runs.replace(costed)
     return key, runs, costed

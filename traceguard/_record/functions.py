@@ -16,7 +16,6 @@ reference to a tensor, graph or function is kept.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 import types
@@ -201,8 +200,8 @@ class FunctionRecords:
                                  if self._records[place].index == index), -1)
                 if position < 0:  # Dropped already.
                     return None
-            record = self._records[position] = dataclasses.replace(
-                self._records[position], phases=types.MappingProxyType(dict(tracing.phases)),
+            record = self._records[position] = self._records[position].with_costs(
+                phases=types.MappingProxyType(dict(tracing.phases)),
                 miss=tracing.miss, persistent_cache=tracing.persistent_cache,
                 cache_saved=tracing.cache_saved, started=offset + tracing.start,
                 call_started=None if tracing.call_start is None else offset + tracing.call_start)

@@ -103,6 +103,19 @@ def total_phrase(functions: Sequence[Any]) -> str:
     return text
 
 
+def cache_phrase(functions: Sequence[Any]) -> str | None:
+    """What JAX's persistent compilation cache did, over every compilation that used it: how
+    many it served, what that saved, and how many a warm start still paid; None without one."""
+    hits = sum(runs.cache_counts.get("hit", 0) for runs in functions)
+    misses = sum(runs.cache_counts.get("miss", 0) for runs in functions)
+    if not hits and not misses:
+        return None
+    saved = sum(runs.cache_saved_seconds for runs in functions)
+    verb = "saved" if saved >= 0 else "cost"
+    return (f"Persistent compilation cache: {hits:,} of {hits + misses:,} compilations read from it "
+            f"({verb} {seconds_text(abs(saved))}); {misses:,} still compiled and written.")
+
+
 def table_rows(functions: Sequence[Any], site: Any) -> list[list[str]]:
     """The functions' table, ranked: a header row, then a row per function; `site(definition)`
     words where it is defined. A column per phase measured; `compiles` when any compiled."""

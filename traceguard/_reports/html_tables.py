@@ -271,9 +271,11 @@ def functions_table(functions: Sequence[Any]) -> str:
         rows.append(f"<tr><td>{_code(runs.function)}<br><small>{escape(str(runs.definition or ''))}</small>"
                     f"<br><small>{summary}</small></td>{numeric}<td>{dropped}{detail or '&ndash;'}</td></tr>")
     heads = "".join(f'<th class="num">{escape(name)}</th>' for name in header[2:])
+    cache = costs.cache_phrase(functions)
     return (f'<table class="tg-table tg-functions"><thead><tr><th>function</th>{heads}'
             f"<th>each trace: what it cost, what changed, and the fix</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            + (f'<p class="tg-fix">{escape(cache)}</p>' if cache else ""))
 
 
 def layers_html(events_by_layer: Mapping[str, object], heading: str, functions: Sequence[Any] = ()) -> str:

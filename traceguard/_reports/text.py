@@ -169,6 +169,9 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
     lines += ["  " + "  ".join(cell.ljust(width) if column < 2 else cell.rjust(width)
                                for column, (cell, width) in enumerate(zip(row, widths))).rstrip()
               for row in rows]
+    cache = costs.cache_phrase(order)
+    if cache:
+        lines.append(cache)
     if summary:
         later = [(runs, runs.dropped + number, event) for runs in order
                  for number, event in enumerate(runs.events, 1) if runs.dropped + number > 1]
