@@ -44,6 +44,19 @@ def test_the_hooked_internal_is_where_this_tensorflow_builds_graphs():
     assert _tf_traces._STRUCTURED_INIT_CODE.co_name == "__init__"
 
 
+def test_traces_before_counts_the_function_s_earlier_traces_as_each_trace_ends():
+    @tf.function
+    def add(x):
+        return x + 1
+
+    seen = []
+    with _function_tracing.listening(lambda tracing: seen.append(_compat.traces_before(tracing.function()))):
+        for size in (1, 2, 2, 3):
+            add(tf.ones([size]))
+    assert seen == [0, 1, 2]
+    assert add.experimental_get_tracing_count() == 3
+
+
 def test_listening_installs_the_hook_and_leaving_restores_the_original_exactly():
     original = _tf_traces._OWNER.__dict__[_tf_traces._HOOKED]
     assert not _function_tracing.is_installed()

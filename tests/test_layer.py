@@ -127,7 +127,10 @@ def test_a_keras_file_saved_with_on_excess_loads_without_a_warning(keras_flavor,
     inputs = keras.Input((4,))
     outputs = TracedDense(3, name="dense_tg", max_traces=2, on_retrace="raise")(
         Scale(2.0, name="scale", on_retrace="raise")(inputs))
-    keras.Model(inputs, outputs).save(tmp_path / "new.keras")
+    model = keras.Model(inputs, outputs)
+    model.save(tmp_path / "new.keras")
+    if not zipfile.is_zipfile(tmp_path / "new.keras"):  # Keras 2.12 writes HDF5 unless asked.
+        model.save(str(tmp_path / "new.keras"), save_format="keras_v3")
     with zipfile.ZipFile(tmp_path / "new.keras") as new, zipfile.ZipFile(tmp_path / "old.keras", "w") as old:
         for item in new.infolist():
             data = new.read(item)

@@ -105,6 +105,7 @@ if TYPE_CHECKING:
         start_creation_watch,
         stop_creation_watch,
         tensor_spec_reader,
+        traces_before,
         variable_creation_watch,
         wrap_call,
     )
@@ -144,7 +145,7 @@ __all__ = [
     "remove_trace_listener", "retracing_warning_notes", "run_unconverted", "scratch_graph_outer",
     "signature_of", "spec_of",
     "start_creation_watch", "stop_creation_watch", "stops_trace", "symbolic_pass", "tensor_spec_reader",
-    "tracing_of_graph",
+    "traces_before", "tracing_of_graph",
     "user_stacklevel",
     "variable_creation_watch", "variable_path", "variable_paths", "wrap_build", "wrap_call",
 ]

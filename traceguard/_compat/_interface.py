@@ -119,6 +119,10 @@ class Backend(Protocol):
     def print_at_each_execution(self, inputs: list[Any], stream: Any, sep: str, end: str) -> None:
         """Prints `inputs` each time the graph being built runs."""
 
+    def traces_before(self, function: Any) -> int | None:
+        """How many times `function` traced before its trace now ending, as the backend counts;
+        None when the backend keeps no count."""
+
 
 BACKEND_NAMES = tuple(sorted(
     name for name in (*Backend.__annotations__, *vars(Backend)) if not name.startswith("_")))

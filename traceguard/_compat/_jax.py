@@ -115,6 +115,10 @@ def retracing_warning_notes(note_for: Callable[[str], str | None]) -> Any:
     return contextlib.nullcontext()  # JAX has no retracing warning of its own.
 
 
+def traces_before(function: Any) -> int | None:
+    return None  # `jax.jit` keeps no count of its traces.
+
+
 def keras_call(graph: Any = None) -> KerasCall | None:
     # A jitted step's trace runs on the calling thread: its stack holds the Keras method.
     return _keras_calls.keras_call(sys._getframe(1))

@@ -11,6 +11,7 @@ no reference to the object.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import weakref
@@ -24,6 +25,10 @@ _lock = threading.Lock()
 _tokens: dict[int, tuple[Any, int]] = {}
 
 
+def _forget(key: int, _: Any) -> None:
+    _tokens.pop(key, None)  # The object died: its id() may be given to another.
+
+
 def object_token(value: Any) -> int:
     """A number for `value`, the same while it lives and never given to another object; its
     `id()` for an object that cannot be weakly referenced."""
@@ -33,7 +38,7 @@ def object_token(value: Any) -> int:
         if known is not None and known[0]() is value:
             return known[1]
         try:
-            reference = weakref.ref(value, lambda _, key=key: _tokens.pop(key, None))
+            reference = weakref.ref(value, functools.partial(_forget, key))
         except TypeError:
             return key
         number = next(_numbers)

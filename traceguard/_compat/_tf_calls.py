@@ -9,8 +9,7 @@ first call, and XLA's compilations that are no trace.
 - Each concrete function a watched trace makes (`tracing_compilation.
   _create_concrete_function` returns it) gets its first call timed: TensorFlow
   instantiates and optimises its graph there, and XLA compiles it when it runs XLA
-  (`ConcreteFunction._call_flat(tensor_inputs, captured_inputs)`, TF 2.12-2.13's with a
-  `cancellation_manager`, which every call of a
+  (`ConcreteFunction._call_flat(tensor_inputs, captured_inputs)`, which every call of a
   concrete function goes through, shadowed on that one object until its first eager call).
 - A concrete function that runs XLA keeps the shadow while listeners listen: XLA
   compiles it once per new input shape (its cache is keyed by the function and the
@@ -44,27 +43,24 @@ from traceguard._compat import _calling_code, _function_calls, _function_tracing
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat._tf_context import default_graph, executing_eagerly
 
-# `ConcreteFunction` is in concrete_function.py since TF 2.14, in monomorphic_function.py in
-# TF 2.12-2.13, where `_call_flat` also takes a `cancellation_manager`.
-try:
+try:  # TF 2.13-2.21.
     from tensorflow.python.eager.polymorphic_function.concrete_function import ConcreteFunction as _CONCRETE
-except ImportError:  # TF 2.12-2.13.
+except ImportError:  # TF 2.12: `_call_flat(self, args, captured_inputs, cancellation_manager=None)`.
     from tensorflow.python.eager.polymorphic_function.monomorphic_function import (
         ConcreteFunction as _CONCRETE,
     )
-_CALL_FLAT_PARAMETERS = (("self", "tensor_inputs", "captured_inputs"),  # TF 2.14+.
-                         ("self", "args", "captured_inputs", "cancellation_manager"))  # TF 2.12-2.13.
 _FUNCTION = _polymorphic_function.Function
 _ORIGINAL_CALL = _FUNCTION.__dict__.get("__call__")
 _CALL_FLAT = _CONCRETE.__dict__.get("_call_flat")
 try:
-    _found = tuple(inspect.signature(_CALL_FLAT).parameters) if _CALL_FLAT is not None else ()
+    _found = tuple(inspect.signature(_CALL_FLAT).parameters)[:3] if _CALL_FLAT is not None else ()
 except (TypeError, ValueError):
     _found = ()
-if _ORIGINAL_CALL is None or _found not in _CALL_FLAT_PARAMETERS \
+if _ORIGINAL_CALL is None or _found not in {("self", "tensor_inputs", "captured_inputs"),
+                                            ("self", "args", "captured_inputs")} \
         or "_jit_compile" not in _FUNCTION.__init__.__code__.co_names:
     raise internal_missing(f"Function.__call__, Function._jit_compile and ConcreteFunction._call_flat"
-                           f"{_CALL_FLAT_PARAMETERS} (found {_found})")
+                           f"(self, tensor_inputs, captured_inputs) (found {_found})")
 # Inputs whose shape says nothing of what they hold: a resource (a variable's, an
 # iterator's handle) or a variant.
 _OPAQUE = frozenset({_dtypes.resource.as_datatype_enum, _dtypes.variant.as_datatype_enum})
@@ -149,23 +145,22 @@ class _Shadow:
         concrete.__dict__.pop("_call_flat", None)
         _watched.discard(concrete)
 
-    def __call__(self, tensor_inputs: Any, *rest: Any, **keywords: Any) -> Any:
-        # `captured_inputs` (and TF 2.12-2.13's `cancellation_manager`), passed on as given.
+    def __call__(self, tensor_inputs: Any, captured_inputs: Any, *more: Any, **options: Any) -> Any:
         concrete = self.concrete()
         if not executing_eagerly():  # Called in another trace: it runs as part of that graph.
             if not self.xla:
                 self._drop(concrete)
-            return _CALL_FLAT(concrete, tensor_inputs, *rest, **keywords)
+            return _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
         tracing, self.tracing = self.tracing, None
         if tracing is None and not self.xla:
             self._drop(concrete)
-            return _CALL_FLAT(concrete, tensor_inputs, *rest, **keywords)
+            return _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
         key, compiled = self._shapes(tensor_inputs) if self.xla else (None, None)
         if tracing is None and (key is None or key in self.shapes):
-            return _CALL_FLAT(concrete, tensor_inputs, *rest, **keywords)
+            return _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
         start = time.perf_counter()
         try:
-            result = _CALL_FLAT(concrete, tensor_inputs, *rest, **keywords)
+            result = _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
         finally:
             seconds = time.perf_counter() - start
             if tracing is not None and not tracing.completed:  # The first call.

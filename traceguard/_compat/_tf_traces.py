@@ -183,6 +183,19 @@ def uninstall() -> None:
     _graph_fingerprint.forget()
 
 
+def traces_before(function: Any) -> int | None:
+    """How many times the `tf.function` `function` traced before its trace now ending.
+
+    TF 2.14+ counts its function cache's entries (`experimental_get_tracing_count()`), which
+    the trace joins when it returns; TF 2.12-2.13's `TracingCompiler` counts a trace as it
+    begins (`tracing_count += 1`, the first line of `_create_concrete_function`).
+    """
+    count = getattr(function, "experimental_get_tracing_count", None)
+    if not callable(count):
+        return None
+    return int(count()) - (0 if _compilation is not None else 1)
+
+
 def is_installed() -> bool:
     return _OWNER.__dict__[_HOOKED] is not _ORIGINAL or _tf_calls.is_installed()
 

@@ -171,9 +171,7 @@ def _unrecorded_traces(record: FunctionTrace) -> int | None:
     counts (a `tf.function`'s own count); None when not known (a `jax.jit` function)."""
     reference = _observers.traced_function(record)
     function = reference() if reference is not None else None
-    count = getattr(function, "experimental_get_tracing_count", None)  # Public tf.function API.
-    # Read as the trace ends, before TensorFlow counts it.
-    return int(count()) if callable(count) else None
+    return None if function is None else _compat.traces_before(function)
 
 
 def _closest_record(record: FunctionTrace) -> FunctionTrace | None:
