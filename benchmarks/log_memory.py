@@ -11,7 +11,7 @@ Usage: python benchmarks/log_memory.py [--runs 100000] [--functions 500]
    TensorFlow cache would hide traceguard's share: the functions are dropped.
 
 Prints each checkpoint and the ratio of the last to the first: ~1.0 is flat.
-tests/test_memory.py is the short version run by CI.
+tests/record/test_memory.py is the short version run by CI.
 """
 
 import argparse

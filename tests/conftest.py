@@ -1,3 +1,4 @@
+import ast
 import dataclasses
 import os
 import pathlib
@@ -15,33 +16,71 @@ if _compat.BACKEND == "tensorflow":
     import tensorflow as tf
 
 # --- backends ---------------------------------------------------------------------------
-# `test_jax_*.py` runs on Keras 3's JAX backend (KERAS_BACKEND=jax, where TensorFlow may be
-# absent), the core tier (`tests/core/`) and the modules listed here on any backend, and every
-# other module on TensorFlow.
-BACKEND_NEUTRAL_MODULES = frozenset({"conftest.py", "test_corpus.py", "test_core_tier.py"})
+# A test module names the backends it runs on with the `backend` marker (setup.cfg):
+# `pytestmark = pytest.mark.backend("jax")`, or `backend("tensorflow", "jax")` for either.
+# An unmarked module runs on TensorFlow, the default backend; the core tier (`tests/core/`),
+# which imports no backend, on any. The marker is read from the module's source, so a module
+# for another backend is reported as skipped, never imported (TensorFlow may be absent where
+# Keras runs on JAX). A test function or class may narrow its module's backends with the
+# same marker.
+DEFAULT_BACKENDS = ("tensorflow",)
+ANY_BACKEND = None
+TESTS = pathlib.Path(__file__).resolve().parent
 
 
-def backend_of_module(path):
-    """The backend a test module needs, or None for any."""
-    path = pathlib.Path(path)
-    if path.name in BACKEND_NEUTRAL_MODULES or "core" in path.parent.parts[-1:]:
-        return None
-    return "jax" if path.name.startswith("test_jax") else "tensorflow"
+def _backend_mark(node):
+    """The backends named by `pytest.mark.backend(...)` in this expression, or None."""
+    marks = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
+    for mark in marks:
+        if (isinstance(mark, ast.Call) and isinstance(mark.func, ast.Attribute)
+                and mark.func.attr == "backend"):
+            return tuple(ast.literal_eval(argument) for argument in mark.args)
+    return None
+
+
+def backends_of_module(path):
+    """The backends a test module runs on, read from its `pytestmark` without importing it,
+    or None for any."""
+    path = pathlib.Path(path).resolve()
+    if path.parent == TESTS / "core":
+        return ANY_BACKEND
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(target, ast.Name) and target.id == "pytestmark"
+                                                for target in node.targets):
+            named = _backend_mark(node.value)
+            if named is not None:
+                return named
+    return DEFAULT_BACKENDS
+
+
+def _needs(backends):
+    names = " or ".join(f"the {name}" for name in backends)
+    return names + (" backend" if len(backends) == 1 else " backends")
 
 
 class _OtherBackendModule(pytest.Module):
     """A test module for another backend: reported as skipped, never imported."""
 
     def collect(self):
-        pytest.skip(f"needs the {backend_of_module(self.path)} backend; "
+        pytest.skip(f"needs {_needs(backends_of_module(self.path))}; "
                     f"Keras runs on {_compat.BACKEND} here")
 
 
 def pytest_pycollect_makemodule(module_path, parent):
-    needed = backend_of_module(module_path)
-    if needed is not None and needed != _compat.BACKEND:
+    backends = backends_of_module(module_path)
+    if backends is not None and _compat.BACKEND not in backends:
         return _OtherBackendModule.from_parent(parent, path=module_path)
     return None
+
+
+def _skip_other_backends(items):
+    """Tests whose own `backend` marker (on the function or class) excludes this backend."""
+    for item in items:
+        marker = item.get_closest_marker("backend")
+        if marker is not None and _compat.BACKEND not in marker.args:
+            item.add_marker(pytest.mark.skip(
+                reason=f"needs {_needs(marker.args)}; Keras runs on {_compat.BACKEND} here"))
 
 # The Keras that `traceguard.TraceAwareLayer` follows (`tf.keras`).
 keras = _compat.keras
@@ -179,6 +218,7 @@ KERAS_3_ONLY = {
 
 
 def pytest_collection_modifyitems(config, items):
+    _skip_other_backends(items)
     if _compat.IS_KERAS_3:
         return
     reason = (f"written against Keras 3; its Keras 2 expectations are not measured yet "

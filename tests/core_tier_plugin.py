@@ -1,7 +1,7 @@
 """The pytest plugin of the core tier: `tests/core/`, `_core`'s values and rules and `_reports`'
 words, without any backend.
 
-`tests/test_core_tier.py` runs the tier alone in a subprocess with this plugin
+`tests/stories/test_core_tier.py` runs the tier alone in a subprocess with this plugin
 (`-p core_tier_plugin`, and `--confcutdir tests/core` so that the suite's conftest, which
 imports the backend, is not loaded): it refuses to import TensorFlow, JAX or Keras, so a
 test that needs one fails with an `ImportError` naming it, and the session fails if one

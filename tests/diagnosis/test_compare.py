@@ -2,8 +2,8 @@
 the others', at the first trace where they do and how; what a run traced that its baseline did not.
 
 Each "worker" here is a `watch(trace_file=...)` block in this process over a fresh function object of
-the same code, as each process of a job has its own; tests/test_multi_worker.py and
-tests/test_jax_multi_process.py run real jobs.
+the same code, as each process of a job has its own; tests/stories/test_multi_worker.py and
+tests/stories/test_jax_multi_process.py run real jobs.
 """
 
 import io
@@ -24,6 +24,8 @@ from traceguard import _compat
 from traceguard._diagnosis import trace_file as trace_file_module
 from traceguard._diagnosis import trace_file_reader
 from traceguard._diagnosis.compare_files import compare_files
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BRANCH = {"double": True}  # What a worker's Python reads: a branch taken differently builds another graph.

@@ -21,6 +21,8 @@ from traceguard._core.specs import format_signature
 from traceguard._diagnosis import function_runs
 from traceguard._diagnosis.trace_file_reader import read_trace_file
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 keras = _compat.keras
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

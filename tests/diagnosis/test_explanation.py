@@ -10,6 +10,8 @@ from traceguard._core.events import TraceKind
 from traceguard._diagnosis import explanation as _explanation
 from traceguard._diagnosis.filler import Filler
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 class FakeLayer:
     def __init__(self, name):

@@ -3,12 +3,15 @@
 import gc
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import traceguard as tg
 from traceguard import _compat
 from traceguard._diagnosis.fixes import propose_fix
 from traceguard._reports.fixes import format_fix_checks
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 keras = _compat.keras
 

@@ -14,6 +14,8 @@ from conftest import DEFAULT
 
 import traceguard as tg
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 X = np.random.default_rng(0).random((70, 4))  # float64: both Kerases cast it to float32.
 Y = np.random.default_rng(1).random((70, 1)).astype("float32")
 FULL = "(float32[32,4], float32[32,1])"

@@ -13,6 +13,8 @@ from traceguard._core.keras_names import variable_owner
 from traceguard._core.specs import format_signature
 from traceguard._record import observers as _observers
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 keras = _compat.keras
 
 

@@ -7,8 +7,11 @@ shape, the model's whole state an argument), and no variable retrace. Not forese
 
 import keras
 import numpy as np
+import pytest
 
 import traceguard as tg
+
+pytestmark = pytest.mark.backend("jax")
 
 
 def test_forecast_on_jax_says_it_is_outside_and_checks_nothing():

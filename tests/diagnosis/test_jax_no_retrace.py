@@ -11,6 +11,8 @@ import traceguard as tg
 from traceguard._compat import _function_tracing
 from traceguard._record import observers
 
+pytestmark = pytest.mark.backend("jax")
+
 HERE = __file__
 
 

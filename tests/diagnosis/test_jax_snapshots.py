@@ -5,6 +5,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.backend("jax")
+
 pytest_plugins = ["pytester"]
 
 SNAPSHOT = pathlib.Path("__trace_snapshots__", "test_training.traces")

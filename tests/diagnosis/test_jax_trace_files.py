@@ -7,10 +7,13 @@ import jax
 import jax.numpy as jnp
 import keras
 import numpy as np
+import pytest
 from helpers import texts
 
 import traceguard as tg
 from traceguard._diagnosis.trace_file_reader import merged_explanation, read_trace_file
+
+pytestmark = pytest.mark.backend("jax")
 
 
 def test_jit_and_fit_traces_read_back_as_the_report_that_wrote_them(tmp_path):

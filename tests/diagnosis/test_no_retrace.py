@@ -1,5 +1,5 @@
 """`traceguard.no_retrace()`, `TraceMonitor(no_retrace_after=...)` and `@pytest.mark.no_retrace`,
-on real `tf.function`s and real `fit` calls (TensorFlow; JAX: tests/test_jax_no_retrace.py)."""
+on real `tf.function`s and real `fit` calls (TensorFlow; JAX: tests/diagnosis/test_jax_no_retrace.py)."""
 
 import pickle
 import textwrap
@@ -17,6 +17,8 @@ from traceguard._core.specs import format_signature
 from traceguard._record import observers
 from traceguard._record.runs import active_runs
 from traceguard.callbacks import TraceMonitor
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 pytest_plugins = ["pytester"]
 

@@ -10,6 +10,8 @@ import traceguard as tg
 from traceguard._diagnosis.snapshots import SnapshotSession
 from traceguard._reports.snapshot_file import read
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 pytest_plugins = ["pytester"]
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from traceguard import _compat
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 pytest_plugins = ["pytester"]
 # The inner tests `fit` a model of this `keras`: Keras 3's train step is `one_step_on_data`, and
 # traces once per batch size; Keras 2's is `train_function`, whose first trace has a variable

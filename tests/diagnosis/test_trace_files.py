@@ -29,6 +29,8 @@ from traceguard._diagnosis.trace_file_reader import (
 from traceguard._reports.trace_events import trace_events
 from traceguard.callbacks import TraceMonitor
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
 

@@ -16,6 +16,8 @@ from traceguard._diagnosis import instrument as _instrument
 from traceguard._record import layer_state as _layer_state
 from traceguard._record import observers as _observers
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def layer_calls():
     """Each layer class of every Keras imported and the `call` in its own namespace, plus

@@ -17,6 +17,8 @@ from traceguard._diagnosis.trace_file_reader import TraceFileError, read_trace_f
 from traceguard._diagnosis.workers import TRACE_FILE_FIELDS, Worker, tf_config_worker
 from traceguard.callbacks import TraceMonitor
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 HOST, PID = socket.gethostname(), os.getpid()
 
 

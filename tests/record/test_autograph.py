@@ -13,6 +13,8 @@ import pytest
 import tensorflow as tf
 from conftest import kinds
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 @tf.autograph.experimental.do_not_convert
 def converted_frames():

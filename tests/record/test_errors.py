@@ -6,6 +6,8 @@ from conftest import keras, kinds
 
 import traceguard as tg
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 class RuntimeErrorSubclass(RuntimeError):
     pass

@@ -18,6 +18,8 @@ from traceguard._record import recorder as _recorder
 from traceguard._record import runs as _runs
 from traceguard._record.layer_state import STATE_ATTRIBUTE
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 class UserError(RuntimeError):
     """A RuntimeError subclass: TensorFlow wraps those in a StagingError under tf.function."""

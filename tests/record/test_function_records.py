@@ -1,7 +1,7 @@
 """`FunctionRecords`: kinds, the closest earlier signature, function identity.
 
 Fed with `FunctionTracing` values as the hook makes them, without tracing anything;
-tests/test_compat_tf_traces.py feeds it from real traces.
+tests/compat/tensorflow/test_compat_tf_traces.py feeds it from real traces.
 """
 
 import itertools
@@ -14,6 +14,8 @@ from traceguard._compat._function_tracing import FunctionTracing
 from traceguard._core.specs import format_signature
 from traceguard._record.function_identity import code_key
 from traceguard._record.functions import FunctionRecords
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 _serials = itertools.count(1)
 

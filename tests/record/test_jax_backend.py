@@ -1,6 +1,6 @@
 """Keras 3 on JAX (`KERAS_BACKEND=jax`): the same kinds, counted exactly.
 
-Runs only on the JAX backend (see `backend_of_module` in conftest.py), where the CI
+Runs only on the JAX backend (its `backend` marker, read by conftest.py), where the CI
 job has no TensorFlow installed. The counts are those measured with Keras 3.15.1 and
 jax 0.10.2 (/work/shared/tracing-facts.md, probes/jax_passes.py).
 """
@@ -20,6 +20,8 @@ from helpers import texts
 import traceguard as tg
 from traceguard import _compat
 from traceguard._core.specs import format_signature
+
+pytestmark = pytest.mark.backend("jax")
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ from conftest import SeedLayer, kinds
 import traceguard as tg
 from traceguard import _compat
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 @pytest.fixture
 def Scale(keras_flavor):

@@ -11,6 +11,8 @@ from helpers import texts
 import traceguard as tg
 from traceguard._core.events import TraceEvent, TraceKind
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def make_event(index, kind=TraceKind.TRACE, function="step"):
     return TraceEvent(index=index, kind=kind, layer="layer", function=function,

@@ -17,6 +17,8 @@ import traceguard as tg
 from traceguard import _compat
 from traceguard._record.layer_state import REMEMBERED_FUNCTIONS, REMEMBERED_TRACES, STATE_ATTRIBUTE
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 # A run that keeps everything it allocated would grow memory by well over a kilobyte.
 FLAT_BYTES = 64 * 1024
 

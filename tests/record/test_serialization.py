@@ -24,7 +24,8 @@ from traceguard._record.settings import TraceSettings
 # Keras 2.13); a plain Keras 2 layer does the same
 # (`test_keras_2_warns_of_the_second_build_for_a_plain_layer_too`).
 KERAS_2_REBUILD_WARNING = "The initializer GlorotUniform is unseeded and being called multiple times"
-pytestmark = pytest.mark.filterwarnings(f"ignore:{KERAS_2_REBUILD_WARNING}:UserWarning")
+pytestmark = [pytest.mark.backend("tensorflow"),
+              pytest.mark.filterwarnings(f"ignore:{KERAS_2_REBUILD_WARNING}:UserWarning")]
 
 
 def _define_layers(flavor):

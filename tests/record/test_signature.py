@@ -8,6 +8,8 @@ from traceguard._compat._specs import _bound_signature, signature_of, spec_of
 from traceguard._core.signature import diff_signatures
 from traceguard._core.specs import format_signature
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def call(self, inputs, mask=None, training=None, *rest, **options):
     return inputs

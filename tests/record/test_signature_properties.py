@@ -8,6 +8,7 @@ with the truth rather than with itself.
 """
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from helpers import classify, texts
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +21,8 @@ from traceguard._core.signature import diff_signatures
 from traceguard._core.specs import ArgumentPath, format_signature
 from traceguard._core.verdicts import EarlierTrace, RunContext
 from traceguard._reports.messages import hint_text, reason_text
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 DTYPES = ["float32", "int32", "bool", "float16", "int64"]
 shapes = st.lists(st.integers(0, 3), max_size=3).map(tuple)

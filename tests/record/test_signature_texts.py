@@ -1,7 +1,7 @@
 """Signatures read back from a trace file's text: the specs `format_spec` wrote, and the same
 `Change`s as `_core.signature.diff_signatures` gives within the process that recorded them.
 
-The signatures are the property tests' random calls (tests/test_signature_properties.py):
+The signatures are the property tests' random calls (tests/record/test_signature_properties.py):
 tensors of every kind, Python values of every type, nested lists, tuples and dicts.
 """
 
@@ -13,6 +13,8 @@ from traceguard._core.changes import Aspect
 from traceguard._core.signature import diff_signatures
 from traceguard._core.specs import MappingSpec, SequenceSpec, ValueSpec, format_signature, format_spec
 from traceguard._diagnosis.signature_texts import read_signature, read_spec
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 
 def without_cut_fingerprints(spec):

@@ -1,5 +1,5 @@
 """traceguard.testing.assert_max_traces: a budget of traces for a block of code, in the unit of
-every budget (the layer's `max_traces=`, the `max_traces` marker: tests/test_pytest_plugin.py)."""
+every budget (the layer's `max_traces=`, the `max_traces` marker: tests/stories/test_pytest_plugin.py)."""
 
 import pytest
 import tensorflow as tf
@@ -7,6 +7,8 @@ from conftest import SeedLayer, keras, kinds
 
 import traceguard as tg
 from traceguard.testing import assert_max_traces
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 
 def test_layer_within_budget_passes_and_only_traces_in_the_block_count(seed_input):

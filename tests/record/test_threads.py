@@ -4,12 +4,15 @@ import collections
 import threading
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from conftest import keras
 
 import traceguard as tg
 from traceguard import _compat
 from traceguard._core.events import GRAPH_TRACE_KINDS
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 THREADS = 8
 CALLS = 200

@@ -14,6 +14,8 @@ import traceguard as tg
 from traceguard import _compat
 from traceguard._core.specs import format_signature
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def paths(*variables):
     return tuple(_compat.variable_path(v) for v in variables)
@@ -228,7 +230,7 @@ def test_keras2_saved_model_traces_call_for_each_training_value(keras_flavor, fu
     model = keras.Model(inputs, layer(inputs))
     layer.trace_log.clear()
     model.save(str(tmp_path / "saved"), save_format="tf")
-    # The exact runs per Keras 2 version: tests/test_why_two_traces.py.
+    # The exact runs per Keras 2 version: tests/stories/test_why_two_traces.py.
     assert set(kinds(layer)) == {"save"}
     functions = [e.function for e in layer.trace_log]
     assert functions[0] == "_wrapped_model" and str(layer.trace_log[0].signature["training"]) == "False"

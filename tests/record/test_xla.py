@@ -13,7 +13,8 @@ from traceguard import _compat
 
 # Once `keras.utils.set_random_seed` has run, Keras 2.13-2.15 draw each layer's seed with
 # `random.randint(1, 1e9)` (keras/src/utils/tf_utils.py), which Python 3.10+ deprecates.
-pytestmark = pytest.mark.filterwarnings("ignore:non-integer arguments to randrange:DeprecationWarning")
+pytestmark = [pytest.mark.backend("tensorflow"),
+              pytest.mark.filterwarnings("ignore:non-integer arguments to randrange:DeprecationWarning")]
 
 
 def relu_dense_class(base, print_mode=None):

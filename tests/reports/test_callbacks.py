@@ -14,6 +14,8 @@ from traceguard import _compat
 from traceguard._core.events import TraceKind
 from traceguard._record import observers as _observers
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def define_projection(base):
     class Projection(base):

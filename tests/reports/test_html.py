@@ -16,6 +16,8 @@ from traceguard._reports.html import render_html
 from traceguard._reports.html_tables import layers_html
 from traceguard._reports.timeline import MARK_BUDGET
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PARTIAL_BATCH_HINT = ("A partial last batch has a new shape and costs a trace: batch with "
                       "`drop_remainder=True`, or choose a dataset size divisible by the batch size.")

@@ -23,7 +23,8 @@ import traceguard as tg
 from traceguard import _compat
 from traceguard._reports.html_tables import KIND_COLORS
 
-pytestmark = pytest.mark.slow  # Installs and starts Chromium: about 100 s on 2 cores.
+# Installs and starts Chromium: about 100 s on 2 cores.
+pytestmark = [pytest.mark.backend("tensorflow"), pytest.mark.slow]
 
 # Per row: its layer, runs, label text and, per mark, its runs, kind classes, fill colour and boxes.
 READ_TIMELINE = """

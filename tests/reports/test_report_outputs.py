@@ -15,6 +15,8 @@ import traceguard as tg
 from traceguard._cli import build_parser
 from traceguard._diagnosis.run import run_script
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def test_explanation_to_html_writes_the_timeline_of_each_layer(tmp_path, seed_input):
     explanation = tg.explain(tf.function(SeedLayer(name="seed")), seed_input)

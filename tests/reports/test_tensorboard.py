@@ -11,6 +11,8 @@ from test_explanation import FakeLayer, event
 import traceguard as tg
 from traceguard._core.events import TraceKind
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 PARTIAL_BATCH_RETRACE = (
     "**#{index} retrace** of tf.function `{step}` during fit call 2, epoch 1\n\n"
     "- changed: inputs: dim 0 32 -> None\n"

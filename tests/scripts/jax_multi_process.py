@@ -1,6 +1,6 @@
 """One process of a two-process `jax.distributed` job on the CPU, on localhost.
 
-Run by tests/test_jax_multi_process.py, one process each: `python jax_multi_process.py
+Run by tests/stories/test_jax_multi_process.py, one process each: `python jax_multi_process.py
 TRACE_FILE PORT PROCESS_ID ROWS...`. The processes train one weight matrix on a batch
 sharded across both (`jax.make_array_from_process_local_data`), so each step's gradient
 is reduced across the processes (gloo, JAX's CPU collectives); every step is a `jax.jit`

@@ -1,6 +1,6 @@
 """Trains traced and plain models under MirroredStrategy on two logical CPUs; prints JSON.
 
-Run in a subprocess by tests/test_distribute.py: logical devices must be set
+Run in a subprocess by tests/stories/test_distribute.py: logical devices must be set
 before TensorFlow initialises its runtime, which the test process already did.
 """
 

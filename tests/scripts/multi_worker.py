@@ -1,6 +1,6 @@
 """One worker of a two-worker `tf.distribute.MultiWorkerMirroredStrategy` job on localhost.
 
-Run by tests/test_multi_worker.py, one process per worker, each with its own TF_CONFIG
+Run by tests/stories/test_multi_worker.py, one process per worker, each with its own TF_CONFIG
 (as a cluster launcher sets it) and the same command: `python multi_worker.py OUT_DIR
 LAST_ROWS`. Every trace file's path names the worker (`{worker}`), and its label is the
 worker by default. Three parts, each its own trace file:

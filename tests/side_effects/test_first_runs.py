@@ -2,11 +2,14 @@
 
 import copy
 
+import pytest
 import tensorflow as tf
 from conftest import keras
 
 import traceguard as tg
 from traceguard._side_effects import first_runs as _first_runs
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 
 def test_memory_claims_once_and_forgets_the_oldest_past_its_bound(monkeypatch):

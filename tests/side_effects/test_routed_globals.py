@@ -7,6 +7,8 @@ import tensorflow as tf
 
 from traceguard._side_effects.routed_globals import check_routable, copy_with_print
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 LIMIT = 1
 
 

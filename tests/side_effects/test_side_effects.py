@@ -18,6 +18,8 @@ from conftest import output_lines as lines
 import traceguard as tg
 from traceguard import _compat
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def seed_class(mode):
     """The seed question's layer, its `call` printing under `mode`."""

@@ -9,6 +9,8 @@ from conftest import output_lines as lines
 
 import traceguard as tg
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def test_tf_print_shows_runtime_values_with_sep_end_and_stderr(capfd):
     class Report(tg.TraceAwareLayer):

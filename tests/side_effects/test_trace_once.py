@@ -8,6 +8,8 @@ from conftest import keras
 
 import traceguard as tg
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def test_trace_once_runs_once_per_layer_and_signature(seed_input):
     runs = []

@@ -12,7 +12,9 @@ import pytest
 
 from traceguard import _cli
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.backend("tensorflow")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HEAVY_MODULES = ("tensorflow", "jax", "keras", "tf_keras")
 
 

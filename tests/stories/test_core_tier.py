@@ -5,7 +5,11 @@ import pathlib
 import subprocess
 import sys
 
-TESTS = pathlib.Path(__file__).parent
+import pytest
+
+pytestmark = pytest.mark.backend("tensorflow", "jax")
+
+TESTS = pathlib.Path(__file__).parent.parent
 
 
 def test_the_core_tier_passes_with_no_backend_imported():

@@ -12,7 +12,9 @@ import re
 
 import pytest
 
-PROGRAMS_DIR = pathlib.Path(__file__).parent / "programs"
+pytestmark = pytest.mark.backend("tensorflow", "jax")
+
+PROGRAMS_DIR = pathlib.Path(__file__).parent.parent / "programs"
 PROGRAMS = sorted(p for p in PROGRAMS_DIR.glob("*.py") if not p.name.startswith("_") and p.name != "check.py")
 
 

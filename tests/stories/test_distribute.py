@@ -12,8 +12,10 @@ import sys
 
 import pytest
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "mirrored_training.py")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.backend("tensorflow")
+
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts", "mirrored_training.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ import pytest
 
 from traceguard import _compat
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.backend("tensorflow")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 # Examples that write files take a directory, so they write under tmp_path.
 WRITES_FILES = {"html_timeline.py"}

@@ -9,11 +9,13 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 pytest.importorskip("IPython", reason="the IPython extension's tests need IPython (the `docs` extra)")
 
 from traceguard import _cli, _ipython  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HEAVY_MODULES = ("tensorflow", "jax", "keras", "tf_keras")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -31,7 +31,9 @@ from jax_explain import (
 
 import traceguard
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.backend("jax")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS_DIR = ROOT / "tests" / "programs"
 TIMEOUT_SECONDS = 60
 

@@ -21,11 +21,11 @@ import pytest
 from traceguard._diagnosis.compare_files import compare_files
 from traceguard._diagnosis.trace_file_reader import read_trace_file
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "scripts" / "jax_multi_process.py"
 DEADLINE_S = 120
 
-pytestmark = [pytest.mark.slow, pytest.mark.multi_process]
+pytestmark = [pytest.mark.backend("jax"), pytest.mark.slow, pytest.mark.multi_process]
 
 
 def free_port():

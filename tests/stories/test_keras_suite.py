@@ -11,6 +11,8 @@ import pytest
 
 from traceguard import _compat
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 if not _compat.IS_KERAS_3:
     pytest.skip("the harness runs the tests of the Keras 3 wheel", allow_module_level=True)
 
@@ -18,7 +20,7 @@ import keras  # noqa: E402
 
 import traceguard as tg  # noqa: E402
 
-SUITE = pathlib.Path(__file__).resolve().parent / "keras_suite"
+SUITE = pathlib.Path(__file__).resolve().parent.parent / "keras_suite"
 
 
 def _load(name):

@@ -20,11 +20,12 @@ from traceguard import _compat
 from traceguard._diagnosis.compare_files import compare_files
 from traceguard._diagnosis.trace_file_reader import read_trace_file
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "scripts" / "multi_worker.py"
 DEADLINE_S = 120
 
 pytestmark = [
+    pytest.mark.backend("tensorflow"),
     pytest.mark.slow, pytest.mark.multi_process,
     # Two TensorFlow processes and their collectives take 10-40 s of a two-core machine: run on the
     # newest TensorFlow (its Keras 3 and tf_keras jobs) only, for CI's time.

@@ -10,10 +10,11 @@ from traceguard import _compat
 nbclient = pytest.importorskip("nbclient", reason="the notebook test needs the `docs` extra")
 nbformat = pytest.importorskip("nbformat", reason="the notebook test needs the `docs` extra")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "examples" / "notebook.ipynb"
 
-pytestmark = pytest.mark.slow  # A kernel that imports TensorFlow: 10-20 s.
+# A kernel that imports TensorFlow: 10-20 s.
+pytestmark = [pytest.mark.backend("tensorflow"), pytest.mark.slow]
 
 
 def html_results(notebook):

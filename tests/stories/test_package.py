@@ -9,7 +9,9 @@ import pytest
 
 import traceguard
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.backend("tensorflow")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def run_python(code):

@@ -1,5 +1,5 @@
 """The pytest plugin: `@pytest.mark.max_traces(n)`, the deprecated `trace_budget`, its entry point,
-its light import (`@pytest.mark.no_retrace`: tests/test_no_retrace.py)."""
+its light import (`@pytest.mark.no_retrace`: tests/diagnosis/test_no_retrace.py)."""
 
 import configparser
 import importlib.metadata
@@ -11,9 +11,11 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 pytest_plugins = ["pytester"]
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLUGIN = "_traceguard_pytest_plugin"
 
 LAYER = textwrap.dedent("""

@@ -16,7 +16,9 @@ import traceguard as tg
 from traceguard._diagnosis import instrument as _instrument
 from traceguard._diagnosis.run import run_module, run_script
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.backend("tensorflow")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def traceguard_run(*args):

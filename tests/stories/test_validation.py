@@ -1,7 +1,7 @@
 """Bad input at every public entry point: a clear error naming the argument, the value and
 what is accepted, raised where the argument is given.
 
-Complements the cases in tests/test_layer.py and tests/test_log.py.
+Complements the cases in tests/record/test_layer.py and tests/record/test_log.py.
 """
 
 import re
@@ -13,6 +13,8 @@ from conftest import SeedLayer, keras
 import traceguard as tg
 from traceguard import _compat
 from traceguard._cli import main
+
+pytestmark = pytest.mark.backend("tensorflow")
 
 
 def exact(message):

@@ -4,7 +4,7 @@ Everything else in traceguard asks this package named questions
 (`_compat.in_symbolic_build()`, `_compat.enclosing_tf_function()`, ...) and never
 which backend or Keras answers them. Every private attribute relied on is looked up
 in a module of this package, when the Keras or backend that needs it is first used,
-and `tests/test_compat*.py` check each one, so a release that moves one fails loudly
+and `tests/compat/` checks each one, so a release that moves one fails loudly
 instead of misclassifying silently.
 
 The modules, in the order they are imported:
@@ -72,7 +72,7 @@ from traceguard._core.keras_names import KERAS_METHODS, KerasCall
 # The backend's answers, the names of `_interface.Backend` (each backend's `__all__`).
 if TYPE_CHECKING:
     # Type checkers cannot read a computed `__all__`: the same names, as `_tensorflow` types
-    # them (tests/test_compat.py checks that this list is `BACKEND_NAMES`).
+    # them (tests/compat/tensorflow/test_compat.py checks that this list is `BACKEND_NAMES`).
     from traceguard._compat._tensorflow import (  # noqa: F401 (re-exported: `__all__`)
         DEFAULT_FLAVOR,
         TF_VERSION,
@@ -128,7 +128,7 @@ keras = DEFAULT_FLAVOR.keras  # noqa: F405
 LayerBase = DEFAULT_FLAVOR.layer_base  # noqa: F405
 
 # A literal list, which documentation tools read without running the code; it holds
-# `_interface.BACKEND_NAMES` (tests/test_compat.py checks it).
+# `_interface.BACKEND_NAMES` (tests/compat/tensorflow/test_compat.py checks it).
 __all__ = [
     "BACKEND", "BACKENDS", "BACKEND_NAMES", "DEFAULT_FLAVOR", "DENSE_TENSOR_TYPES", "FunctionTracing",
     "IS_JAX", "IS_KERAS_3", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KerasCall",

@@ -197,7 +197,7 @@ def symbolic_pass(layer_class: type, caller: Any) -> str | None:
     if not _codes:  # Once: Keras imports its backend's module before any pass.
         try:
             _codes.update(output_spec_codes())
-        except RuntimeError:  # Moved by a Keras release (tests/test_compat.py says so): not known.
+        except RuntimeError:  # Moved by a Keras release (tests/compat/ says so): not known.
             return None
     kind = _codes.get(caller.f_code)
     if kind is None:

@@ -1,7 +1,7 @@
 """The backend interface: what `_tensorflow` and `_jax` each provide, written once.
 
 `traceguard._compat` re-exports the names of the backend Keras runs on; each backend
-module's `__all__` is `BACKEND_NAMES`, and tests/test_compat.py checks that both
+module's `__all__` is `BACKEND_NAMES`, and tests/compat/tensorflow/test_compat.py checks that both
 define every name. Imports no backend.
 """
 

@@ -2,7 +2,7 @@
 
 `__all__` is the backend interface (`_interface.Backend`), as in `_tensorflow`;
 `traceguard._compat` takes them from the backend Keras runs on. This module never
-imports TensorFlow (tests/test_jax_backend.py checks it in a subprocess).
+imports TensorFlow (tests/record/test_jax_backend.py checks it in a subprocess).
 
 Keras 3 on JAX (measured with Keras 3.15.1 and jax 0.10.2; /work/shared/tracing-facts.md):
 a body run is eager at JAX's top level, symbolic under Keras's `SymbolicScope`

@@ -17,7 +17,7 @@ from the loop in the `fit` or `evaluate` frame:
 The batch size and the last batch's come from the data adapter: Keras 3's public
 properties `batch_size` and `partial_batch_size`, Keras 2's methods of those names, or,
 for a `tf.data.Dataset`, from the backend's reading of its `batch()`.
-`tests/test_compat_tf_costs.py` checks each name on the installed Keras.
+`tests/compat/tensorflow/test_compat_tf_costs.py` checks each name on the installed Keras.
 """
 
 from __future__ import annotations

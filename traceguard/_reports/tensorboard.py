@@ -1,6 +1,6 @@
 """Trace counts and retrace explanations as TensorBoard summaries, for `TraceMonitor(log_dir=...)`.
 
-Tags (documented in the README, pinned in tests/test_tensorboard.py):
+Tags (documented in the README, pinned in tests/reports/test_tensorboard.py):
 
 - `traceguard/<layer>/<kind>`, a scalar for each of `trace`, `variable_retrace`
   and `retrace`: how many runs of that kind the layer made since the monitor

@@ -4,6 +4,7 @@ objects; and no trace recorded where the body did not run."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from helpers import texts
 
 import traceguard as tg
@@ -11,6 +12,8 @@ from traceguard._compat import _jax_traces
 from traceguard._core.changes import Aspect
 from traceguard._core.specs import ObjectSpec, TensorSpec
 from traceguard._core.verdicts import Hint
+
+pytestmark = pytest.mark.backend("jax")
 
 
 def events_of(explanation, name):

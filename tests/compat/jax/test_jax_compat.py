@@ -16,6 +16,8 @@ from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 from traceguard import _compat
 from traceguard._compat import _flavors, _frames, _jax
 
+pytestmark = pytest.mark.backend("jax")
+
 
 def test_trace_state_is_clean_only_outside_jax_traces():
     seen = []
@@ -197,7 +199,7 @@ def test_a_listener_error_that_stops_the_trace_reaches_the_jitted_call_and_nothi
 
 def test_distributed_process_is_none_outside_jax_distributed_and_initializes_nothing():
     # `jax.distributed.is_initialized()` reads the distributed client: a process of no job gets
-    # None. tests/test_jax_multiprocess.py checks the index of each process of a real job.
+    # None. tests/stories/test_jax_multi_process.py checks the index of each process of a real job.
     assert not jax.distributed.is_initialized()
     assert _compat.distributed_process() is None
 

@@ -24,7 +24,10 @@ import traceguard as tg
 from traceguard._compat import _function_calls, _function_tracing, _jax_calls
 from traceguard._record.functions import FunctionRecords
 
+pytestmark = pytest.mark.backend("jax")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))  # The checkout.
 
 
 @pytest.fixture
@@ -164,7 +167,7 @@ def test_a_trace_file_carries_the_phases_and_reports_render_them_without_jax(tmp
             "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
             "sys.exit(code)\n")
     result = subprocess.run([sys.executable, "-c", code, "report", str(path)], capture_output=True,
-                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
+                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
     assert result.returncode == 0, result.stderr
     header = next(line for line in result.stdout.splitlines() if line.startswith("Function `step`"))
     # Compilation takes the most here, so it comes first.

@@ -19,6 +19,8 @@ from helpers import record_kind
 from traceguard._compat import _function_tracing, _jax_traces
 from traceguard._record.functions import FunctionRecords
 
+pytestmark = pytest.mark.backend("jax")
+
 HERE = __file__
 
 

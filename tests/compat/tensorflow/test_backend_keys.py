@@ -14,6 +14,8 @@ from traceguard._core.changes import Aspect
 from traceguard._core.specs import ObjectSpec, TensorSpec, ValueSpec, format_signature
 from traceguard._core.verdicts import Hint
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def events_of(explanation, name):
     (runs,) = [runs for runs in explanation.functions.values() if runs.function == name]

@@ -20,6 +20,8 @@ import traceguard as tg
 from traceguard import _compat
 from traceguard._compat import _flavors, _frames, _tf_function
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def run_python(code, **env):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -14,6 +14,8 @@ from traceguard import _compat
 from traceguard._compat import _autograph, _tf_function
 from traceguard._side_effects.routed_globals import copy_with_print
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def wrapped_call():
     def original(self, inputs, training=None, mask=None):

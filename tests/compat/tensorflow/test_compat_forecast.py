@@ -9,6 +9,8 @@ import pytest
 from traceguard._compat import _keras_training
 from traceguard._compat._flavors import flavor_of_class
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 def compiled(keras, optimizer="adam", metrics=("mae",), built=True):
     inputs = [keras.Input((4,))] if built else []

@@ -17,6 +17,8 @@ from conftest import FLAVORS
 from traceguard import _compat
 from traceguard._compat import _tf_context, _tf_function
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 
 # --- _tf_context: eager, graph, symbolic build, XLA, replica ------------------------------
 def test_executing_eagerly_reads_the_flag_tf_executing_eagerly_reads(keras_flavor):

@@ -18,6 +18,8 @@ from traceguard._compat import _function_calls, _function_tracing, _keras_batche
 from traceguard._core.specs import format_signature
 from traceguard._record.functions import FunctionRecords
 
+pytestmark = pytest.mark.backend("tensorflow")
+
 keras = _compat.keras
 
 
