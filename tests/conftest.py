@@ -11,6 +11,8 @@ import pytest  # noqa: E402
 
 import traceguard as tg  # noqa: E402
 from traceguard import _compat  # noqa: E402
+from traceguard._compat import _function_tracing  # noqa: E402
+from traceguard._record.functions import FunctionRecords  # noqa: E402
 
 if _compat.BACKEND == "tensorflow":
     import tensorflow as tf
@@ -226,6 +228,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if getattr(item, "originalname", item.name) in KERAS_3_ONLY.get(item.path.name, ()):
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+# --- function records ---------------------------------------------------------------------
+@pytest.fixture
+def records():
+    """`FunctionRecords` fed by the trace hook while the test runs (compat's trace-hook tests)."""
+    records = FunctionRecords()
+    with _function_tracing.listening(records.on_trace):
+        yield records
+    assert not _function_tracing.is_installed()
 
 
 # --- output -------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Helpers shared by test modules: specs built without a backend, and classifying a run.
+"""Helpers shared by test modules: specs built without a backend, classifying a run, events and
+function records made by hand, and scripts written for a run.
 
 Imported as `helpers` (pytest puts `tests/` on `sys.path`); nothing here imports TensorFlow,
 JAX or Keras, so the core tier can use it.
@@ -6,9 +7,11 @@ JAX or Keras, so the core tier can use it.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from traceguard._core.classify import Observation, classify_run
+from traceguard._core.events import TraceEvent, TraceKind
 from traceguard._core.specs import MappingSpec, SequenceSpec, Spec, TensorSpec, ValueSpec
 
 
@@ -33,6 +36,11 @@ def classify(*args: Any, **kwargs: Any) -> Any:
     return classify_run(Observation(*args, **kwargs))
 
 
+def changes(record: Any) -> list[str]:
+    """The report text of each change of a function record."""
+    return [str(change) for change in record.changes]
+
+
 def texts(changes: Any) -> tuple[str, ...]:
     """The report text of each change."""
     return tuple(str(change) for change in changes)
@@ -47,3 +55,37 @@ def record_kind(record: Any) -> str:
     """`"first"`, `"retrace"`, `"new_function"`, `"variable_retrace"` or `"compile"`: a
     `FunctionTrace`'s kind, told apart by its reason."""
     return _RECORD_LABELS.get(record.reason.value, "retrace")
+
+
+# --- events made by hand (tests/record/test_log.py, tests/diagnosis/test_explanation.py, ...) ---
+def make_event(index, kind=TraceKind.TRACE, function="step"):
+    return TraceEvent(index=index, kind=kind, layer="layer", function=function,
+                      signature={"inputs": "float32[2]"}, changes=(), created_variables=(),
+                      reason="why", hint=None, timestamp=0.0, duration_s=0.0, thread="MainThread")
+
+
+class FakeLayer:
+    def __init__(self, name):
+        self.name = name
+
+
+def event(index, kind=TraceKind.TRACE, timestamp=0.0, layer="layer", hint=None):
+    base = make_event(index, kind)
+    return type(base)(**{**base.__dict__, "timestamp": timestamp, "layer": layer, "hint": hint})
+
+
+# --- scripts for `python -m traceguard run` (tests/stories/test_run.py, tests/reports/...) ------
+def script(tmp_path, body, name="script.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+RETRACING = textwrap.dedent("""
+    import tensorflow as tf
+    from tensorflow import keras
+
+    step = tf.function(keras.layers.Dense(2, name="scripted"))
+    step(tf.ones((3, 2)))
+    step(tf.ones((5, 2)))
+""")

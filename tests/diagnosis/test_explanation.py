@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from test_log import make_event
+from helpers import FakeLayer, event
 
 import traceguard as tg
 from traceguard._core.events import TraceKind
@@ -11,16 +11,6 @@ from traceguard._diagnosis import explanation as _explanation
 from traceguard._diagnosis.filler import Filler
 
 pytestmark = pytest.mark.backend("tensorflow")
-
-
-class FakeLayer:
-    def __init__(self, name):
-        self.name = name
-
-
-def event(index, kind=TraceKind.TRACE, timestamp=0.0, layer="layer", hint=None):
-    base = make_event(index, kind)
-    return type(base)(**{**base.__dict__, "timestamp": timestamp, "layer": layer, "hint": hint})
 
 
 def test_events_are_grouped_per_layer_and_ordered_by_start():

@@ -6,18 +6,12 @@ import json
 import pytest
 import tensorflow as tf
 from conftest import SeedLayer, kinds
-from helpers import texts
+from helpers import make_event, texts
 
 import traceguard as tg
 from traceguard._core.events import TraceEvent, TraceKind
 
 pytestmark = pytest.mark.backend("tensorflow")
-
-
-def make_event(index, kind=TraceKind.TRACE, function="step"):
-    return TraceEvent(index=index, kind=kind, layer="layer", function=function,
-                      signature={"inputs": "float32[2]"}, changes=(), created_variables=(),
-                      reason="why", hint=None, timestamp=0.0, duration_s=0.0, thread="MainThread")
 
 
 def test_log_keeps_newest_events_and_counts_dropped():

@@ -6,8 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import DEFAULT, FLAVORS, keras
-from helpers import texts
-from test_explanation import FakeLayer, event
+from helpers import FakeLayer, event, texts
 
 import traceguard as tg
 from traceguard import _compat

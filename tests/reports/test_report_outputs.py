@@ -7,9 +7,9 @@ import warnings
 import pytest
 import tensorflow as tf
 from conftest import SeedLayer, keras
+from helpers import RETRACING, script
 from test_callbacks import compiled_projection_model, data, model, monitor_class_of  # noqa: F401
 from test_html import kinds_of, marks_of, parse, rows_of
-from test_run import RETRACING, script
 
 import traceguard as tg
 from traceguard._cli import build_parser

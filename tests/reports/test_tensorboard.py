@@ -5,8 +5,8 @@ import warnings
 
 import pytest
 import tensorflow as tf
+from helpers import FakeLayer, event
 from test_callbacks import compiled_projection_model, data, model, monitor_class_of  # noqa: F401
-from test_explanation import FakeLayer, event
 
 import traceguard as tg
 from traceguard._core.events import TraceKind

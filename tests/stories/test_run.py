@@ -11,6 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 from conftest import DEFAULT, keras
+from helpers import RETRACING, script
 
 import traceguard as tg
 from traceguard._diagnosis import instrument as _instrument
@@ -25,22 +26,6 @@ def traceguard_run(*args):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "traceguard", "run", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=300)
-
-
-def script(tmp_path, body, name="script.py"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(body))
-    return str(path)
-
-
-RETRACING = textwrap.dedent("""
-    import tensorflow as tf
-    from tensorflow import keras
-
-    step = tf.function(keras.layers.Dense(2, name="scripted"))
-    step(tf.ones((3, 2)))
-    step(tf.ones((5, 2)))
-""")
 
 
 @pytest.mark.slow  # A Python process that imports TensorFlow.

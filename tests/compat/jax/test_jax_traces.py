@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 import pytest
-from helpers import record_kind
+from helpers import changes, record_kind
 
 from traceguard._compat import _function_tracing, _jax_traces
 from traceguard._record.functions import FunctionRecords
@@ -22,18 +22,6 @@ from traceguard._record.functions import FunctionRecords
 pytestmark = pytest.mark.backend("jax")
 
 HERE = __file__
-
-
-@pytest.fixture
-def records():
-    records = FunctionRecords()
-    with _function_tracing.listening(records.on_trace):
-        yield records
-    assert not _function_tracing.is_installed()
-
-
-def changes(record):
-    return [str(change) for change in record.changes]
 
 
 def test_the_hook_is_patched_in_while_listening_and_restored_exactly():

@@ -10,7 +10,7 @@ import logging
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import record_kind, texts
+from helpers import changes, record_kind, texts
 
 import traceguard as tg
 from traceguard import _compat
@@ -22,18 +22,6 @@ pytestmark = pytest.mark.backend("tensorflow")
 
 keras = _compat.keras
 HERE = __file__
-
-
-@pytest.fixture
-def records():
-    records = FunctionRecords()
-    with _function_tracing.listening(records.on_trace):
-        yield records
-    assert not _function_tracing.is_installed()
-
-
-def changes(record):
-    return [str(change) for change in record.changes]
 
 
 def test_the_hooked_internal_is_where_this_tensorflow_builds_graphs():
