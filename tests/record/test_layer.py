@@ -179,23 +179,6 @@ def test_log_is_not_keras_state(keras_flavor, seed_input):
         assert "_traceguard_state" not in layer._tracker.__dict__.get("stored_ids", {})
 
 
-def test_user_exception_passes_through_unchanged_and_is_recorded(keras_flavor):
-    class Fails(keras_flavor.TraceAwareLayer):
-        def call(self, inputs):
-            if inputs.shape[0] == 3:
-                raise KeyError("no three")
-            return inputs
-
-    layer = Fails(log_eager=True)
-    with pytest.raises(KeyError, match="no three") as info:
-        layer(tf.ones((3,)))
-    assert info.type is KeyError
-    assert any(entry.name == "call" and str(entry.path) == __file__ for entry in info.traceback)
-    assert layer.trace_log[-1].error == "KeyError('no three')"
-    np.testing.assert_array_equal(layer(tf.ones((2,))), tf.ones((2,)))
-    assert layer.trace_log[-1].error is None
-
-
 @pytest.mark.parametrize(
     "kwargs, message",
     [
@@ -210,28 +193,6 @@ def test_user_exception_passes_through_unchanged_and_is_recorded(keras_flavor):
 def test_bad_constructor_arguments_are_rejected(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         SeedLayer(**kwargs)
-
-
-def test_budget_warns_once_per_excess_trace(keras_flavor, seed_input):
-    layer = keras_flavor.SeedLayer(max_traces=1, name="budgeted")
-    step = tf.function(layer)
-    expected = r"Layer 'budgeted' traced 2 times, over its budget of max_traces=1"
-    with pytest.warns(UserWarning, match=expected) as record:
-        step(seed_input)
-    assert len(record) == 1
-    assert "variable_retrace" in str(record[0].message)
-    assert record[0].filename == __file__
-
-
-def test_budget_raise_reaches_the_caller_as_retrace_error_after_logging(keras_flavor, seed_input):
-    layer = keras_flavor.SeedLayer(max_traces=1, on_retrace="raise")
-    layer(seed_input)
-    step = tf.function(layer)
-    step(seed_input)
-    with pytest.raises(tg.RetraceError, match=r"Changed: inputs: dim 0 60 -> 5") as info:
-        step(seed_input[:5])
-    assert type(info.value) is tg.RetraceError
-    assert kinds(layer)[-1] == "retrace"
 
 
 # --- a mixed class shows Keras its parent's constructor and config (#21) -------------------
