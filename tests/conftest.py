@@ -84,6 +84,7 @@ def _skip_other_backends(items):
             item.add_marker(pytest.mark.skip(
                 reason=f"needs {_needs(marker.args)}; Keras runs on {_compat.BACKEND} here"))
 
+
 # The Keras that `traceguard.TraceAwareLayer` follows (`tf.keras`).
 keras = _compat.keras
 
