@@ -27,7 +27,7 @@ from traceguard._diagnosis.compare_files import compare_files
 
 pytestmark = pytest.mark.backend("tensorflow")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 BRANCH = {"double": True}  # What a worker's Python reads: a branch taken differently builds another graph.
 
 

@@ -282,7 +282,7 @@ def test_run_verify_fixes_keeps_the_script_functions_alive_and_prints_the_checks
 
     from traceguard._diagnosis.run import run_script
 
-    example = pathlib.Path(__file__).resolve().parent.parent / "examples" / "retracing_shapes.py"
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "retracing_shapes.py"
     err = io.StringIO()
     assert run_script(str(example), [], None, err, summary=True, verify_fixes=True) == 0
     text = err.getvalue()

@@ -31,7 +31,7 @@ from traceguard.callbacks import TraceMonitor
 
 pytestmark = pytest.mark.backend("tensorflow")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
 
 # The Trace Event Format's JSON Object Format, as documented ("Trace Event Format",

@@ -18,7 +18,7 @@ from traceguard._reports.timeline import MARK_BUDGET
 
 pytestmark = pytest.mark.backend("tensorflow")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PARTIAL_BATCH_HINT = ("A partial last batch has a new shape and costs a trace: batch with "
                       "`drop_remainder=True`, or choose a dataset size divisible by the batch size.")
 VOID_TAGS = {"meta", "br", "link", "img", "input", "hr"}
