@@ -109,7 +109,7 @@ _CACHED_RUN = textwrap.dedent("""
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     import traceguard as tg
-    sys.path.insert(0, sys.argv[2])
+    sys.path[:0] = sys.argv[2:]  # This module, and `helpers` beside the suite's conftest.
     from test_jax_costs import deep
 
     step = jax.jit(deep)
@@ -125,7 +125,8 @@ _CACHED_RUN = textwrap.dedent("""
 
 def test_a_second_process_is_served_by_the_persistent_cache(tmp_path):
     def run():
-        result = subprocess.run([sys.executable, "-c", _CACHED_RUN, str(tmp_path / "cache"), HERE],
+        result = subprocess.run([sys.executable, "-c", _CACHED_RUN, str(tmp_path / "cache"), HERE,
+                                 os.path.dirname(os.path.dirname(HERE))],
                                 capture_output=True, text=True, timeout=120,
                                 env={**os.environ, "KERAS_BACKEND": "jax"})
         assert result.returncode == 0, result.stderr
