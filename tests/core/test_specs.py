@@ -87,3 +87,16 @@ def test_nested_changes_name_their_path_and_added_and_removed_arguments_are_chan
     new = {"x": SequenceSpec("list", (tensor(2), ValueSpec("1")), 2), "y": ValueSpec("0")}
     assert [str(c) for c in diff_signatures(old, new)] == ["x[0]: dim 0 1 -> 2", "y: added (0)"]
     assert [str(c) for c in diff_signatures(new, old)] == ["x[0]: dim 0 2 -> 1", "y: removed"]
+
+
+def test_an_unknown_dimension_holds_any_value_only_when_asked():
+    # TensorFlow looks a call up by subtype: a concrete function traced for float32[None,3]
+    # serves every row count, so a later trace's difference is never its dimension 0.
+    relaxed, rows = {"x": tensor(None, 3)}, {"x": tensor(5, 3)}
+    assert [str(change) for change in diff_signatures(relaxed, rows)] == ["x: dim 0 None -> 5"]
+    assert diff_signatures(relaxed, rows, accepts_unknown=True) == []
+    assert [change.aspect for change in diff_signatures(relaxed, {"x": tensor(5, 4)}, True)] == [Aspect.DIM]
+    # An unknown rank holds any shape; a known one against a new unknown is still a change.
+    assert diff_signatures({"x": TensorSpec("float32", None)}, {"x": tensor(2, 2)}, True) == []
+    assert [change.aspect for change in diff_signatures(rows, {"x": TensorSpec("float32", None)}, True)] \
+        == [Aspect.RANK]

@@ -5,6 +5,7 @@ import gc
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import texts
 
 import traceguard as tg
 from traceguard import _compat
@@ -355,3 +356,21 @@ def test_verify_fixes_inside_watch_leaves_the_replay_out_of_the_report():
     (runs,) = explanation.functions.values()
     assert [event.kind.value for event in runs.events] == ["trace", "retrace", "retrace"]
     assert runs.objects == 1
+
+
+def test_waste_names_what_differs_from_the_trace_whose_graph_was_built_again():
+    @tf.function
+    def f(x, y):
+        return x + tf.reduce_sum(y)
+
+    with tg.watch() as explanation:
+        f(tf.ones([2]), tf.ones([2]))
+        f(tf.ones([3]), tf.ones([2]))
+        f(tf.ones([3]), tf.ones([4]))  # Closest to #2 (y changed); the graph is #1's.
+    third = runs_of(explanation, "f").events[2]
+    assert texts(third.changes) == ("y: dim 0 2 -> 4",)
+    assert third.same_graph_as == runs_of(explanation, "f").events[0].serial
+    report = explanation.summary().replace("\n            ", " ")
+    assert ("the same graph as #1 (same ops, wiring and constants; only shapes or unused values differ): "
+            "this retrace was pure waste. Safe to relax: `x` dim 0 (`None` in an input_signature); "
+            "`y` dim 0 (`None` in an input_signature).") in report

@@ -126,9 +126,11 @@ def _hooked_run_python_pjit(p: Any, args_flat: Any, fun: Any, args: Any, kwargs:
     try:
         return _RUN_PYTHON_PJIT(p, args_flat, fun, args, kwargs)
     finally:
-        if not call.tracings and call.phases and "compile" in call.phases:
-            _report_compilation(call, fun)
-        _function_calls.close_call(call)
+        try:  # A listener may stop the compilation's report (`stops_trace`): the call still closes.
+            if not call.tracings and call.phases and "compile" in call.phases:
+                _report_compilation(call, fun)
+        finally:
+            _function_calls.close_call(call)
 
 
 def _report_compilation(call: Any, fun: Any) -> None:

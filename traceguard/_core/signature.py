@@ -24,21 +24,26 @@ from traceguard._core.specs import (
 Signature = Mapping[Any, Spec]
 
 
-def diff_specs(path: ArgumentPath, old: Spec, new: Spec) -> list[Change]:
-    """The differences between two specs of the argument at `path`."""
+def diff_specs(path: ArgumentPath, old: Spec, new: Spec, accepts_unknown: bool = False) -> list[Change]:
+    """The differences between two specs of the argument at `path`.
+
+    With `accepts_unknown`, an unknown rank or dimension of `old` holds any value of `new`
+    (TensorFlow's `TraceType.is_subtype_of`: a concrete function traced for `float32[None]`
+    serves every length), so it is no difference.
+    """
     if old == new:
         return []
     if isinstance(old, TensorSpec) and isinstance(new, TensorSpec) and old.type_name == new.type_name:
-        return _tensor_changes(path, old, new)
+        return _tensor_changes(path, old, new, accepts_unknown)
     if isinstance(old, SequenceSpec) and isinstance(new, SequenceSpec) and old.kind == new.kind \
             and old.length == new.length:
         changes = [change for index, (a, b) in enumerate(zip(old.items, new.items))
-                   for change in diff_specs(path.child(index), a, b)]
+                   for change in diff_specs(path.child(index), a, b, accepts_unknown)]
         return changes + _cut_changed(path, old, new)
     if isinstance(old, MappingSpec) and isinstance(new, MappingSpec) and old.length == new.length \
             and [key for key, _ in old.items] == [key for key, _ in new.items]:
         changes = [change for (key, a), (_, b) in zip(old.items, new.items)
-                   for change in diff_specs(path.child(key), a, b)]
+                   for change in diff_specs(path.child(key), a, b, accepts_unknown)]
         return changes + _cut_changed(path, old, new)
     if isinstance(old, ObjectSpec) and isinstance(new, ObjectSpec):
         return [Change(path, Aspect.IDENTITY, old, new)]
@@ -46,19 +51,23 @@ def diff_specs(path: ArgumentPath, old: Spec, new: Spec) -> list[Change]:
     return [Change(path, aspect, old, new)]
 
 
-def _tensor_changes(path: ArgumentPath, old: TensorSpec, new: TensorSpec) -> list[Change]:
+def _tensor_changes(path: ArgumentPath, old: TensorSpec, new: TensorSpec,
+                    accepts_unknown: bool) -> list[Change]:
     changes = []
     if old.dtype != new.dtype:
         changes.append(Change(path, Aspect.DTYPE, old.dtype, new.dtype))
     elif old.weak_type != new.weak_type:  # JAX: a Python scalar's weak type, or a typed value.
         changes.append(Change(path, Aspect.WEAK_TYPE, old, new))
     old_dims, new_dims = old.dims, new.dims
+    if accepts_unknown and old_dims is None:
+        return changes
     if old_dims is None or new_dims is None or len(old_dims) != len(new_dims):
         if old_dims != new_dims:
             changes.append(Change(path, Aspect.RANK, old, new))
     else:
         changes.extend(Change(path, Aspect.DIM, a, b, axis=axis)
-                       for axis, (a, b) in enumerate(zip(old_dims, new_dims)) if a != b)
+                       for axis, (a, b) in enumerate(zip(old_dims, new_dims))
+                       if a != b and not (accepts_unknown and a is None))
     return changes
 
 
@@ -69,14 +78,15 @@ def _cut_changed(path: ArgumentPath, old: SequenceSpec | MappingSpec,
     return [Change(path, Aspect.ITEMS_PAST_CUT, old.rest, new.rest)]
 
 
-def diff_signatures(old: Signature, new: Signature) -> list[Change]:
-    """What changed from `old` to `new`, one `Change` per difference, in argument order."""
+def diff_signatures(old: Signature, new: Signature, accepts_unknown: bool = False) -> list[Change]:
+    """What changed from `old` to `new`, one `Change` per difference, in argument order;
+    `accepts_unknown` as in `diff_specs`."""
     changes = []
     for name, spec in new.items():
         if name not in old:
             changes.append(Change(argument_path(name), Aspect.ADDED, None, spec))
         else:
-            changes.extend(diff_specs(argument_path(name), old[name], spec))
+            changes.extend(diff_specs(argument_path(name), old[name], spec, accepts_unknown))
     changes.extend(Change(argument_path(name), Aspect.REMOVED, spec, None)
                    for name, spec in old.items() if name not in new)
     return changes

@@ -33,6 +33,8 @@ from traceguard._record.function_identity import code_key, definition_site
 
 # How many distinct earlier signatures of one code (and of one object) are kept to compare with.
 _MAX_COMPARED = 256
+# Candidates differing in one argument compared change by change (`_closest`).
+_TIES_COMPARED = 8
 
 
 class _Compared:
@@ -248,10 +250,12 @@ class FunctionRecords:
         number = code.objects.get(object_key, len(code.objects) + 1)
         objects = max(len(code.objects), number)
         own_signatures = self._object_signatures.get(object_key, OrderedDict()) if own else OrderedDict()
-        closest = _closest(own_signatures if own else code.signatures, compared)
+        # A concrete function serves every value its unknown dimensions hold: TensorFlow's
+        # lookup is by subtype, so the closest earlier trace is compared the same way.
+        closest = _closest(own_signatures if own else code.signatures, compared, accepts_unknown=True)
         changes: list[Change] = []
         if closest is not None:
-            changes = diff_signatures(closest.signature, signature)
+            changes = diff_signatures(closest.signature, signature, accepts_unknown=True)
         reason = self._reason(own or [], objects, compared, tracing.phase, bool(changes))
         # A variable retrace: the variables the object's earlier, creating trace made.
         lifted = own[-1][2] if reason is Reason.VARIABLE_RETRACE and own else ()
@@ -267,9 +271,13 @@ class FunctionRecords:
             own = self._object_traces.setdefault(object_key, [])
             own[:] = [(compared, tracing.phase, tuple(tracing.created_variables))]
             own_signatures = self._object_signatures.setdefault(object_key, OrderedDict())
+            # What the backend keyed: with `reduce_retracing`, TensorFlow keeps the relaxed
+            # signature (`float32[None]`), which later calls are looked up against.
+            relaxed = tracing.relaxed_signature
+            kept = compared if relaxed is None else _Compared(index, dict(relaxed))
             for signatures in (own_signatures, code.signatures):
-                signatures[compared.pairs] = compared
-                signatures.move_to_end(compared.pairs)  # Latest last.
+                signatures[kept.pairs] = kept
+                signatures.move_to_end(kept.pairs)  # Latest last.
                 if len(signatures) > _MAX_COMPARED:
                     signatures.popitem(last=False)
         return reason, changes, closest, number, objects, lifted
@@ -338,24 +346,35 @@ def _epoch(perf_counter_time: float) -> float:
     return time.time() - (time.perf_counter() - perf_counter_time)
 
 
-def _closest(candidates: dict[frozenset, _Compared], new: _Compared) -> _Compared | None:
-    """The candidate with the fewest differing arguments; the most recent on a tie.
+def _closest(candidates: dict[frozenset, _Compared], new: _Compared,
+             accepts_unknown: bool = False) -> _Compared | None:
+    """The candidate with the fewest differing arguments; among those, the fewest changes
+    (`diff_signatures`, with `accepts_unknown`); the most recent on a tie.
 
     `candidates` are distinct signatures, latest last. The same signature is the
-    closest if present; else at least one argument differs, and the newest
-    candidate with one differing argument ends the search.
+    closest if present; else at least one argument differs, and the search ends at
+    the `_TIES_COMPARED`th candidate with one differing argument: one argument's
+    `float32[2,2]` is closer to its relaxed `float32[None]` (rank) than to a newer
+    `int32[5]` (dtype and rank).
     """
     exact = candidates.get(new.pairs)
     if exact is not None:
         return exact
     best: _Compared | None = None
     best_count = -1
+    ties: list[_Compared] = []
     for candidate in reversed(candidates.values()):
         count = candidate.differing_arguments(new)
-        if best is None or count < best_count:
-            best, best_count = candidate, count
-            if count <= 1:
+        if count <= 1:
+            ties.append(candidate)
+            if len(ties) == _TIES_COMPARED:
                 break
+        elif best is None or count < best_count:
+            best, best_count = candidate, count
+    if len(ties) == 1:
+        return ties[0]
+    if ties:  # min keeps the first (newest) of equals.
+        return min(ties, key=lambda tie: len(diff_signatures(tie.signature, new.signature, accepts_unknown)))
     return best
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceguard._core.changes import Aspect
+from traceguard._core.signature import diff_signatures
 
 _WIDTH = 100
 _FIX_NAMES = {"input_signature": "this input_signature", "reduce_retracing": "reduce_retracing=True",
@@ -93,6 +94,14 @@ def format_fix_checks(checks: Sequence[Any]) -> str:
 def _wrap(text: str, first: str, rest: str) -> str:
     return textwrap.fill(text, _WIDTH, initial_indent=first, subsequent_indent=rest,
                          break_long_words=False, break_on_hyphens=False)
+
+
+def same_graph_changes(event: Any, events: Sequence[Any] | None) -> Sequence[Any]:
+    """What differs between a retrace and the earlier trace that built its graph (in `events`,
+    the function's traces); its own changes, from its closest signature, if that one is not there."""
+    earlier = next((other for other in events or () if other.serial == event.same_graph_as), None)
+    changes = diff_signatures(earlier.signature, event.signature) if earlier is not None else ()
+    return changes or event.changes
 
 
 def same_graph_text(changes: Sequence[Any], earlier: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from traceguard._core.events import RETRACE_KINDS, RUN_KINDS, TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._reports import function_costs as costs
-from traceguard._reports.fixes import same_graph_text
+from traceguard._reports.fixes import same_graph_changes, same_graph_text
 
 # The Okabe-Ito palette, readable with every common colour-vision deficiency: cool colours
 # for the expected runs, warm ones for the retraces worth fixing.
@@ -236,12 +236,13 @@ def log_html(log: EventLog, max_rows: int = 60) -> str:
             f"</div>{table}</div>")
 
 
-def _waste(event: Any, numbers: Mapping[int, int]) -> str:
+def _waste(event: Any, numbers: Mapping[int, int], events: Sequence[Any]) -> str:
     """A retrace that built the same graph as an earlier one: why it was waste, what to relax."""
     if getattr(event, "same_graph_as", None) is None:
         return ""
     earlier = numbers.get(event.same_graph_as)
-    text = same_graph_text(event.changes, f"#{earlier}" if earlier else "an earlier trace")
+    same_as = f"#{earlier}" if earlier else "an earlier trace"
+    text = same_graph_text(same_graph_changes(event, events), same_as)
     return f'<div class="tg-text tg-fix"><b>Waste:</b> {prose(text)}</div>'
 
 
@@ -261,7 +262,7 @@ def functions_table(functions: Sequence[Any]) -> str:
             f"<div>#{numbers[event.serial]} {kind_badge(event.kind.value)} "
             f"<small>{escape(costs.event_cost_text(event))}</small> "
             f"{'<br>'.join(_code(change) for change in event.changes) or escape(event.reason)}"
-            f"{_waste(event, numbers)}{_why_and_fix('', event.hint) if event.hint else ''}</div>"
+            f"{_waste(event, numbers, runs.events)}{_why_and_fix('', event.hint) if event.hint else ''}</div>"
             for event in runs.events)
         dropped = (f"<div><small>{runs.dropped:,} older events dropped; the counts and seconds cover "
                    "them</small></div>") if runs.dropped else ""

@@ -14,7 +14,7 @@ from traceguard._core.events import TRACE_KINDS, TraceEvent
 from traceguard._core.specs import Site
 from traceguard._core.verdicts import Reason
 from traceguard._reports import function_costs as costs
-from traceguard._reports.fixes import same_graph_text
+from traceguard._reports.fixes import same_graph_changes, same_graph_text
 
 _WIDTH = 100
 
@@ -193,19 +193,21 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
         for event in runs.events:
             lines.append(format_function_event(event, numbers[event.serial], "  ",
                                                show_hint=event.hint not in hints_shown,
-                                               numbers=numbers, wastes_shown=wastes_shown))
+                                               numbers=numbers, wastes_shown=wastes_shown,
+                                               events=runs.events))
             hints_shown.add(event.hint)
     return lines
 
 
 def format_function_event(event: Any, number: int, indent: str = "", show_hint: bool = True,
                           numbers: Mapping[int, int] | None = None,
-                          wastes_shown: set[str] | None = None) -> str:
+                          wastes_shown: set[str] | None = None, events: Sequence[Any] | None = None) -> str:
     """One function trace (a `FunctionEvent`) as a header line and its why / changed / fix lines.
 
     `numbers`: the report's number of each trace of the function, by serial. `wastes_shown`: what
     the waste lines above said is safe to relax; one that says it again reads "as above", and
-    gets added.
+    gets added. `events`: the function's traces, where the trace whose graph a retrace built
+    again is found, to say what differs from it.
     """
     signature = ", ".join(f"{name}={spec}" for name, spec in event.signature.items()) or "-"
     where = f", called at {_short_site(event.call_site)}" if event.call_site else ""
@@ -221,11 +223,12 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
     if event.same_graph_as is not None:
         earlier = (numbers or {}).get(event.same_graph_as)
         same_as = f"#{earlier}" if earlier else "an earlier trace"
-        relax = same_graph_text(event.changes, "")
+        changes = same_graph_changes(event, events)
+        relax = same_graph_text(changes, "")
         if wastes_shown is not None and relax in wastes_shown:
             add("waste", f"the same graph as {same_as}, as above.")
         else:
-            add("waste", same_graph_text(event.changes, same_as))
+            add("waste", same_graph_text(changes, same_as))
         if wastes_shown is not None:
             wastes_shown.add(relax)
     if event.hint:
@@ -277,7 +280,8 @@ def format_function_budget_failure(function: Any, n: int, events: Sequence[Any])
     lines = [f"`{function.function}` ({which}defined at {_short_site(function.definition)}) traced "
              f"{len(events)} times during the test, more than the {n} allowed.",
              "Its traces counted, with their reasons:"]
-    lines += [format_function_event(event, numbers[event.serial], "  ", numbers=numbers) for event in events]
+    lines += [format_function_event(event, numbers[event.serial], "  ", numbers=numbers,
+                                    events=function.events) for event in events]
     return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ import pytest
 from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
 from traceguard import _compat
-from traceguard._compat import _flavors, _frames, _jax
+from traceguard._compat import _flavors, _frames, _function_calls, _jax
 
 pytestmark = pytest.mark.backend("jax")
 
@@ -194,6 +194,8 @@ def test_a_listener_error_that_stops_the_trace_reaches_the_jitted_call_and_nothi
             with pytest.raises(Stop):
                 double(jnp.ones((2,)))
         assert _function_tracing.running_traces() == ()
+        # Stopped in the report of `jnp.ones`'s compilation too: every call closed all the same.
+        assert _function_calls.current_call() is None
     assert double(jnp.ones((2,))).tolist() == [2.0, 2.0]
 
 

@@ -106,6 +106,25 @@ def test_a_relaxed_trace_names_the_relaxed_signature_and_never_suggests_reduce_r
     assert "`float32[None,3]`" in retrace.hint and "reduce_retracing=True" not in retrace.hint
 
 
+def test_later_traces_are_compared_with_the_relaxed_key_tensorflow_kept():
+    @tf.function(reduce_retracing=True)
+    def f(x):
+        return x * 2
+
+    with tg.watch() as explanation:
+        for rows in (2, 3, 4):
+            f(tf.ones((rows,)))
+        f(tf.ones((5,), tf.int32))
+        f(tf.ones((2, 2)))
+    events = events_of(explanation, "f")
+    assert len(events) == 4 == f.experimental_get_tracing_count()
+    # float32[None] served rows 4: the int32 trace differs from it in its dtype only.
+    assert texts(events[2].changes) == ("x: dtype float32 -> int32",)
+    # One argument differs from both earlier keys; the relaxed one by fewer changes (rank,
+    # not dtype and rank).
+    assert texts(events[3].changes) == ("x: rank 1 -> 2 (float32[None] -> float32[2,2])",)
+
+
 def test_drop_remainder_is_named_only_for_batches_a_tf_data_pipeline_gave():
     @tf.function
     def step(x):
