@@ -13,10 +13,10 @@ but on the JAX backend the step is a `jax.jit` function with no shape relaxation
 JIT-compiled function instance, shapes are fully known" (hawkinsp, jax#803), whose
 answer is to "bucket computations into a small number of ... sizes, and to pad ... up
 to some bucket size". This is the reporter's generator and model, smaller, with
-`KERAS_BACKEND=jax`: 10 batches of lengths 1..10, then 10 of length 10. Measured on
-jax 0.10.2 + Keras 3.15.1: `train_step` traces 10 times, once per new length (`fit`
+`KERAS_BACKEND=jax`: 6 batches of lengths 1..6, then 4 of length 6. Measured on
+jax 0.10.2 + Keras 3.15.1: `train_step` traces 6 times, once per new length (`fit`
 shuffles the batches; `jax_explain_cache_misses`: "different input types: at data[0],
-now f32[8,3,8] and before f32[8,10,8]" and so on). Keras's own `wrapped_fn` helper
+now f32[8,3,8] and before f32[8,6,8]" and so on). Keras's own `wrapped_fn` helper
 misses twice as well (out of scope).
 
 Expected:
@@ -26,7 +26,7 @@ Expected:
   fix: pad sequences to a few bucket lengths (or one maximum length) with masking, so the jitted step sees few shapes
   fix_keywords: ["pad", "bucket"]
   forbidden_keywords: ["drop_remainder", "tf.function", "reduce_retracing", "input_signature"]
-  traces: 10
+  traces: 6
   backend: jax
   changes: [{"argument": "data", "aspect": "dim", "axis": 1}, "*"]
 """
@@ -43,11 +43,11 @@ NCLASSES, D_MODEL, BATCH = 3, 8, 8
 class DG(keras.utils.PyDataset):
     def __init__(self):
         super().__init__()
-        self.n_alternating = 10
+        self.n_alternating = 6
         self.rng = np.random.default_rng(0)
 
     def __len__(self):
-        return 20
+        return 10
 
     def __getitem__(self, index):
         length = index + 1 if index < self.n_alternating else self.n_alternating
