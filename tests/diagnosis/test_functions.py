@@ -207,3 +207,23 @@ def test_trace_monitor_records_the_keras_steps_it_sees():
     steps = [runs for runs in monitor.report.functions.values() if runs.keras_step]
     assert {runs.function for runs in steps} & {"one_step_on_data", "train_function"}
     assert _observers.function_records is None  # The hook left with the fit.
+
+
+def test_a_library_function_is_reported_once_its_code_traces_as_often_as_tensorflow_warns():
+    # `tf.vectorized_map` called eagerly makes a new tf.function (`pfor`'s `f`) per call.
+    threshold = _compat.frequent_tracing_threshold()
+    with tg.watch() as few:
+        for _ in range(threshold - 1):
+            tf.vectorized_map(lambda x: x * 2, tf.ones((4, 3)))
+    assert few.functions == {}
+    with tg.watch() as many:
+        for _ in range(threshold + 1):
+            tf.vectorized_map(lambda x: x * 2, tf.ones((4, 3)))
+    (runs,) = many.functions.values()
+    assert runs.function == "f" and runs.objects == threshold + 1
+    assert [event.kind.value for event in runs.events] == ["trace"] + ["retrace"] * threshold
+    assert texts(runs.events[-1].changes) == (f"f: function object #{threshold} -> #{threshold + 1} "
+                                             "(a new function object from the same code)",)
+    assert "call that API inside one tf.function of yours, defined once outside the loop" \
+        in runs.events[-1].hint.replace("\n", " ")
+    assert all(event.phases.get("trace", 0) > 0 for event in runs.events)  # Held, then completed.

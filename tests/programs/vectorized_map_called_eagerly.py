@@ -31,7 +31,6 @@ Expected:
   traces: 6
   backend: tensorflow
   changes: [{"aspect": "function_object"}, "*"]
-  status: open
   note: pfor creates its tf.function with TensorFlow's internal def_function.function, which _trace_counts.py does not wrap (count mode sees 0); the 6 traces are what TensorFlow's own warning counts ("6 out of the last 6 calls to <function pfor.<locals>.f> triggered tf.function retracing")
 """
 import os

@@ -119,6 +119,11 @@ class Backend(Protocol):
     def print_at_each_execution(self, inputs: list[Any], stream: Any, sep: str, end: str) -> None:
         """Prints `inputs` each time the graph being built runs."""
 
+    def frequent_tracing_threshold(self) -> int | None:
+        """How many traces of one function's code, each in a call made eagerly, make the backend
+        warn of frequent retracing (TensorFlow: 5, whichever objects of the code traced); None
+        when it never warns."""
+
     def traces_before(self, function: Any) -> int | None:
         """How many times `function` traced before its trace now ending, as the backend counts;
         None when the backend keeps no count."""

@@ -115,6 +115,10 @@ def retracing_warning_notes(note_for: Callable[[str], str | None]) -> Any:
     return contextlib.nullcontext()  # JAX has no retracing warning of its own.
 
 
+def frequent_tracing_threshold() -> int | None:
+    return None
+
+
 def traces_before(function: Any) -> int | None:
     return None  # `jax.jit` keeps no count of its traces.
 

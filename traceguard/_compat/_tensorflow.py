@@ -83,7 +83,10 @@ from traceguard._compat._tf_function import (  # noqa: E402, F401
     keras_call,
     scratch_graph_outer,
 )
-from traceguard._compat._tf_retracing import retracing_warning_notes  # noqa: E402, F401
+from traceguard._compat._tf_retracing import (  # noqa: E402, F401
+    frequent_tracing_threshold,
+    retracing_warning_notes,
+)
 from traceguard._compat._tf_traces import traces_before  # noqa: E402, F401
 
 _function_tracing.set_hook(_tf_traces)

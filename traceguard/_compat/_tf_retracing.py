@@ -27,6 +27,16 @@ if "triggered tf.function" not in "".join(
     raise internal_missing("polymorphic_function._FrequentTracingDetector's retracing warning")
 
 
+# How many traces of one code, each in a call made eagerly, make that warning.
+_FREQUENT_TRACING = getattr(_polymorphic_function, "FREQUENT_TRACING_WARNING_THRESHOLD", None)
+if not isinstance(_FREQUENT_TRACING, int):
+    raise internal_missing("polymorphic_function.FREQUENT_TRACING_WARNING_THRESHOLD")
+
+
+def frequent_tracing_threshold() -> int | None:
+    return _FREQUENT_TRACING
+
+
 class _RetracingNote(logging.Filter):
     def __init__(self, note_for: Callable[[str], str | None]) -> None:
         super().__init__()

@@ -32,7 +32,7 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
         return Verdict(record.kind, record.changes, reason, hint, name, backend,
                        created=record.lifted_variables, of_function=True)
     if reason is Reason.NEW_FUNCTION_OBJECT:
-        hint = new_object_hint(keras_step, record.same_model)
+        hint = new_object_hint(keras_step, record.same_model, record.library_function)
         return Verdict(record.kind, record.changes, reason, hint, name, backend, keras_call=keras_call,
                        objects=record.objects, of_function=True)
     if requested(record.entry):  # `get_concrete_function` asked for this signature: no call missed.

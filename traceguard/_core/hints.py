@@ -119,9 +119,12 @@ def _dimension_hint(change: Change, keras_step: bool, jax: bool, keras_call: Ker
     return None
 
 
-def new_object_hint(keras_step: bool, same_model: bool | None) -> Hint:
+def new_object_hint(keras_step: bool, same_model: bool | None, library: bool = False) -> Hint:
     """The fix of a trace by a new function object of the same code: for a Keras step, by whether
-    the model is the same (its step function was dropped: `compile()` again) or another one."""
+    the model is the same (its step function was dropped: `compile()` again) or another one; for
+    another library's function, made by the API the user calls eagerly."""
+    if library and not keras_step:
+        return Hint.LIBRARY_FUNCTION_PER_CALL
     if not keras_step:
         return Hint.CREATE_FUNCTION_ONCE
     return Hint.RECOMPILED_MODEL if same_model else Hint.REUSE_MODEL

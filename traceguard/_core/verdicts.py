@@ -76,6 +76,8 @@ class Hint(enum.Enum):
     FUNCTION_CREATED_OTHER_VARIABLES = "function_created_other_variables"
     BUILD_OPTIMIZER_FIRST = "build_optimizer_first"
     CREATE_FUNCTION_ONCE = "create_function_once"
+    # A library's function made anew per eager call of its API (`tf.vectorized_map`'s).
+    LIBRARY_FUNCTION_PER_CALL = "library_function_per_call"
     # A Keras step traced anew for a new model object: build the model once.
     REUSE_MODEL = "reuse_model"
     # A user function's first trace created an optimizer's variables, or metrics' state.

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._diagnosis.fixes import FixIt, propose_fix
-from traceguard._diagnosis.function_runs import FunctionRuns, add_cost, add_record, function_key, is_reported
+from traceguard._diagnosis.function_runs import (
+    FunctionRuns,
+    LibraryTraces,
+    add_cost,
+    add_record,
+    function_key,
+)
 from traceguard._record.log import event_of, normalize_kinds
 from traceguard._record.settings import STATE_ATTRIBUTE
 from traceguard._reports.html import render_html, write_document
@@ -118,6 +124,7 @@ class Explanation:
         self._fix_records: dict[str, list[FunctionTrace]] = {}
         self._fix_functions: dict[str, Any] = {}
         self._trace_file: TraceFileWriter | None = None  # Given each record, when writing one.
+        self._library = LibraryTraces()
 
     # --- written by the recorder, from any thread ---
     def _runs_of(self, layer: Any) -> LayerRuns:
@@ -185,20 +192,19 @@ class Explanation:
             self._runs_of(layer).eager_calls += 1
 
     def _add_function_trace(self, record: FunctionTrace, function: Any = None) -> None:
-        """Adds a whole-function trace (the user's functions and Keras's steps) to `functions`;
-        `function`: a weak reference to the function object it traced, for checking fix-its."""
+        """Adds a whole-function trace to `functions` if reported (`LibraryTraces`); `function`:
+        a weak reference to the function object it traced, for checking fix-its."""
         with self._lock:
             self._signatures[record.index] = record.signature
             if len(self._signatures) > _SIGNATURES_KEPT:
                 self._signatures.popitem(last=False)
-            if is_reported(record):
-                old = None if record.closest is None else self._signatures.get(record.closest)
-                key, runs, event = add_record(self._functions, record, old)
+            for shown in self._library.reported(record):
+                old = None if shown.closest is None else self._signatures.get(shown.closest)
+                key, runs, event = add_record(self._functions, shown, old)
                 if self._trace_file is not None:
-                    # Written as the trace ends, and again with its costs when the call returns
-                    # (`record_function_cost`): a call that never returns (a collective waiting for a
-                    # worker that traced differently, a kill while compiling) keeps its trace.
-                    self._trace_file.function_trace(key, runs, record, event)
+                    # Written now, and again with its costs when the call returns: a call that never
+                    # returns (a collective waiting for a diverged worker, a kill) keeps its trace.
+                    self._trace_file.function_trace(key, runs, shown, event)
             if record.origin == "tf.function" and not record.library_function:
                 key = function_key(record)
                 kept = self._fix_records.setdefault(key, [])
@@ -210,9 +216,7 @@ class Explanation:
         """Completes a function trace's event with its phases and whole miss, as the call that
         made it returns; a trace file gets the trace again, with them."""
         with self._lock:
-            if not is_reported(record):
-                return
-            found = add_cost(self._functions, record)
+            found = add_cost(self._functions, record) if self._library.completed(record) else None
             if found is not None and self._trace_file is not None:
                 key, runs, event = found
                 self._trace_file.function_trace(key, runs, record, event)

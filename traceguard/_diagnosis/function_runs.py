@@ -228,6 +228,56 @@ def is_reported(record: FunctionTrace) -> bool:
     return not record.library_function or is_keras_step_function(record.name)
 
 
+class LibraryTraces:
+    """A library's own `tf.function`s called eagerly, held back until their code traced as often
+    as makes TensorFlow warn.
+
+    TensorFlow counts the traces of each code in calls made eagerly, whichever function
+    objects made them, and warns at `_compat.frequent_tracing_threshold()` of them ("5 out of
+    the last 5 calls to <function pfor.<locals>.f> triggered tf.function retracing"): a
+    library's function traced that often comes from the user's loop calling its public API
+    eagerly (`tf.vectorized_map` makes a new `tf.function` per eager call), and the fix is
+    the user's. Then the traces held so far are reported, and each later one.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, list[FunctionTrace]] = {}
+        self._reported: set[str] = set()
+
+    def reported(self, record: FunctionTrace) -> list[FunctionTrace]:
+        """The records a report shows now that `record` ended: it, the ones held with it, or none."""
+        if is_reported(record):
+            return [record]
+        if record.origin != "tf.function" or record.parent is not None or record.saving:
+            return []
+        key = function_key(record)
+        if key in self._reported:
+            return [record]
+        # Only a recording asks, and recording runs on the backend: its import is done.
+        from traceguard import _compat
+
+        threshold = _compat.frequent_tracing_threshold()
+        if threshold is None:
+            return []
+        held = self._held.setdefault(key, [])
+        held.append(record)
+        if len(held) < threshold:
+            return []
+        self._reported.add(key)
+        return self._held.pop(key)
+
+    def completed(self, record: FunctionTrace) -> bool:
+        """Whether `record`, completed with its costs, is reported; a held one is kept completed."""
+        key = function_key(record)
+        if is_reported(record) or key in self._reported:
+            return True
+        held = self._held.get(key, [])
+        for number, earlier in enumerate(held):
+            if earlier.index == record.index:
+                held[number] = record
+        return False
+
+
 def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> FunctionEvent:
     """The record, classified and worded. `old`: the signature its changes are from."""
     keras_step = record.library_function and is_keras_step_function(record.name)

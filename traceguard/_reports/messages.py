@@ -40,6 +40,14 @@ _BY_BACKEND: dict[Hint, dict[str, str]] = {
                "made once (not a `lambda` or a bound method `obj.f` taken per call), and reuse the "
                "jitted function: its cache belongs to the function object.",
     },
+    Hint.LIBRARY_FUNCTION_PER_CALL: {
+        "tensorflow": "`{function}` is the library's own tf.function, made anew each time its API is "
+                      "called eagerly (as `tf.vectorized_map` does), so every call traces it again: "
+                      "call that API inside one tf.function of yours, defined once outside the loop, "
+                      "where the library's function is traced once, as part of it.",
+        "jax": "`{function}` is the library's own jitted function, made anew each time its API is "
+               "called: call that API inside one function of yours, jitted once outside the loop.",
+    },
     Hint.KEEP_OUTSIDE_VALUES_FIXED: {
         "tensorflow": "Create the tf.function once and reuse it; pass values that vary as tensors, not "
                       "Python objects.",
@@ -291,7 +299,8 @@ def hint_text(verdict: Verdict) -> str | None:
     if hint is Hint.PYTHON_VALUE_AS_TENSOR:
         return _PYTHON_VALUE[_backend(verdict)].format(argument=verdict.argument)
     if hint in _BY_BACKEND:
-        return _BY_BACKEND[hint][_backend(verdict)].format(argument=verdict.argument)
+        return _BY_BACKEND[hint][_backend(verdict)].format(argument=verdict.argument,
+                                                           function=verdict.function)
     if hint in _BY_ARGUMENT:
         return _BY_ARGUMENT[hint].format(argument=verdict.argument)
     if hint is Hint.FIXED_STRUCTURE:

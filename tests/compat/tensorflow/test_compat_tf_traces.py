@@ -300,6 +300,8 @@ def test_tensorflow_s_retracing_warning_carries_the_note():
     warnings = [m for m in messages if "triggered tf.function retracing" in m]
     assert warnings, messages
     assert warnings[0].endswith("traceguard: step: 3 -> 4")
+    # TensorFlow warned at the fifth trace (step 4), the threshold traceguard reads.
+    assert _tf_retracing.frequent_tracing_threshold() == 5
     assert notes[0] == repr(f.python_function)
     assert all(not isinstance(f, _tf_retracing._RetracingNote) for f in logger.filters)
 
