@@ -348,6 +348,9 @@ def test_files_of_different_schema_versions_are_compared_with_a_note(tmp_path, m
      r":1: written with trace file schema version 99 .* Upgrade traceguard"),
     (lambda lines: [lines[0], lines[1][:20], *lines[2:]], r":2: not a JSON record"),
     (lambda lines: [*lines, '{"type": "layer_rn"}'], r":\d+: not a valid traceguard record"),
+    # A header claiming version 1 (values as text) over version 2's typed values.
+    (lambda lines: [lines[0].replace('"version": 2', '"version": 1'), *lines[1:]],
+     r":2: not a valid traceguard record"),
 ])
 def test_a_bad_file_is_an_error_naming_the_file_and_line_and_nothing_is_written(tmp_path, damage, message):
     good, bad = workers(tmp_path, [8], [8])

@@ -110,7 +110,7 @@ def read_trace_file(path: str) -> TraceFile:
             continue
         try:
             _add_record(trace_file, record)
-        except (KeyError, TypeError, ValueError) as error:
+        except (AttributeError, KeyError, TypeError, ValueError) as error:
             raise TraceFileError(f"{path}:{number}: not a valid traceguard record ({type(error).__name__}: "
                                  f"{error}). Received: {_shorten(line)}") from None
     assert trace_file is not None  # The first line is a header or raised.
