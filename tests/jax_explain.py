@@ -261,7 +261,10 @@ def expectations(miss: Miss, parameters: Sequence[Sequence[str]] | None) -> list
             found += _type_expectations(difference, parameter_of_argument_name(difference.path, parameters))
         elif difference.kind == "pytree":
             found.append(_tree_expectation(difference, parameters))
-        else:  # A tracing context (a config) or debug info: no argument of traceguard's holds it.
+        elif difference.kind == "context" and difference.path:  # A value of the tracing context, by name.
+            found.append(Expectation(difference.words, frozenset({difference.path}), frozenset({"context"}),
+                                     now=difference.now))
+        else:  # Debug info, or a context difference JAX cannot name: nothing of traceguard's holds it.
             found.append(Expectation(difference.words, None, frozenset()))
     return found
 
@@ -316,6 +319,8 @@ def _new_in_jax_words(change: dict[str, Any]) -> str | None:
         return str(new.get("weak_type"))
     if aspect == "value" and isinstance(new, dict) and new.get("static"):
         return new.get("text")
+    if aspect == "context":
+        return str(new)
     return None
 
 

@@ -4,7 +4,7 @@ import pytest
 from helpers import tensor
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.signature import diff_signatures
+from traceguard._core.signature import diff_contexts, diff_signatures
 from traceguard._core.specs import (
     MAX_ITEMS,
     ArgumentPath,
@@ -100,3 +100,22 @@ def test_an_unknown_dimension_holds_any_value_only_when_asked():
     assert diff_signatures({"x": TensorSpec("float32", None)}, {"x": tensor(2, 2)}, True) == []
     assert [change.aspect for change in diff_signatures(rows, {"x": TensorSpec("float32", None)}, True)] \
         == [Aspect.RANK]
+
+
+class RaisingEq:
+    def __eq__(self, other):
+        raise ValueError("no truth value")
+
+    __hash__ = object.__hash__
+
+
+def test_a_tracing_context_differs_by_name_from_the_closest_earlier_one():
+    default = (("jax_enable_x64", False), ("jax_default_matmul_precision", None))
+    precise = (("jax_enable_x64", False), ("jax_default_matmul_precision", "float32"))
+    wide = (("jax_enable_x64", True), ("jax_default_matmul_precision", None))
+    assert diff_contexts((default, precise), precise) == []
+    (change,) = diff_contexts((precise, default), wide)  # `default` differs in one value, `precise` in two.
+    assert (change.aspect, str(change)) == (Aspect.CONTEXT, "jax_enable_x64: False -> True (tracing context)")
+    assert diff_contexts((), wide) == diff_contexts((default,), None) == []  # Not read: no claim.
+    (raised,) = diff_contexts(((("mesh", RaisingEq()),),), (("mesh", RaisingEq()),))
+    assert raised.parameter == "mesh"  # An `==` that raises is a difference, as JAX's key lookup misses.

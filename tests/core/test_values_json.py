@@ -42,6 +42,7 @@ def test_a_signature_reads_back_as_written():
     Change(ArgumentPath("lr"), Aspect.WEAK_TYPE, tensor(weak_type=True), tensor()),
     Change(ArgumentPath("fn"), Aspect.IDENTITY, SIGNATURE["fn"], SIGNATURE["fn"]._replace(token=2)),
     Change(ArgumentPath("step"), Aspect.FUNCTION_OBJECT, 1, 2),
+    Change(ArgumentPath("jax_enable_x64"), Aspect.CONTEXT, "False", "True"),
 ])
 def test_a_change_reads_back_with_its_text(change):
     data = through_json(change_json(change))

@@ -10,7 +10,7 @@ from helpers import texts
 import traceguard as tg
 from traceguard import _compat
 from traceguard._diagnosis.fixes import propose_fix
-from traceguard._reports.fixes import format_fix_checks
+from traceguard._reports.fixes import format_fix_checks, same_graph_text
 
 pytestmark = pytest.mark.backend("tensorflow")
 
@@ -374,3 +374,10 @@ def test_waste_names_what_differs_from_the_trace_whose_graph_was_built_again():
     assert ("the same graph as #1 (same ops, wiring and constants; only shapes or unused values differ): "
             "this retrace was pure waste. Safe to relax: `x` dim 0 (`None` in an input_signature); "
             "`y` dim 0 (`None` in an input_signature).") in report
+
+
+def test_waste_with_no_argument_changed_names_nothing_to_relax():
+    # A retrace with the arguments of the trace whose graph it built again (what changed is outside
+    # them): no "Safe to relax" with an empty list.
+    assert same_graph_text((), "#1") == (
+        "the same graph as #1 (same ops, wiring and constants): this retrace was pure waste.")

@@ -53,11 +53,12 @@ CAUSES = (
     "static-identity",  # JAX: a static argument without value equality is a new object
     "object-identity",  # tf.function: a Python object argument (keyed by identity) is a new object
     "relaxed",  # one retrace that relaxed a shape to None, then none
+    "tracing-context",  # JAX: a call under another jax.config value or context manager
 )
 BACKENDS = ("tensorflow", "jax")
 # What changed in one retrace, as the trace file's `change_fields[].aspect` names it (issue #31).
 ASPECTS = ("dim", "rank", "dtype", "weak_type", "value", "identity", "structure", "function_object",
-           "added", "removed")
+           "added", "removed", "context")
 KINDS = ("trace", "retrace", "variable_retrace", "save")
 STATUSES = ("open",)  # `status: open`: the diagnosis does not pass yet; the slow test skips it
 REPEAT = "*"  # In `changes:`, repeats the entry before it for every later retrace

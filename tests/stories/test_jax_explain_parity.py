@@ -223,7 +223,9 @@ def test_expectations_name_the_parameter_aspect_axis_and_new_side():
     assert more[0][1:3] == (frozenset({"b", "arg1"}), frozenset({"added", "removed"}))
     assert expectations(parse_miss(KW_MESSAGES[4]), KW_PARAMETERS)[0][1:3] == (
         frozenset({"momentum"}), frozenset({"added", "removed"}))
-    assert expectations(parse_miss(CONTEXT), None)[0].aspects == frozenset()
+    assert expectations(parse_miss(CONTEXT), None) == [Expectation(
+        "* jax_default_matmul_precision differs: now float32 and before None",
+        frozenset({"jax_default_matmul_precision"}), frozenset({"context"}), now="float32")]
 
 
 def _records(changes, kinds=None, function="step", definition=("kw.py", 2)):
@@ -275,15 +277,18 @@ def test_parity_gaps_leave_out_library_helpers_and_need_a_new_object_when_jax_su
     assert [(gap.miss, gap.expected) for gap in gaps] == [(2, "any argument: function_object")]
 
 
-def test_a_tracing_context_difference_is_a_gap_traceguard_cannot_close(tmp_path):
-    # traceguard keys no configuration (jax.default_matmul_precision, enable_x64): measured on
-    # jax 0.10.2, the retrace is recorded with no change.
-    records = _records([[], []], function="g", definition=("shapes.py", 18))
+def test_a_tracing_context_difference_needs_the_context_value_by_name(tmp_path):
     first = ("TRACING CACHE MISS at shapes.py:21 (<module>):\n  never seen function:\n"
              "    g id=140603749230016 defined at shapes.py:18")
-    gaps, _ = parity_gaps(_logged([first, CONTEXT], [["a", POSITIONAL]]), records, str(tmp_path))
+    logged = _logged([first, CONTEXT], [["a", POSITIONAL]])
+    precision = {"argument": {"parameter": "jax_default_matmul_precision", "keys": []}, "aspect": "context",
+                 "old": "None", "new": "float32", "axis": None}
+    records = _records([[], [precision]], function="g", definition=("shapes.py", 18))
+    assert parity_gaps(logged, records, str(tmp_path))[0] == []
+    unnamed = _records([[], []], function="g", definition=("shapes.py", 18))
+    gaps, _ = parity_gaps(logged, unnamed, str(tmp_path))
     assert [(gap.expected, gap.recorded) for gap in gaps] == [
-        ("a change traceguard has no aspect for", "#2 retrace: no changes")]
+        ("jax_default_matmul_precision: context now float32", "#2 retrace: no changes")]
 
 
 @dataclasses.dataclass

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 # Graphs remembered per function object, to bound the memory of a function that
@@ -35,17 +35,19 @@ _MAX_FUNCTIONS = 1024
 
 _lock = threading.Lock()
 # (weak reference to the function object, phase) -> [[serial, weak graph, fingerprint or None]].
-_graphs: dict[tuple[Any, str | None], list[list[Any]]] = {}
+_graphs: dict[tuple[Any, Hashable], list[list[Any]]] = {}
 
 
-def same_graph_as(function: Any, phase: str | None, serial: int, graph: Any,
+def same_graph_as(function: Any, phase: Hashable, serial: int, graph: Any,
                   fingerprint_of: Callable[[Any], int | None] | None = None) -> int | None:
     """The serial of the earliest earlier trace of `function` that built the same graph.
 
     `function` is the weak reference to the function object (`FunctionTracing.function`),
     `graph` the FuncGraph the trace `serial` just built (on JAX, its jaxpr, with
-    `fingerprint_of` the jaxpr's fingerprint). None at a first trace, when no
-    earlier graph of the same object and phase is the same, or when unknown.
+    `fingerprint_of` the jaxpr's fingerprint); only graphs of the same `phase` are
+    compared (TensorFlow's tracing phase; on JAX, the hash of the tracing context). None
+    at a first trace, when no earlier graph of the same object and phase is the same, or
+    when unknown.
     """
     fingerprint_of = fingerprint_of or fingerprint
     key = (function, phase)

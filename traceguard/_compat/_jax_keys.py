@@ -31,6 +31,11 @@ from traceguard._core.specs import (
     value_spec,
 )
 
+try:  # JAX's tracing context (`tracing_context`); None where a release moved it.
+    from jax._src import config as _config
+except ImportError:  # pragma: no cover (tests/compat/jax/test_jax_compat.py checks it is there)
+    _config = None
+
 
 def jit_signature(signature: inspect.Signature | None, args: tuple, kwargs: dict,
                   static_argnums: tuple[int, ...], static_argnames: tuple[str, ...]) -> dict[Any, Spec]:
@@ -79,6 +84,24 @@ def _first_variadic(bound: inspect.BoundArguments) -> int:
     return len(_positional_names(bound))
 
 
+def tracing_context() -> tuple[tuple[str, Any], ...]:
+    """The tracing context `jax.jit` keys each trace by, before the arguments: the values of the
+    `jax.config` options and context managers that change tracing (`jax_enable_x64`,
+    `jax_default_matmul_precision`, the mesh, ...), by name (jax/_src/config.py; JAX's own cache-miss
+    explanation names them so, `partial_eval.diff_tracing_ctx`). Unnamed on a jaxlib without
+    `trace_context_names`."""
+    if _config is None:
+        return ()
+    values = _config.trace_context()
+    try:
+        names = tuple(_config.trace_context_names())
+    except NotImplementedError:
+        names = ()
+    if len(names) != len(values):
+        names = tuple(f"tracing context value {index}" for index in range(len(values)))
+    return tuple(zip(names, values))
+
+
 def static_spec(value: Any) -> Spec:
     """A static argument: by value when its type defines `==` (JAX keys it by hash and `==`), else
     by identity (the default `==` of `object`)."""
@@ -120,4 +143,4 @@ def _dim(dim: Any) -> int | None:
         return None
 
 
-__all__ = ["array_spec", "jit_signature", "static_spec"]
+__all__ = ["array_spec", "jit_signature", "static_spec", "tracing_context"]

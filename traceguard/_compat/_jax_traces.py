@@ -131,8 +131,15 @@ def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, k
     params = getattr(result, "params", None)
     jaxpr = params.get("jaxpr") if isinstance(params, dict) else None
     if jaxpr is not None and not tracing.library_function:  # Not Keras's steps (see `_tf_traces`).
-        tracing.same_graph_as = _graph_fingerprint.same_graph_as(
-            tracing.function, None, tracing.serial, jaxpr, jaxpr_fingerprint)
+        # The same jaxpr under another tracing context (a matmul precision, a mesh) can lower to
+        # another program: only traces of the same context are compared.
+        try:
+            context = hash(tracing.context)
+        except TypeError:  # An unhashable context value: no claim.
+            context = None
+        if context is not None:
+            tracing.same_graph_as = _graph_fingerprint.same_graph_as(
+                tracing.function, context, tracing.serial, jaxpr, jaxpr_fingerprint)
     _function_tracing.end(tracing)
     return result
 
@@ -143,6 +150,10 @@ def _read_key(tracing: _function_tracing.FunctionTracing, ji: Any, args: Any, kw
                                                     tuple(ji.static_argnums), tuple(ji.static_argnames))
     except Exception:  # Read by value, as the records do without it.
         tracing.signature = None
+    try:
+        tracing.context = _jax_keys.tracing_context()
+    except Exception:  # Not compared, as on TensorFlow.
+        tracing.context = None
 
 
 def jaxpr_fingerprint(closed_jaxpr: Any) -> int | None:

@@ -29,6 +29,9 @@ class Aspect(str, enum.Enum):
     ADDED = "added"  # An argument given only now.
     REMOVED = "removed"  # An argument given only before.
     FUNCTION_OBJECT = "function_object"  # A new function object wrapping the same code.
+    # JAX: a value of the tracing context the trace was keyed by (a `jax.config` option, or a context
+    # manager such as `jax.default_matmul_precision`); `argument` is its name.
+    CONTEXT = "context"
 
     def __str__(self) -> str:
         return self.value
@@ -66,19 +69,23 @@ class Change:
         return f"Change({str(self)!r})"
 
 
+_TEXTS = {
+    Aspect.DIM: "{argument}: dim {axis} {old} -> {new}",
+    Aspect.DTYPE: "{argument}: dtype {old} -> {new}",
+    Aspect.ADDED: "{argument}: added ({new})",
+    Aspect.REMOVED: "{argument}: removed",
+    Aspect.CONTEXT: "{argument}: {old} -> {new} (tracing context)",
+}
+
+
 def change_text(change: Change) -> str:
     """The report text of one change, e.g. `"inputs: dim 0 60 -> 32"`."""
     argument, aspect, old, new = str(change.argument), change.aspect, change.old, change.new
-    if aspect is Aspect.DIM:
-        return f"{argument}: dim {change.axis} {old} -> {new}"
-    if aspect is Aspect.DTYPE:
-        return f"{argument}: dtype {old} -> {new}"
+    text = _TEXTS.get(aspect)
+    if text is not None:
+        return text.format(argument=argument, axis=change.axis, old=old, new=new)
     if aspect is Aspect.RANK:
         return f"{argument}: rank {_rank(old)} -> {_rank(new)} ({old} -> {new})"
-    if aspect is Aspect.ADDED:
-        return f"{argument}: added ({new})"
-    if aspect is Aspect.REMOVED:
-        return f"{argument}: removed"
     if aspect is Aspect.ITEMS_PAST_CUT:
         return f"{argument}[{MAX_ITEMS}:]: the items past the first {MAX_ITEMS} changed"
     if aspect is Aspect.IDENTITY:

@@ -97,6 +97,8 @@ def _hint_by_key(change: Change) -> Hint | None:
     static = getattr(change.new, "static", False) or getattr(change.old, "static", False)
     if aspect is Aspect.WEAK_TYPE:
         return Hint.WEAK_TYPE
+    if aspect is Aspect.CONTEXT:
+        return Hint.TRACING_CONTEXT
     if aspect is Aspect.IDENTITY:
         return Hint.STATIC_IDENTITY if static else Hint.OBJECT_IDENTITY
     if aspect is Aspect.VALUE and static:

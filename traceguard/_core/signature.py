@@ -92,10 +92,44 @@ def diff_signatures(old: Signature, new: Signature, accepts_unknown: bool = Fals
     return changes
 
 
+def diff_contexts(earlier: tuple[tuple[tuple[str, Any], ...], ...],
+                  new: tuple[tuple[str, Any], ...] | None) -> list[Change]:
+    """What differs between a trace's tracing context (JAX: `(name, value)` pairs) and the closest of
+    `earlier`, the contexts of its closest signature (the fewest values differing, as JAX's own
+    explanation picks); nothing when `new` was not read or one of `earlier` is the same."""
+    if new is None or not earlier or any(_same(old, new) for old in earlier):
+        return []
+    return min((_context_diff(old, new) for old in reversed(earlier)), key=len)
+
+
+def _context_diff(old: tuple[tuple[str, Any], ...], new: tuple[tuple[str, Any], ...]) -> list[Change]:
+    if len(old) != len(new):  # Not the same JAX: unnamed.
+        return [Change(ArgumentPath("tracing context"), Aspect.CONTEXT, f"{len(old)} values",
+                       f"{len(new)} values")]
+    changes = []
+    for (name, before), (_, now) in zip(old, new):
+        if not _same(before, now):
+            changes.append(Change(ArgumentPath(name), Aspect.CONTEXT, _short(before), _short(now)))
+    return changes
+
+
+def _same(old: Any, new: Any) -> bool:
+    """`==`, as JAX compares its cache keys; an `==` that raises is a difference."""
+    try:
+        return bool(old == new)
+    except Exception:
+        return False
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def argument_path(name: str | ArgumentPath) -> ArgumentPath:
     """The path of a signature's argument: a parameter's name, or an item of `*args` (already
     an `ArgumentPath`)."""
     return name if isinstance(name, ArgumentPath) else ArgumentPath(name)
 
 
-__all__ = ["Signature", "argument_path", "diff_signatures", "diff_specs"]
+__all__ = ["Signature", "argument_path", "diff_contexts", "diff_signatures", "diff_specs"]

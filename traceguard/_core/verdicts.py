@@ -108,6 +108,8 @@ class Hint(enum.Enum):
     STATIC_VALUE = "static_value"
     # JAX: a static argument whose type has no `__eq__`: a new object is a new key.
     STATIC_IDENTITY = "static_identity"
+    # JAX: the call ran under another tracing context (a `jax.config` value, a context manager).
+    TRACING_CONTEXT = "tracing_context"
     # TensorFlow: a Python object argument (a function, a bound method, a model) keyed by identity.
     OBJECT_IDENTITY = "object_identity"
     # A Keras step traced anew for the same model: `compile()` (or `make_*_function(force=True)`)

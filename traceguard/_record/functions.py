@@ -26,7 +26,7 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.functions import FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
-from traceguard._core.signature import diff_signatures
+from traceguard._core.signature import diff_contexts, diff_signatures
 from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Site, Spec, TensorSpec
 from traceguard._core.verdicts import EnclosingTrace, Reason
 from traceguard._record.function_identity import code_key, definition_site
@@ -35,15 +35,19 @@ from traceguard._record.function_identity import code_key, definition_site
 _MAX_COMPARED = 256
 # Candidates differing in one argument compared change by change (`_closest`).
 _TIES_COMPARED = 8
+# Tracing contexts kept per signature (JAX), to compare a new one with the closest.
+_MAX_CONTEXTS = 8
 
 
 class _Compared:
-    """A signature as compared: its (name, spec) pairs and names, as sets."""
+    """A signature as compared: its (name, spec) pairs and names, as sets; and the tracing
+    contexts it was traced in (JAX; latest last), or none when not read."""
 
-    __slots__ = ("index", "signature", "pairs", "names")
+    __slots__ = ("index", "signature", "pairs", "names", "contexts")
 
-    def __init__(self, index: int, signature: dict[str, Spec]) -> None:
-        self.index, self.signature = index, signature
+    def __init__(self, index: int, signature: dict[str, Spec],
+                 contexts: tuple[tuple[tuple[str, Any], ...], ...] = ()) -> None:
+        self.index, self.signature, self.contexts = index, signature, contexts
         self.pairs = frozenset(signature.items())
         self.names = frozenset(signature)
 
@@ -244,7 +248,8 @@ class FunctionRecords:
         Called with the lock held.
         """
         index = self._next_index
-        compared = _Compared(index, signature)
+        context = getattr(tracing, "context", None)
+        compared = _Compared(index, signature, () if context is None else (context,))
         code = self._codes.get(key) or _Code()
         own = self._object_traces.get(object_key) if object_key in code.objects else None
         number = code.objects.get(object_key, len(code.objects) + 1)
@@ -255,7 +260,9 @@ class FunctionRecords:
         closest = _closest(own_signatures if own else code.signatures, compared, accepts_unknown=True)
         changes: list[Change] = []
         if closest is not None:
-            changes = diff_signatures(closest.signature, signature, accepts_unknown=True)
+            # The context first: JAX keys (context, arguments) and names a context difference first.
+            changes = diff_contexts(closest.contexts, context)
+            changes += diff_signatures(closest.signature, signature, accepts_unknown=True)
         reason = self._reason(own or [], objects, compared, tracing.phase, bool(changes))
         # A variable retrace: the variables the object's earlier, creating trace made.
         lifted = own[-1][2] if reason is Reason.VARIABLE_RETRACE and own else ()
@@ -274,7 +281,11 @@ class FunctionRecords:
             # What the backend keyed: with `reduce_retracing`, TensorFlow keeps the relaxed
             # signature (`float32[None]`), which later calls are looked up against.
             relaxed = tracing.relaxed_signature
-            kept = compared if relaxed is None else _Compared(index, dict(relaxed))
+            kept = compared if relaxed is None else _Compared(index, dict(relaxed), compared.contexts)
+            earlier_contexts = own_signatures.get(kept.pairs) or code.signatures.get(kept.pairs)
+            if earlier_contexts is not None and context is not None:  # JAX keys (context, signature).
+                kept.contexts = (*(c for c in earlier_contexts.contexts if c != context),
+                                 context)[-_MAX_CONTEXTS:]
             for signatures in (own_signatures, code.signatures):
                 signatures[kept.pairs] = kept
                 signatures.move_to_end(kept.pairs)  # Latest last.

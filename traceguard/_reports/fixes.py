@@ -122,5 +122,7 @@ def same_graph_text(changes: Sequence[Any], earlier: str) -> str:
             relax.append(f"`{change.argument}`'s weak type (pass it typed every time)")
         else:
             relax.append(str(change))
+    if not relax:  # No argument differs: what made it trace again is outside them.
+        return f"the same graph as {earlier} (same ops, wiring and constants): this retrace was pure waste."
     return (f"the same graph as {earlier} (same ops, wiring and constants; only shapes or unused values "
             "differ): this retrace was pure waste. Safe to relax: " + "; ".join(relax) + ".")

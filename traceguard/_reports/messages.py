@@ -74,6 +74,11 @@ _STATIC_IDENTITY = ("`{argument}` is a static argument whose type defines no `__
                     "by identity, so every new object is a new key (and a mutated one can hit a stale "
                     "trace). Give its class `__eq__` and `__hash__` over the fields the body reads, or "
                     "create the object once and reuse it.")
+_TRACING_CONTEXT = ("`{argument}` is part of `jax.jit`'s cache key, with the rest of JAX's tracing "
+                    "context (`jax.config` options and context managers such as "
+                    "`jax.default_matmul_precision`, `jax.enable_x64` or a mesh): a call under another "
+                    "value traces and compiles again. Set it once for the whole program "
+                    "(`jax.config.update`), or make every call of this function under the same value.")
 _PYTHON_VALUE = {
     "tensorflow": ("Each new Python value of `{argument}` is a new signature: pass it as a tensor "
                    "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed."),
@@ -240,7 +245,10 @@ def reason_text(verdict: Verdict) -> str:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because its own arguments "
                 f"changed: {'; '.join(map(str, verdict.changes))}. This layer's arguments did not change.")
     if verdict.reason is Reason.SIGNATURE_CHANGED:
-        return (f"{_subject(verdict.function, verdict.backend)} traced again because the signature "
+        context = [change.aspect is Aspect.CONTEXT for change in verdict.changes]
+        what = "its tracing context" if all(context) else \
+            "its tracing context and the signature" if any(context) else "the signature"
+        return (f"{_subject(verdict.function, verdict.backend)} traced again because {what} "
                 f"changed: {'; '.join(map(str, verdict.changes))}.")
     if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function:
         return (f"{_subject(verdict.function, verdict.backend)} traced again with the arguments of an "
@@ -309,7 +317,7 @@ def hint_text(verdict: Verdict) -> str | None:
 
 
 _BY_ARGUMENT = {Hint.WEAK_TYPE: _WEAK_TYPE, Hint.STATIC_VALUE: _STATIC_VALUE,
-                Hint.STATIC_IDENTITY: _STATIC_IDENTITY}
+                Hint.STATIC_IDENTITY: _STATIC_IDENTITY, Hint.TRACING_CONTEXT: _TRACING_CONTEXT}
 
 
 def _backend(verdict: Verdict) -> str:

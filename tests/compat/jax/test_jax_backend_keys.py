@@ -112,3 +112,48 @@ def test_a_jitted_lambda_made_per_call_gets_jax_s_fix_not_tf_function_s():
     assert all(event.changes[0].aspect is Aspect.FUNCTION_OBJECT for event in events[1:])
     assert all(event.verdict.hint is Hint.CREATE_FUNCTION_ONCE for event in events[1:])
     assert all("`jax.jit`" in event.hint and "tf.function" not in event.hint for event in events[1:])
+
+
+def test_a_call_under_another_tracing_context_names_the_value_by_name():
+    @jax.jit
+    def product(x):
+        return x @ x
+
+    x = jnp.ones((3, 3))
+    with tg.watch() as explanation:
+        product(x)
+        with jax.default_matmul_precision("float32"):
+            product(x)  # JAX keys the trace by its tracing context first.
+            product(x)  # Hit.
+        product(x)  # Hit: the first key again.
+        with jax.default_matmul_precision("bfloat16"):
+            product(x)
+        with jax.numpy_rank_promotion("warn"):
+            product(x)  # Closest to the first context (one value differs), not to the latest (two).
+    events = events_of(explanation, "product")
+    assert [event.kind.value for event in events] == ["trace", "retrace", "retrace", "retrace"]
+    assert [texts(event.changes) for event in events[1:]] == [
+        ("jax_default_matmul_precision: None -> float32 (tracing context)",),
+        # Both earlier contexts differ in one value: the latest is the closest.
+        ("jax_default_matmul_precision: float32 -> bfloat16 (tracing context)",),
+        ("jax_numpy_rank_promotion: allow -> warn (tracing context)",)]
+    assert events[1].changes[0].aspect is Aspect.CONTEXT
+    assert events[1].verdict.hint is Hint.TRACING_CONTEXT
+    assert events[1].reason.endswith("because its tracing context changed: "
+                                     "jax_default_matmul_precision: None -> float32 (tracing context).")
+    assert "`jax_default_matmul_precision` is part of `jax.jit`'s cache key" in events[1].hint
+    # The same jaxpr under another precision lowers to another program: not claimed as waste.
+    assert [event.same_graph_as for event in events[1:]] == [None, None, None]
+
+
+def test_the_same_jaxpr_in_the_same_context_is_still_the_same_graph():
+    @jax.jit
+    def double(x):
+        return x * 2
+
+    with tg.watch() as explanation:
+        double(jnp.ones(2))
+        double(jnp.ones(3))
+    first, retrace = events_of(explanation, "double")
+    assert texts(retrace.changes) == ("x: dim 0 2 -> 3",)
+    assert retrace.same_graph_as == first.serial

@@ -14,7 +14,7 @@ import pytest
 from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
 from traceguard import _compat
-from traceguard._compat import _flavors, _frames, _function_calls, _jax
+from traceguard._compat import _flavors, _frames, _function_calls, _jax, _jax_keys
 
 pytestmark = pytest.mark.backend("jax")
 
@@ -230,3 +230,13 @@ def test_trace_to_jaxpr_announces_each_run_of_the_body_with_a_test_event():
         util.test_event_listener = previous
     assert bodies and bodies[0] >= 1 and len(bodies) == 1 and served == 0
     assert _jax_traces._ORIGINAL is not None and not _jax_traces.is_installed()
+
+
+def test_the_tracing_context_is_read_by_name_as_jax_keys_it():
+    # jax/_src/config.py: `trace_context()` and `trace_context_names()` (a jaxlib with both).
+    assert _jax_keys._config is not None, "jax._src.config moved: the tracing context is not compared"
+    names = [name for name, _ in _jax_keys.tracing_context()]
+    assert {"jax_enable_x64", "jax_default_matmul_precision"} <= set(names), names
+    with jax.default_matmul_precision("float32"):
+        assert dict(_jax_keys.tracing_context())["jax_default_matmul_precision"] == "float32"
+    assert dict(_jax_keys.tracing_context())["jax_default_matmul_precision"] is None

@@ -81,16 +81,25 @@ def test_listening_patches_in_the_hooks_and_leaving_removes_every_one():
     assert _function_calls.current_call() is None
 
 
-def test_phases_come_from_jax_monitoring_for_a_function_whose_compilation_dominates(completed):
-    step = fresh()
-    step(jnp.ones((4, 4)))
-    step(jnp.ones((4, 4)))  # A hit: nothing recorded.
-    step(jnp.ones((5, 5)))
+def test_phases_come_from_jax_monitoring_with_the_compilations_jax_reports(completed):
+    step, inputs = fresh(), [jnp.ones((4, 4)), jnp.ones((4, 4)), jnp.ones((5, 5))]
+    reported = []  # What JAX reports of each call's compilation, beside traceguard's listener.
+
+    def on_duration(event, seconds, **_):
+        if event == dispatch.BACKEND_COMPILE_EVENT:
+            reported.append(seconds)
+
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    try:
+        for x in inputs:  # The second call is a hit: nothing recorded.
+            step(x)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(on_duration)
     first, retrace = completed
     assert [record_kind(first), record_kind(retrace)] == ["first", "retrace"]
+    assert [record.phases["compile"] for record in (first, retrace)] == pytest.approx(reported)
     for record in (first, retrace):
         assert set(record.phases) == {"trace", "lower", "compile", "first_call"}
-        assert record.phases["compile"] > record.phases["trace"]
         assert record.miss >= sum(record.phases.values())
         assert record.persistent_cache is None
 
@@ -154,7 +163,8 @@ def test_watch_gives_the_phases_on_function_events():
     assert set(event.phases) == {"trace", "lower", "compile", "first_call"}
     assert event.phases["trace"] == event.duration_s
     assert event.miss_s >= sum(event.phases.values())
-    assert runs.dominant_phase() == "compile"
+    # The phase that took longest, whichever it was on this machine (a GC pause can land in the trace).
+    assert runs.dominant_phase() == max(event.phases, key=event.phases.__getitem__)
     assert runs.cost_seconds == event.miss_s
 
 
