@@ -4,7 +4,7 @@ import pytest
 from helpers import tensor
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.signature import diff_contexts, diff_signatures
+from traceguard._core.signature import add_context, diff_contexts, diff_signatures
 from traceguard._core.specs import (
     MAX_ITEMS,
     ArgumentPath,
@@ -119,3 +119,12 @@ def test_a_tracing_context_differs_by_name_from_the_closest_earlier_one():
     assert diff_contexts((), wide) == diff_contexts((default,), None) == []  # Not read: no claim.
     (raised,) = diff_contexts(((("mesh", RaisingEq()),),), (("mesh", RaisingEq()),))
     assert raised.parameter == "mesh"  # An `==` that raises is a difference, as JAX's key lookup misses.
+
+
+def test_contexts_are_kept_latest_last_once_each_and_bounded():
+    a, b, c = ((("x64", False),), (("x64", True),), (("x64", None),))
+    assert add_context((a, b), a, 8) == (b, a)
+    assert add_context((a, b), c, 2) == (b, c)
+    first, second = (("mesh", RaisingEq()),), (("mesh", RaisingEq()),)
+    kept = add_context((first,), second, 8)  # An `==` that raises is a difference: both are kept.
+    assert len(kept) == 2 and kept[0] is first and kept[1] is second

@@ -102,6 +102,13 @@ def diff_contexts(earlier: tuple[tuple[tuple[str, Any], ...], ...],
     return min((_context_diff(old, new) for old in reversed(earlier)), key=len)
 
 
+def add_context(contexts: tuple[tuple[tuple[str, Any], ...], ...], context: tuple[tuple[str, Any], ...],
+                limit: int) -> tuple[tuple[tuple[str, Any], ...], ...]:
+    """`contexts` with `context` last (moved there if one of them is the same), the oldest
+    dropped past `limit`."""
+    return (*(old for old in contexts if not _same(old, context)), context)[-limit:]
+
+
 def _context_diff(old: tuple[tuple[str, Any], ...], new: tuple[tuple[str, Any], ...]) -> list[Change]:
     if len(old) != len(new):  # Not the same JAX: unnamed.
         return [Change(ArgumentPath("tracing context"), Aspect.CONTEXT, f"{len(old)} values",
@@ -132,4 +139,4 @@ def argument_path(name: str | ArgumentPath) -> ArgumentPath:
     return name if isinstance(name, ArgumentPath) else ArgumentPath(name)
 
 
-__all__ = ["Signature", "argument_path", "diff_contexts", "diff_signatures", "diff_specs"]
+__all__ = ["Signature", "add_context", "argument_path", "diff_contexts", "diff_signatures", "diff_specs"]

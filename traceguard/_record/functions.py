@@ -26,7 +26,7 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.functions import FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
-from traceguard._core.signature import diff_contexts, diff_signatures
+from traceguard._core.signature import add_context, diff_contexts, diff_signatures
 from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Site, Spec, TensorSpec
 from traceguard._core.verdicts import EnclosingTrace, Reason
 from traceguard._record.function_identity import code_key, definition_site
@@ -284,8 +284,7 @@ class FunctionRecords:
             kept = compared if relaxed is None else _Compared(index, dict(relaxed), compared.contexts)
             earlier_contexts = own_signatures.get(kept.pairs) or code.signatures.get(kept.pairs)
             if earlier_contexts is not None and context is not None:  # JAX keys (context, signature).
-                kept.contexts = (*(c for c in earlier_contexts.contexts if c != context),
-                                 context)[-_MAX_CONTEXTS:]
+                kept.contexts = add_context(earlier_contexts.contexts, context, _MAX_CONTEXTS)
             for signatures in (own_signatures, code.signatures):
                 signatures[kept.pairs] = kept
                 signatures.move_to_end(kept.pairs)  # Latest last.

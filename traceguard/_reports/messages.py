@@ -242,19 +242,26 @@ def reason_text(verdict: Verdict) -> str:
         return (f"First trace of {_names(verdict.function, verdict.backend)[3]} for this signature, "
                 f"in the body of a `{verdict.control_flow}` traced within it.")
     if verdict.reason is Reason.ENCLOSING_CHANGED:
-        return (f"{_subject(verdict.function, verdict.backend)} traced again because its own arguments "
-                f"changed: {'; '.join(map(str, verdict.changes))}. This layer's arguments did not change.")
+        return (f"{_subject(verdict.function, verdict.backend)} traced again because "
+                f"{_what_changed(verdict.changes, 'its own arguments')} changed: "
+                f"{'; '.join(map(str, verdict.changes))}. This layer's arguments did not change.")
     if verdict.reason is Reason.SIGNATURE_CHANGED:
-        context = [change.aspect is Aspect.CONTEXT for change in verdict.changes]
-        what = "its tracing context" if all(context) else \
-            "its tracing context and the signature" if any(context) else "the signature"
-        return (f"{_subject(verdict.function, verdict.backend)} traced again because {what} "
-                f"changed: {'; '.join(map(str, verdict.changes))}.")
+        return (f"{_subject(verdict.function, verdict.backend)} traced again because "
+                f"{_what_changed(verdict.changes, 'the signature')} changed: "
+                f"{'; '.join(map(str, verdict.changes))}.")
     if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function:
         return (f"{_subject(verdict.function, verdict.backend)} traced again with the arguments of an "
                 "earlier trace: something outside its arguments changed (a captured Python value or "
                 "global, the tracing context), or the earlier trace was not kept.")
     return _reason_of_place(verdict.reason, verdict.function, verdict.backend, verdict.objects)
+
+
+def _what_changed(changes: tuple, arguments: str) -> str:
+    """What the changes are of: the arguments, the tracing context (JAX), or both."""
+    context = [change.aspect is Aspect.CONTEXT for change in changes]
+    if all(context):
+        return "its tracing context"
+    return f"its tracing context and {arguments}" if any(context) else arguments
 
 
 def _subject(function: str | None, backend: str) -> str:
