@@ -85,8 +85,9 @@ class FunctionTracing:
     # The call's cache key as the backend compares it (`_tf_trace_types`, `_jax_keys`): specs by
     # argument name; None when the hook could not read it (the records read `arguments` then).
     signature: dict[Any, Any] | None = None
-    # The tracing context the backend keyed the trace by (JAX: `config.trace_context()`), as
-    # (name, value) pairs compared with `==`; None when not read (TensorFlow).
+    # The context the backend keyed the trace by besides the arguments (JAX: `config.trace_context()`;
+    # TensorFlow: the `FunctionContext`'s fields), as (name, value) pairs compared with `==`; None
+    # when not read.
     context: tuple[tuple[str, Any], ...] | None = None
     # With `relaxed`: the key TensorFlow traced instead (a dimension made None), as specs.
     relaxed_signature: dict[Any, Any] | None = None

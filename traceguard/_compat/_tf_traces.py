@@ -212,7 +212,7 @@ def _hooked(function_type: Any, type_context: Any, func_graph: Any, tracing_opti
         return _ORIGINAL(function_type, type_context, func_graph, tracing_options)
     lookup = given.get("lookup_func_type")
     tracing.relaxed = lookup is not None and lookup is not function_type
-    _read_key(tracing, lookup, function_type if tracing.relaxed else None)
+    _read_key(tracing, lookup, function_type if tracing.relaxed else None, given.get("current_func_context"))
     return _run(tracing, func_graph, _ORIGINAL, function_type, type_context, func_graph,
                 tracing_options)
 
@@ -240,15 +240,18 @@ def _hooked_method(self: Any, args: Any, kwargs: Any, func_graph: Any) -> Any:
     lookup = caller_locals.get("lookup_func_type")
     target = caller_locals.get("target_func_type", lookup)
     tracing.relaxed = lookup is not target
-    _read_key(tracing, lookup, target if tracing.relaxed else None)
+    _read_key(tracing, lookup, target if tracing.relaxed else None, caller_locals.get("current_func_context"))
     return _run(tracing, func_graph, _ORIGINAL, self, args, kwargs, func_graph)
 
 
-def _read_key(tracing: _function_tracing.FunctionTracing, lookup: Any, relaxed: Any) -> None:
-    """The call's cache key as TensorFlow compared it (`lookup_func_type`), and, when it relaxed
-    the signature, the key it traced; a `tf.data` function keeps its elements' specs."""
+def _read_key(tracing: _function_tracing.FunctionTracing, lookup: Any, relaxed: Any,
+              function_context: Any) -> None:
+    """The call's cache key as TensorFlow compared it (`lookup_func_type`, and the
+    `current_func_context` it looked it up in), and, when it relaxed the signature, the key it
+    traced; a `tf.data` function keeps its elements' specs."""
     if tracing.origin != "tf.function" or lookup is None:
         return
+    tracing.context = context_pairs(function_context)
     python_function = tracing.python_function
     try:
         tracing.signature = _tf_trace_types.function_type_signature(lookup, python_function)
@@ -256,6 +259,17 @@ def _read_key(tracing: _function_tracing.FunctionTracing, lookup: Any, relaxed: 
             tracing.relaxed_signature = _tf_trace_types.function_type_signature(relaxed, python_function)
     except Exception:  # The arguments' values are read instead (`_record.functions`).
         tracing.signature = tracing.relaxed_signature = None
+
+
+def context_pairs(function_context: Any) -> tuple[tuple[str, Any], ...] | None:
+    """The fields of a call's `FunctionContext.context`, an `EagerContext` (function_context.py,
+    `make_function_context`: the graph it is called from, the device functions and colocation
+    stack of a graph being built, whether a `tf.distribute` strategy is in its cross-replica
+    context, the SavedModel variable policy, the enclosing XLA context), by name; TensorFlow keys
+    its cache by them beside the arguments. None when not read."""
+    context = getattr(function_context, "context", None)
+    fields = getattr(context, "_fields", None)
+    return tuple(zip(fields, context)) if fields else None
 
 
 def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: Callable[..., Any],

@@ -29,8 +29,9 @@ class Aspect(str, enum.Enum):
     ADDED = "added"  # An argument given only now.
     REMOVED = "removed"  # An argument given only before.
     FUNCTION_OBJECT = "function_object"  # A new function object wrapping the same code.
-    # JAX: a value of the tracing context the trace was keyed by (a `jax.config` option, or a context
-    # manager such as `jax.default_matmul_precision`); `argument` is its name.
+    # A value of the context the backend keyed the trace by besides the arguments (JAX: a
+    # `jax.config` option or a context manager such as `jax.default_matmul_precision`;
+    # TensorFlow: a field of the call's function context); `argument` is its name.
     CONTEXT = "context"
 
     def __str__(self) -> str:

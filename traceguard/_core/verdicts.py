@@ -108,7 +108,8 @@ class Hint(enum.Enum):
     STATIC_VALUE = "static_value"
     # JAX: a static argument whose type has no `__eq__`: a new object is a new key.
     STATIC_IDENTITY = "static_identity"
-    # JAX: the call ran under another tracing context (a `jax.config` value, a context manager).
+    # The call ran in another context the backend keys traces by (JAX: a `jax.config` value or
+    # context manager; TensorFlow: the cross-replica context, a graph's device scope, ...).
     TRACING_CONTEXT = "tracing_context"
     # TensorFlow: a Python object argument (a function, a bound method, a model) keyed by identity.
     OBJECT_IDENTITY = "object_identity"

@@ -120,6 +120,8 @@ def same_graph_text(changes: Sequence[Any], earlier: str) -> str:
                          "share one trace)")
         elif aspect is Aspect.WEAK_TYPE:
             relax.append(f"`{change.argument}`'s weak type (pass it typed every time)")
+        elif aspect is Aspect.CONTEXT:
+            relax.append(f"`{change.argument}` (the graph is the same in both contexts: call it from one)")
         else:
             relax.append(str(change))
     if not relax:  # No argument differs: what made it trace again is outside them.

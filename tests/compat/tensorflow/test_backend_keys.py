@@ -200,3 +200,26 @@ def test_a_new_model_per_iteration_gets_the_same_kind_at_every_level():
     # The second model's layer: a retrace in both of its model's new step functions.
     assert [event.kind.value for event in second.events if event.kind.value != "symbolic"] == \
         ["retrace", "retrace"]
+
+
+def test_a_call_in_another_function_context_names_the_field_that_differs():
+    # tf.function looks its cache up with the call's `FunctionContext` beside its arguments
+    # (function_context.py, `make_function_context`): here the cross-replica context a strategy's
+    # scope opens.
+    @tf.function
+    def double(x):
+        return x * 2
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with tg.watch() as explanation:
+        double(tf.ones(4))
+        with strategy.scope():
+            double(tf.ones(4))
+            double(tf.ones(4))  # Hit.
+        double(tf.ones(4))  # Hit: the first key again.
+    first, retrace = events_of(explanation, "double")
+    assert texts(retrace.changes) == ("in_cross_replica_context: False -> True (tracing context)",)
+    assert (retrace.changes[0].aspect, retrace.verdict.hint) == (Aspect.CONTEXT, Hint.TRACING_CONTEXT)
+    assert "traced again because its tracing context changed" in retrace.reason
+    assert "inside `strategy.scope()`" in retrace.hint and "jax" not in retrace.hint
+    assert retrace.same_graph_as == first.serial

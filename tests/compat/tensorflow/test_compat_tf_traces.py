@@ -32,6 +32,17 @@ def test_the_hooked_internal_is_where_this_tensorflow_builds_graphs():
     else:  # TF 2.12-2.13.
         assert parameters == ("self", "args", "kwargs", "func_graph")
     assert _tf_traces._STRUCTURED_INIT_CODE.co_name == "__init__"
+    # The caller's locals read: the key TensorFlow looked up, and the function context it looked it up in.
+    assert {"lookup_func_type", "current_func_context"} <= set(_tf_traces._CALLER.__code__.co_varnames)
+
+
+def test_the_function_context_is_read_by_its_fields():
+    from tensorflow.python.eager.polymorphic_function import function_context
+
+    pairs = _tf_traces.context_pairs(function_context.make_function_context())
+    assert [name for name, _ in pairs] == ["parent_graph", "device_functions", "colocation_stack",
+                                           "in_cross_replica_context", "variable_policy", "xla_context_id"]
+    assert dict(pairs)["in_cross_replica_context"] is False
 
 
 def test_traces_before_counts_the_function_s_earlier_traces_as_each_trace_ends():
