@@ -248,7 +248,7 @@ class FunctionRecords:
         Called with the lock held.
         """
         index = self._next_index
-        context = getattr(tracing, "context", None)
+        context = tracing.context
         compared = _Compared(index, signature, () if context is None else (context,))
         code = self._codes.get(key) or _Code()
         own = self._object_traces.get(object_key) if object_key in code.objects else None
@@ -282,9 +282,9 @@ class FunctionRecords:
             # signature (`float32[None]`), which later calls are looked up against.
             relaxed = tracing.relaxed_signature
             kept = compared if relaxed is None else _Compared(index, dict(relaxed), compared.contexts)
-            earlier_contexts = own_signatures.get(kept.pairs) or code.signatures.get(kept.pairs)
-            if earlier_contexts is not None and context is not None:  # JAX keys (context, signature).
-                kept.contexts = add_context(earlier_contexts.contexts, context, _MAX_CONTEXTS)
+            earlier = own_signatures.get(kept.pairs) or code.signatures.get(kept.pairs)
+            if earlier is not None and context is not None:  # The backend keys (context, signature).
+                kept.contexts = add_context(earlier.contexts, context, _MAX_CONTEXTS)
             for signatures in (own_signatures, code.signatures):
                 signatures[kept.pairs] = kept
                 signatures.move_to_end(kept.pairs)  # Latest last.

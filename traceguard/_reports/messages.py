@@ -61,6 +61,19 @@ _BY_BACKEND: dict[Hint, dict[str, str]] = {
                       "instead of passing it.",
         "jax": "`{argument}` is a Python object keyed by identity: pass the same object every call.",
     },
+    Hint.TRACING_CONTEXT: {
+        "tensorflow": "`{argument}` is part of tf.function's cache key, with the rest of the context it is "
+                      "called in (the graph it is called from, the device scope of a graph being built, "
+                      "whether a `tf.distribute` strategy is in its cross-replica context, a SavedModel's "
+                      "variable policy, an XLA context): a call from another context traces again. Call it "
+                      "from one context every time: all calls inside `strategy.scope()` (or `strategy.run`) "
+                      "or all outside.",
+        "jax": "`{argument}` is part of `jax.jit`'s cache key, with the rest of JAX's tracing context "
+               "(`jax.config` options and context managers such as `jax.default_matmul_precision`, "
+               "`jax.enable_x64` or a mesh): a call under another value traces and compiles again. Set it "
+               "once for the whole program (`jax.config.update`), or make every call of this function "
+               "under the same value.",
+    },
 }
 _WEAK_TYPE = ("`{argument}` is a Python scalar in one call and a typed array in another (often the "
               "value a step returned): JAX traces a Python number as a *weakly typed* array, and weak "
@@ -74,20 +87,6 @@ _STATIC_IDENTITY = ("`{argument}` is a static argument whose type defines no `__
                     "by identity, so every new object is a new key (and a mutated one can hit a stale "
                     "trace). Give its class `__eq__` and `__hash__` over the fields the body reads, or "
                     "create the object once and reuse it.")
-_TRACING_CONTEXT = {
-    "tensorflow": "`{argument}` is part of tf.function's cache key, with the rest of the context it is "
-                  "called in (the graph it is called from, the device scope of a graph being built, "
-                  "whether a `tf.distribute` strategy is in its cross-replica context, a SavedModel's "
-                  "variable policy, an XLA context): a call from another context traces again. Call it "
-                  "from one context every time: all calls inside `strategy.scope()` (or `strategy.run`) "
-                  "or all outside.",
-    "jax": "`{argument}` is part of `jax.jit`'s cache key, with the rest of JAX's tracing context "
-           "(`jax.config` options and context managers such as `jax.default_matmul_precision`, "
-           "`jax.enable_x64` or a mesh): a call under another value traces and compiles again. Set it "
-           "once for the whole program (`jax.config.update`), or make every call of this function "
-           "under the same value.",
-}
-_BY_BACKEND[Hint.TRACING_CONTEXT] = _TRACING_CONTEXT
 _PYTHON_VALUE = {
     "tensorflow": ("Each new Python value of `{argument}` is a new signature: pass it as a tensor "
                    "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed."),
@@ -266,7 +265,7 @@ def reason_text(verdict: Verdict) -> str:
 
 
 def _what_changed(changes: tuple, arguments: str) -> str:
-    """What the changes are of: the arguments, the tracing context (JAX), or both."""
+    """What the changes are of: the arguments, the backend's tracing context, or both."""
     context = [change.aspect is Aspect.CONTEXT for change in changes]
     if all(context):
         return "its tracing context"
