@@ -41,7 +41,8 @@ def test_expected_block_is_valid(program):
     assert expected["cause"] in check.CAUSES
     assert all(url.startswith("https://") for url in expected["sources"])
     assert expected["functions"] and all(expected["functions"])
-    assert int(expected["traces"]) >= 1
+    # A negative control may expect no trace at all (Keras on JAX run eagerly: nothing is jitted).
+    assert int(expected["traces"]) >= (0 if expected["cause"] == "none-expected" else 1)
     assert isinstance(expected["fix_keywords"], list)
     if expected["cause"] != "none-expected":
         assert expected["fix_keywords"], "a program that retraces needs fix keywords"
