@@ -49,8 +49,11 @@ def run_demo(out: TextIO, keras_version: int | None = None) -> None:
     from traceguard import _compat
 
     if _compat.IS_JAX and keras_version != 2:
-        from traceguard._demo_jax import run_jax_demo
+        from traceguard._demo_jax import run_jax_demo, run_plain_jax_demo
 
+        if _compat.DEFAULT_FLAVOR is None and keras_version is None:
+            return run_plain_jax_demo(out)  # Plain JAX: the installed stack has no Keras.
+        _compat.keras3_flavor()  # Without Keras, `--keras 3` fails saying why.
         return run_jax_demo(out)
     import tensorflow as tf
 

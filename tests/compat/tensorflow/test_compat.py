@@ -304,7 +304,7 @@ def test_keras2_module_explains_what_to_install_without_keras_2():
     minor = ".".join(tf.__version__.split(".")[:2])
     assert message.startswith(
         "traceguard's Keras 2 support needs Keras 2: install `tf_keras` (pip install "
-        f"'keras-traceguard[keras2]' 'tensorflow=={minor}.*'), or use TensorFlow 2.12-2.15")
+        f"'tf_keras=={minor}.*'), or use TensorFlow 2.12-2.15")
     assert f"Received: TensorFlow {tf.__version__} with Keras " in message
 
 
@@ -341,8 +341,7 @@ def test_legacy_keras_environment_without_tf_keras_says_what_to_install():
     minor = ".".join(tf.__version__.split(".")[:2])
     assert message == (
         "traceguard follows `tf.keras`, which could not be imported: with TF_USE_LEGACY_KERAS set "
-        "TensorFlow needs the `tf_keras` package (pip install 'keras-traceguard[keras2]' "
-        f"'tensorflow=={minor}.*'). Received: "
+        f"TensorFlow needs the `tf_keras` package (pip install 'tf_keras=={minor}.*'). Received: "
         f"TensorFlow {tf.__version__}, TF_USE_LEGACY_KERAS='1'.")
 
 
