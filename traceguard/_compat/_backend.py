@@ -100,10 +100,11 @@ def _decide_backend() -> str:
         return "tensorflow"
     if not _installed("keras"):
         return _engine_without_keras()
+    # Read before Keras imports: a first import writes its default into a new keras.json.
+    backend, source = keras_backend_setting()
     try:
         import keras
     except ImportError:
-        backend, source = keras_backend_setting()
         if _installed(backend):
             raise  # Not a missing backend: Keras's own error says what is wrong.
         from importlib import metadata
@@ -113,7 +114,7 @@ def _decide_backend() -> str:
         return engine
     if parse_version(keras.__version__)[0] < 3:
         return "tensorflow"
-    backend = keras.backend.backend()
+    backend = keras.backend.backend()  # Keras's own answer (`keras.config.set_backend` too).
     if backend not in BACKENDS:
         raise ImportError(f"traceguard records Keras 3 on the backends {', '.join(BACKENDS)}. "
                           f"Received: KERAS_BACKEND={backend!r} (Keras {keras.__version__}).")

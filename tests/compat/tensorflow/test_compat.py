@@ -331,6 +331,27 @@ def test_legacy_keras_environment_makes_traceaware_layer_follow_tf_keras():
         "tf_keras True", "['trace', 'variable_retrace']", "False"]
 
 
+def test_tensorflow_without_keras_records_plain_tf_functions():
+    if _compat.TF_VERSION < (2, 16) or os.environ.get("TF_USE_LEGACY_KERAS"):
+        pytest.skip("TensorFlow >= 2.16 routes tf.keras to the `keras` package, made absent here")
+    code = ("import sys; sys.modules['keras'] = None\n"  # As if Keras were not installed.
+            "import tensorflow as tf, traceguard as tg\n"
+            "from traceguard import _compat\n"
+            "step = tf.function(lambda x: tf.reduce_sum(x))\n"
+            "with tg.watch() as report:\n"
+            "    for rows in (8, 8, 5):\n"
+            "        step(tf.ones((rows, 4)))\n"
+            "[runs] = report.functions.values()\n"
+            "print(_compat.DEFAULT_FLAVOR, _compat.describe_versions())\n"
+            "print([event.kind.value for event in runs.events], step.experimental_get_tracing_count())\n"
+            "try:\n    tg.TraceAwareLayer\n    class Seed(tg.TraceAwareLayer): pass\n"
+            "except ImportError as error:\n    print(error)")
+    assert run_python(code, KERAS_BACKEND="") == [
+        f"None TensorFlow {tf.__version__}, no Keras", "['trace', 'retrace'] 2",
+        "Keras 3 needs TensorFlow >= 2.16 and the `keras` 3 package (pip install 'keras>=3' "
+        f"'tensorflow>=2.16'). Received: TensorFlow {tf.__version__} with no Keras."]
+
+
 def test_legacy_keras_environment_without_tf_keras_says_what_to_install():
     if _compat.TF_VERSION < (2, 16):
         pytest.skip("TF_USE_LEGACY_KERAS routes tf.keras from TensorFlow 2.16 on")
