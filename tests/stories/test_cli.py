@@ -194,3 +194,37 @@ def test_options_after_the_script_or_module_belong_to_it():
         True, "trainer.train", ["-m", "x", "--summary"], True)
     script = parser.parse_args(["run", "train.py", "-m", "x"])
     assert (script.module, script.script, script.arguments) == (False, "train.py", ["-m", "x"])
+
+
+@pytest.mark.parametrize("command", ["run", "demo", "report", "compare"])
+def test_an_unknown_option_of_a_command_prints_that_command_usage(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        _cli.main([command, "--bogus", "x.jsonl"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: traceguard {command} ")
+    unknown = "--bogus x.jsonl" if command == "demo" else "--bogus"  # demo takes no FILE.
+    assert err.endswith(f"traceguard {command}: error: unrecognized arguments: {unknown}\n")
+
+
+def test_run_of_a_directory_says_it_is_one_and_what_run_accepts(tmp_path, capsys):
+    assert _cli.main(["run", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"traceguard run: {str(tmp_path)!r} is a directory; SCRIPT is a Python file (train.py), "
+        "or run a package with -m MODULE (its __main__.py).\n")
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_file_that_cannot_be_opened_is_one_line_and_exit_2_for_report_and_compare(
+        command, tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    cases = [(tmp_path, f"{tmp_path}: a directory; give the trace files in it (written by "
+                        "--trace-file or trace_file=...)."),
+             (tmp_path / "missing.jsonl", f"{tmp_path / 'missing.jsonl'}: no such file."),
+             (bad, f"{bad}:1: not a JSON record")]
+    for path, message in cases:
+        assert _cli.main([command, str(path), str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"traceguard {command}: {message}")
+        assert err.count("\n") == 1
