@@ -228,3 +228,21 @@ def test_a_file_that_cannot_be_opened_is_one_line_and_exit_2_for_report_and_comp
         err = capsys.readouterr().err
         assert err.startswith(f"traceguard {command}: {message}")
         assert err.count("\n") == 1
+
+
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_demo_keras_2_without_tf_keras_names_an_install_the_index_serves():
+    from traceguard import _compat
+
+    if not _compat.IS_KERAS_3:
+        pytest.skip("tf.keras is Keras 2 here: the demo runs")
+    code = ("import sys; sys.modules['tf_keras'] = None\n"  # As if tf_keras were not installed.
+            "from traceguard._cli import main\n"
+            "main(['demo', '--keras', '2'])\n")
+    result = python(code, TF_CPP_MIN_LOG_LEVEL="3")
+    assert result.returncode == 2
+    minor = "{}.{}".format(*_compat.TF_VERSION)
+    assert result.stderr.splitlines()[-1].startswith(
+        "traceguard: error: --keras 2: traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
+        f"(pip install 'tf_keras=={minor}.*')")
+    assert "keras-traceguard" not in result.stderr
