@@ -30,7 +30,10 @@ _ENGINE_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX"}
 
 
 def _installed(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # A dotted name whose parent is missing; an empty name.
+        return False
 
 
 def keras_backend_setting() -> tuple[str, str]:
@@ -109,8 +112,12 @@ def _decide_backend() -> str:
             raise  # Not a missing backend: Keras's own error says what is wrong.
         from importlib import metadata
 
+        try:
+            version = metadata.version("keras")
+        except metadata.PackageNotFoundError:  # On sys.path without its distribution's metadata.
+            version = "3"
         engine = _engine_without_keras()
-        KERAS_UNAVAILABLE = keras_unavailable_note(backend, source, metadata.version("keras"), engine)
+        KERAS_UNAVAILABLE = keras_unavailable_note(backend, source, version, engine)
         return engine
     if parse_version(keras.__version__)[0] < 3:
         return "tensorflow"
