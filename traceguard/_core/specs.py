@@ -220,7 +220,8 @@ def signature_line(signature: Any, separator: str = "=") -> str:
     So a Keras step on JAX reads `(data=(float32[32,8], float32[32,1]), state=([6 arrays], ...))`:
     the batch first, not after some thirty shapes of variables.
     """
-    whole, folded = [], []
+    whole: list[str] = []
+    folded: list[str] = []
     for name, spec in signature.items():
         text = folded_text(spec)
         (whole if text == str(spec) else folded).append(f"{name}{separator}{text}")
