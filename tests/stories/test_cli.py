@@ -246,3 +246,24 @@ def test_demo_keras_2_without_tf_keras_names_an_install_the_index_serves():
         "traceguard: error: --keras 2: traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
         f"(pip install 'tf_keras=={minor}.*')")
     assert "keras-traceguard" not in result.stderr
+
+
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_demo_on_tensorflow_without_keras_runs_a_plain_tf_function():
+    from traceguard import _compat
+
+    if _compat.TF_VERSION < (2, 16) or os.environ.get("TF_USE_LEGACY_KERAS"):
+        pytest.skip("TensorFlow >= 2.16 routes tf.keras to the `keras` package, made absent here")
+    code = ("import sys; sys.modules['keras'] = None\n"  # As if Keras were not installed.
+            "from traceguard._cli import main\n"
+            "sys.exit(main(['demo']))\n")
+    result = python(code, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND=None)
+    assert result.returncode == 0, result.stderr
+    import tensorflow as tf
+
+    assert result.stdout.startswith(f"traceguard demo on TensorFlow {tf.__version__}, without Keras: "
+                                    "plain tf.function\n")
+    assert "Function `step` (defined at traceguard_demo.py:3): 2 traces: 1 trace, 1 retrace" \
+        in result.stdout
+    assert "changed: inputs: dim 0 8 -> 5" in result.stdout
+    assert result.stderr == ""  # AutoGraph found the program's source: no warning.
