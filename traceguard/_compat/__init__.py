@@ -9,7 +9,8 @@ instead of misclassifying silently.
 
 The modules, in the order they are imported:
 
-- `_backend`: which backend Keras runs on, decided before anything imports TensorFlow.
+- `_backend`: which backend is recorded, and whether Keras imports, found before anything imports
+  TensorFlow (plain JAX, or TensorFlow alone, has no Keras: `DEFAULT_FLAVOR` is None).
 - `_flavors`: the Kerases recorded (Keras 3, tf_keras, TF 2.12-2.15's Keras 2), their
   state, and the questions about layer classes and variables that any of them answers.
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
