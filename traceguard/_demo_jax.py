@@ -59,4 +59,3 @@ def run_jax_demo(out: TextIO) -> None:
         "call ran the compiled function only.")
     say()
     say(layer.trace_log.summary())
-
