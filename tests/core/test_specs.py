@@ -14,8 +14,10 @@ from traceguard._core.specs import (
     Site,
     TensorSpec,
     ValueSpec,
+    folded_text,
     mapping_spec,
     sequence_spec,
+    signature_line,
     value_spec,
 )
 
@@ -128,3 +130,31 @@ def test_contexts_are_kept_latest_last_once_each_and_bounded():
     first, second = (("mesh", RaisingEq()),), (("mesh", RaisingEq()),)
     kept = add_context((first,), second, 8)  # An `==` that raises is a difference: both are kept.
     assert len(kept) == 2 and kept[0] is first and kept[1] is second
+
+
+# A Keras step's state on JAX, as `train_step(state, data)` is keyed: trainable, non-trainable,
+# optimizer (Adam: an int32 iteration count, a learning rate, two slots per variable) and metrics.
+KERAS_JAX_STATE = sequence_spec("tuple", (
+    sequence_spec("list", tuple(tensor(*dims) for dims in ((8, 16), (16,), (16, 1), (1,), (1,)))),
+    sequence_spec("list", ()),
+    sequence_spec("list", (tensor(dtype="int32"), tensor()) + tuple(tensor(8, 16) for _ in range(12))),
+    sequence_spec("list", (tensor(), tensor())),
+))
+
+
+def test_folded_text_counts_long_lists_of_arrays_and_keeps_the_structure():
+    assert folded_text(KERAS_JAX_STATE) == "([5 arrays], [], [14 arrays], [float32[], float32[]])"
+    assert folded_text(sequence_spec("tuple", tuple(tensor(2) for _ in range(5)))) == "(5 arrays)"
+    short = sequence_spec("list", tuple(tensor(2) for _ in range(4)))  # Up to FOLDED_ITEMS: whole.
+    assert folded_text(short) == str(short) == "[float32[2], float32[2], float32[2], float32[2]]"
+    mixed = sequence_spec("list", (*(tensor(2) for _ in range(5)), ValueSpec("None")))
+    assert folded_text(mixed) == str(mixed)  # Not only arrays: each item is shown.
+    assert folded_text(mapping_spec((("'w'", KERAS_JAX_STATE[1][0]),))) == "{'w': [5 arrays]}"
+
+
+def test_signature_line_puts_the_folded_arguments_after_the_others():
+    data = sequence_spec("tuple", (tensor(32, 8), tensor(32, 1)))
+    assert signature_line({"state": KERAS_JAX_STATE, "data": data}) == (
+        "data=(float32[32,8], float32[32,1]), state=([5 arrays], [], [14 arrays], [float32[], float32[]])")
+    assert signature_line({"x": tensor(8, 4), "n": ValueSpec("3")}, ": ") == "x: float32[8,4], n: 3"
+    assert signature_line({}) == ""

@@ -35,3 +35,22 @@ def test_jit_and_fit_traces_read_back_as_the_report_that_wrote_them(tmp_path):
     assert [texts(event.changes) for runs in restored.functions.values() for event in runs.events
             if runs.function == "<lambda>"] == [(), ("x: dim 0 1 -> 2",)]
     assert restored.summary().replace("trace file jax-worker", "watch()") == report.summary()
+
+
+def test_keras_step_signatures_show_the_batch_first_and_fold_the_state(tmp_path):
+    # Keras's JAX `train_step(state, data)` is keyed by every variable: with Adam, its optimizer
+    # state alone is 6 arrays here (the iteration, the learning rate, two slots per variable).
+    paths = []
+    for batch_size in (32, 35):
+        paths.append(tmp_path / f"fit{batch_size}.jsonl")
+        with tg.watch(trace_file=paths[-1]) as report:
+            model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="dense")])
+            model.compile(optimizer="adam", loss="mse")
+            model.fit(np.ones((70, 3)), np.ones((70, 2)), batch_size=batch_size, verbose=0)
+    state = "state=([float32[3,2], float32[2]], [], [6 arrays], [float32[], float32[]])"
+    assert f"#1 trace  (data=(float32[35,3], float32[35,2]), {state}), called at " in report.summary()
+    comparison = str(tg.compare([str(paths[1])], baseline=str(paths[0])))
+    # The trace lines are cut at 110 characters: inside the state, after the batch.
+    assert ("#1 trace data: (float32[35,3], float32[35,2]), state: ([float32[3,2], float32[2]], [], "
+            "[int32[], float32[], float32[...\n") in comparison
+    assert "differs: data[0]: dim 0 32 -> 35; data[1]: dim 0 32 -> 35" in comparison

@@ -240,7 +240,7 @@ def test_report_command_names_the_bad_file_and_writes_nothing(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n")
     html = tmp_path / "report.html"
-    assert report_files([str(good), str(bad)], sys.stdout, sys.stderr, html=str(html)) == 1
+    assert report_files([str(good), str(bad)], sys.stdout, sys.stderr, html=str(html)) == 2
     assert capsys.readouterr().err.startswith(f"traceguard report: {bad}:1: not a JSON record")
     assert not html.exists()
 

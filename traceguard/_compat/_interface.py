@@ -20,7 +20,7 @@ class Backend(Protocol):
 
     TRACER: str  # What traces a function, for messages: "tf.function" or "jax.jit".
     TF_VERSION: tuple[int, int] | None  # None on JAX.
-    DEFAULT_FLAVOR: KerasFlavor  # The Keras `traceguard.TraceAwareLayer` follows.
+    DEFAULT_FLAVOR: KerasFlavor | None  # The Keras `traceguard.TraceAwareLayer` follows; None without Keras.
 
     def keras2_flavor(self) -> KerasFlavor:
         """tf_keras or TF 2.12-2.15's Keras 2, loaded; fails where there is none."""

@@ -192,11 +192,48 @@ def format_spec(spec: Spec) -> str:
     return str(spec)
 
 
+FOLDED_ITEMS = 4  # A list or tuple of more arrays than this reads as their count in a one-line text.
+
+
+def folded_text(spec: Any) -> str:
+    """`str(spec)`, with each list or tuple of more than `FOLDED_ITEMS` arrays as their count.
+
+    A Keras step on JAX takes its whole state as one argument (`train_step(state, data)`:
+    trainable, non-trainable, optimizer and metrics variables): `([6 arrays], [], [14 arrays],
+    [float32[], float32[]])` keeps its structure, and what changed in it is in the changes.
+    """
+    if isinstance(spec, SequenceSpec):
+        if spec.length > FOLDED_ITEMS and all(isinstance(item, TensorSpec) for item in spec.items):
+            return f"[{spec.length} arrays]" if spec.kind == "list" else f"({spec.length} arrays)"
+        inner = ", ".join(folded_text(item) for item in spec.items)
+        inner += f", ... {spec.length} items" if spec.length > len(spec.items) else ""
+        return f"[{inner}]" if spec.kind == "list" else f"({inner}{',' if spec.length == 1 else ''})"
+    if isinstance(spec, MappingSpec):
+        more = f", ... {spec.length} items" if spec.length > len(spec.items) else ""
+        return "{" + ", ".join(f"{key}: {folded_text(item)}" for key, item in spec.items) + more + "}"
+    return str(spec)
+
+
+def signature_line(signature: Any, separator: str = "=") -> str:
+    """A signature on one line: `name=spec` each, the arguments `folded_text` folds after the rest.
+
+    So a Keras step on JAX reads `(data=(float32[32,8], float32[32,1]), state=([6 arrays], ...))`:
+    the batch first, not after some thirty shapes of variables.
+    """
+    whole: list[str] = []
+    folded: list[str] = []
+    for name, spec in signature.items():
+        text = folded_text(spec)
+        (whole if text == str(spec) else folded).append(f"{name}{separator}{text}")
+    return ", ".join(whole + folded)
+
+
 def format_signature(signature: Any) -> dict[str, str]:
     """A signature's specs as text, by argument name."""
     return {name: str(spec) for name, spec in signature.items()}
 
 
-__all__ = ["MAX_ITEMS", "MAX_REPR", "SPEC_TYPES", "ArgumentPath", "MappingSpec", "ObjectSpec",
-           "SequenceSpec", "Site", "Spec", "TensorSpec", "ValueSpec", "format_signature", "format_spec",
-           "mapping_spec", "sequence_spec", "value_spec"]
+__all__ = ["FOLDED_ITEMS", "MAX_ITEMS", "MAX_REPR", "SPEC_TYPES", "ArgumentPath", "MappingSpec",
+           "ObjectSpec", "SequenceSpec", "Site", "Spec", "TensorSpec", "ValueSpec", "folded_text",
+           "format_signature", "format_spec", "mapping_spec", "sequence_spec", "signature_line",
+           "value_spec"]

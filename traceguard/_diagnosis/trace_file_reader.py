@@ -75,6 +75,15 @@ class TraceFile:
         return str(self.header.get("label") or os.path.basename(self.path))
 
 
+def unreadable(path: str, error: OSError) -> str:
+    """One line naming `path` and why it could not be opened: what `report` and `compare` print."""
+    if isinstance(error, IsADirectoryError):
+        return f"{path}: a directory; give the trace files in it (written by --trace-file or trace_file=...)."
+    if isinstance(error, FileNotFoundError):
+        return f"{path}: no such file."
+    return f"{path}: cannot be read ({error.strerror or error})."
+
+
 def read_trace_file(path: str) -> TraceFile:
     """Reads one trace file.
 

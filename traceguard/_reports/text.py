@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent
-from traceguard._core.specs import Site
+from traceguard._core.specs import Site, signature_line
 from traceguard._core.verdicts import Reason
 from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import same_graph_changes, same_graph_text
@@ -209,7 +209,7 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
     gets added. `events`: the function's traces, where the trace whose graph a retrace built
     again is found, to say what differs from it.
     """
-    signature = ", ".join(f"{name}={spec}" for name, spec in event.signature.items()) or "-"
+    signature = signature_line(event.signature) or "-"
     where = f", called at {_short_site(event.call_site)}" if event.call_site else ""
     lines = [f"{indent}#{number} {event.kind.value}  ({signature}){where}  {costs.event_cost_text(event)}"]
     add = functools.partial(_add_labelled, lines, indent)

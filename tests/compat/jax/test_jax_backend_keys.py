@@ -13,7 +13,7 @@ from traceguard._core.changes import Aspect
 from traceguard._core.specs import ObjectSpec, TensorSpec
 from traceguard._core.verdicts import Hint
 
-pytestmark = pytest.mark.backend("jax")
+pytestmark = [pytest.mark.backend("jax"), pytest.mark.without_keras]
 
 
 def events_of(explanation, name):
