@@ -126,17 +126,29 @@ def close_call(call: Call) -> None:
     if not call.tracings:
         return
     call.end = end
-    last = call.tracings[-1]
-    last.miss = end - call.start
+    # The call's own traces: those not made inside another of its traces (a concrete function
+    # asked for while tracing). The last of them gets the miss, less what the others cost (each
+    # its phases): TensorFlow's first trace that created variables, then the trace that call
+    # repeats without them. Every second of the call is counted once.
+    serials = {tracing.serial for tracing in call.tracings}
+    own = [tracing for tracing in call.tracings if tracing.parent not in serials]
+    last = own[-1] if own else call.tracings[-1]
+    earlier = sum(_cost(tracing) for tracing in own if tracing is not last)
     if call.phases:
         for phase, seconds in call.phases.items():
             last.phases[phase] = last.phases.get(phase, 0.0) + seconds
         if call.eager and call.phase_end is not None and "first_call" not in last.phases \
                 and "compile" in call.phases:
             last.phases["first_call"] = end - call.phase_end
+    last.miss = max(end - call.start - earlier, sum(last.phases.values()))
     if call.cache is not None:
         last.persistent_cache, last.cache_saved = call.cache, call.cache_saved
     for tracing in call.tracings:
         tracing.call_start = call.start
         _complete(tracing)
     call.tracings = []
+
+
+def _cost(tracing: Any) -> float:
+    """What a trace that is not its call's last cost: its phases (its trace, at least)."""
+    return sum(tracing.phases.values()) or tracing.duration
