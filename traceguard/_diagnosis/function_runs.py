@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from traceguard._core.changes import Change
 from traceguard._core.function_rules import classify_function_trace, is_avoidable
 from traceguard._core.keras_names import is_keras_step_function
-from traceguard._core.kinds import FUNCTION_KINDS, MISS_KINDS, TraceKind
+from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, MISS_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
 from traceguard._core.verdicts import Verdict
 from traceguard._reports.messages import hint_text, reason_text
@@ -238,6 +238,34 @@ class FunctionRuns:
         return dataclasses.replace(self, events=list(self.events), kind_counts=dict(self.kind_counts),
                                    phase_seconds=dict(self.phase_seconds),
                                    cache_counts=dict(self.cache_counts))
+
+
+def count_traces(functions: Any, kind: Any = None, layer: str | None = None,
+                 of: str | None = None) -> int | None:
+    """`Explanation.count`: how many traces (and compilations) of `functions` (`FunctionRuns`)
+    are of the given kind(s), dropped events included (all when None); None when it counts layer
+    runs instead (`of="layers"`, or by default when `layer` is named)."""
+    if of is None:
+        of = "layers" if layer is not None else "functions"
+    if of not in COUNT_UNITS:
+        raise ValueError(f"`of` expects one of {', '.join(COUNT_UNITS)}. Received: of={of!r}")
+    if of == "layers":
+        return None
+    if layer is not None:
+        raise ValueError("A layer's runs are counted with `of=\"layers\"`, not as function traces. "
+                         f"Received: of={of!r}, layer={layer!r}")
+    names = None if kind is None else [kind] if isinstance(kind, (str, TraceKind)) else list(kind)
+    valid = {kind.value for kind in FUNCTION_KINDS}
+    if names is not None:
+        names = [getattr(name, "value", name) for name in names]
+        wrong = [name for name in names if name not in valid]
+        if wrong:
+            raise ValueError(
+                f"`kind` of a function's trace expects one of {', '.join(sorted(valid))}, or a "
+                f"collection of them; {wrong[0]!r} is none of them (eager and symbolic runs are a "
+                f"layer's: count them with `of=\"layers\"`). Received: kind={kind!r}")
+    return sum(count for runs in functions for name, count in runs.kind_counts.items()
+               if names is None or name in names)
 
 
 def is_reported(record: FunctionTrace) -> bool:
