@@ -40,6 +40,8 @@ def kinds_text(counts: dict[str, int]) -> str:
 def functions_phrase(functions: Sequence[Any]) -> str:
     """"2 functions traced 3 times: 2 trace, 1 variable_retrace" (compilations without a trace
     are no trace, and are counted by their kind)."""
+    if not functions:
+        return "0 functions traced"
     counts = function_counts(functions)
     traces = sum(count for kind, count in counts.items() if kind != TraceKind.COMPILE.value)
     text = f"{plural(len(functions), 'function')} traced {plural(traces, 'time')}"
@@ -68,7 +70,5 @@ def layer_runs_phrase(layer_count: int, events: Sequence[Any], functions: Sequen
 def headline(functions: Sequence[Any], layer_count: int, events: Sequence[Any], eager: int) -> str:
     """The counts a report leads with: "2 functions traced 3 times: 2 trace, 1 variable_retrace;
     8 layers: 40 layer runs, 20 of them in 1 retrace; 0 eager layer runs"."""
-    parts = [functions_phrase(functions)] if functions else []
-    parts.append(layer_runs_phrase(layer_count, events, functions))
-    parts.append(plural(eager, "eager layer run"))
-    return "; ".join(parts)
+    return "; ".join([functions_phrase(functions), layer_runs_phrase(layer_count, events, functions),
+                      plural(eager, "eager layer run")])
