@@ -14,7 +14,9 @@ import tensorflow as tf
 
 import traceguard as tg
 from traceguard import _compat
+from traceguard._diagnosis.trace_file_reader import read_trace_file
 from traceguard._reports import function_costs as costs
+from traceguard._reports.trace_events import trace_events
 
 pytestmark = pytest.mark.backend("tensorflow")
 
@@ -49,10 +51,10 @@ def timed(function, *args):
     return time.perf_counter() - start
 
 
-def test_a_step_whose_first_trace_creates_variables_costs_what_its_misses_took():
+def test_a_step_whose_first_trace_creates_variables_costs_what_its_misses_took(tmp_path):
     step = adam_step()
     data = [(tf.ones((n, 4)), tf.ones((n, 1))) for n in (8, 8, 6, 8)]
-    with tg.watch() as explanation:
+    with tg.watch(trace_file=str(tmp_path / "trace.jsonl")) as explanation:
         walls = [timed(step, x, y) for x, y in data]
     runs = runs_of(explanation, "train_step")
     first, variable_retrace, retrace = runs.events
@@ -73,6 +75,14 @@ def test_a_step_whose_first_trace_creates_variables_costs_what_its_misses_took()
         assert event.cost_s == event.miss_s >= sum(event.phases.values())
     # The variable retrace and the retrace are what a fix removes; the first trace is expected.
     assert runs.avoidable_seconds == pytest.approx(variable_retrace.cost_s + retrace.cost_s)
+    # The Trace Event export: the first call's two spans follow each other and span the call.
+    exported = trace_events([read_trace_file(str(tmp_path / "trace.jsonl"))], ["run"])["traceEvents"]
+    spans = [event for event in exported if event.get("cat") == "function_trace"]
+    assert [span["args"]["kind"] for span in spans] == ["trace", "variable_retrace", "retrace"]
+    first_span, second_span = spans[:2]
+    assert first_span["ts"] + first_span["dur"] <= second_span["ts"] + 1
+    call_span = (second_span["ts"] + second_span["dur"] - first_span["ts"]) / 1e6
+    assert call_span <= walls[0] + 1e-3 and call_span > 0.8 * walls[0]
 
 
 def test_an_enclosing_function_s_total_includes_its_inner_function_s():

@@ -79,12 +79,15 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                 # A call that traced twice (a first trace that made variables, then its retrace)
                 # gives its last trace the call less the earlier trace: that span begins after the
                 # earlier one ends, and ends with the call.
+                # (Each trace's epoch times are converted apart: one call's starts differ by microseconds.)
+                same_call = next((known for known in paid if abs(known - call_start) < 1e-3), call_start) \
+                    if call_start is not None else None
                 if call_start is not None and miss is not None:
-                    begin, length = call_start, paid.pop(call_start, 0.0) + miss
+                    begin, length = call_start, paid.pop(same_call, 0.0) + miss
                 else:
                     begin, length = start, sum(phases.values())
-                    if call_start is not None:
-                        paid[call_start] = paid.get(call_start, 0.0) + length
+                    if same_call is not None:
+                        paid[same_call] = paid.get(same_call, 0.0) + length
                 end = begin + length
                 begin = min(max(begin, track_end), start)
                 length, track_end = end - begin, max(track_end, end)
