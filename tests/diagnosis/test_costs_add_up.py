@@ -85,7 +85,7 @@ def test_a_step_whose_first_trace_creates_variables_costs_what_its_misses_took(t
     assert call_span <= walls[0] + 1e-3 and call_span > 0.8 * walls[0]
 
 
-def test_an_enclosing_function_s_total_includes_its_inner_function_s():
+def test_an_enclosing_function_s_total_includes_its_inner_function_s(tmp_path):
     inner = adam_step()
 
     @tf.function
@@ -120,6 +120,9 @@ def test_an_enclosing_function_s_total_includes_its_inner_function_s():
     assert [row.split()[0] for row in top_rows] == ["outer"]
     assert sum(float(row.split()[-2]) for row in top_rows) == pytest.approx(total)
     assert any(row.split()[:3] == ["train_step", "(in", "outer)"] for row in rows)
+    html = explanation.to_html(tmp_path / "report.html").read_text()
+    assert "<code>train_step</code> <small>in <code>outer</code></small>" in html
+    assert '<th class="num">avoidable</th>' in html
 
 
 def test_a_keras_step_with_a_fix_ranks_above_the_loop_function_whose_only_trace_is_expected():

@@ -270,7 +270,10 @@ def functions_table(functions: Sequence[Any]) -> str:
         summary = escape(costs.function_phrase(runs))
         numeric = "".join(f'<td class="num">{"&ndash;" if cell == "-" else escape(cell)}</td>'
                           for cell in cells[2:])
-        rows.append(f"<tr><td>{_code(runs.function)}<br><small>{escape(str(runs.definition or ''))}</small>"
+        inside = costs.enclosers(runs, functions)  # Its seconds are in that function's total too.
+        within = f" <small>in {', '.join(map(_code, inside))}</small>" if inside else ""
+        rows.append(f"<tr><td>{_code(runs.function)}{within}"
+                    f"<br><small>{escape(str(runs.definition or ''))}</small>"
                     f"<br><small>{summary}</small></td>{numeric}<td>{dropped}{detail or '&ndash;'}</td></tr>")
     heads = "".join(f'<th class="num">{escape(name)}</th>' for name in header[2:])
     cache = costs.cache_phrase(functions)
