@@ -76,7 +76,11 @@ def test_a_step_whose_first_trace_creates_variables_costs_what_its_misses_took(t
     # The variable retrace and the retrace are what a fix removes; the first trace is expected.
     assert runs.avoidable_seconds == pytest.approx(variable_retrace.cost_s + retrace.cost_s)
     # The Trace Event export: the first call's two spans follow each other and span the call.
-    exported = trace_events([read_trace_file(str(tmp_path / "trace.jsonl"))], ["run"])["traceEvents"]
+    read = read_trace_file(str(tmp_path / "trace.jsonl"))
+    (read_runs,) = read.functions.values()
+    assert (read_runs.cost_seconds, read_runs.avoidable_seconds) == pytest.approx(
+        (runs.cost_seconds, runs.avoidable_seconds))
+    exported = trace_events([read], ["run"])["traceEvents"]
     spans = [event for event in exported if event.get("cat") == "function_trace"]
     assert [span["args"]["kind"] for span in spans] == ["trace", "variable_retrace", "retrace"]
     first_span, second_span = spans[:2]
