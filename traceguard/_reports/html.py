@@ -118,7 +118,9 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
     everything = [event for events in events_by_layer.values() for event in events]
     generated = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
     # The same terms and counts as the text report's first line: function traces, then layer runs.
-    counts = [functions_phrase(functions), layer_runs_phrase(len(events_by_layer), everything, functions)]
+    # A layer's own log records no function: its page counts the layer runs alone.
+    counts = [*([functions_phrase(functions)] if functions else []),
+              layer_runs_phrase(len(events_by_layer), everything, functions)]
     meta = " \u00b7 ".join([*counts, f"written {generated} by traceguard {__version__}"])
     function_section = ["<h2>Functions</h2>", functions_table(functions)] if functions else []
     retrace_section = retraces_table(events_by_layer) or \
