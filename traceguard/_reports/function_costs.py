@@ -30,26 +30,26 @@ def ranked(functions: Sequence[Any]) -> list[Any]:
 def outermost(functions: Sequence[Any]) -> list[Any]:
     """The functions whose traces do not all run inside another function's trace (a Keras step
     inside `multi_step_on_iterator`): adding theirs up counts no second of a miss twice."""
-    return [runs for runs in functions if not enclosers(runs, functions)]
+    owners = _owners(functions)
+    return [runs for runs in functions if not enclosers(runs, functions, owners)]
 
 
-def enclosers(runs: Any, functions: Sequence[Any]) -> list[str]:
+def _owners(functions: Sequence[Any]) -> dict[int, Any]:
+    """Each kept event's serial -> the `FunctionRuns` it belongs to."""
+    return {event.serial: runs for runs in functions for event in runs.events}
+
+
+def enclosers(runs: Any, functions: Sequence[Any], owners: dict[int, Any] | None = None) -> list[str]:
     """The names of the functions every trace of `runs` ran inside (the first trace of a Keras
     step runs inside `multi_step_on_iterator`'s); [] when any ran on its own. Those functions'
-    costs include the ones of `runs`."""
+    costs include the ones of `runs`. `owners`: `_owners(functions)`, made once for many calls."""
     if not runs.events:
         return []
-    owner = {event.serial: other.function for other in functions if other is not runs
-             for event in other.events}
-    names = [owner.get(event.parent) for event in runs.events]
-    if None in names:
+    owners = _owners(functions) if owners is None else owners
+    found = [owners.get(event.parent) for event in runs.events]
+    if any(owner is None or owner is runs for owner in found):
         return []
-    return list(dict.fromkeys(names))
-
-
-def expected_seconds(runs: Any) -> float:
-    """What its misses cost that no fix removes: first traces, saves, one-time costs."""
-    return max(runs.cost_seconds - runs.avoidable_seconds, 0.0)
+    return list(dict.fromkeys(owner.function for owner in found))
 
 
 def _avoidable_total(functions: Sequence[Any]) -> float:
@@ -181,9 +181,10 @@ def table_rows(functions: Sequence[Any], site: Any) -> list[list[str]]:
               "objects", *(PHASE_WORDS[phase] for phase in phases), *(["avoidable"] if avoidable else []),
               "total"]
     rows = [header]
+    owners = _owners(functions)
     for runs in ranked(functions):
         retraces = runs.traces - runs.kind_counts.get("trace", 0) - runs.kind_counts.get("save", 0)
-        inside = enclosers(runs, functions)
+        inside = enclosers(runs, functions, owners)
         name = runs.function + (f" (in {', '.join(inside)})" if inside else "")
         rows.append([name, site(runs.definition), f"{runs.traces:,}",
                      f"{retraces:,}" if retraces > 0 else "-",
