@@ -173,8 +173,8 @@ def test_console_script_runs_a_module_of_a_package_as_python_m_does(tmp_path):
     assert result.returncode == 3, result.stderr
     argv = [str(package / "train.py"), "--epochs", "3"]
     assert result.stdout == f"__main__ trainer.train {argv} from a relative import True\n"
-    assert result.stderr.startswith("\ntraceguard report for run -m trainer.train: 0 functions traced, "
-                                    "0 layers;")
+    assert result.stderr.startswith("\ntraceguard report for run -m trainer.train: 0 functions traced; "
+                                    "0 layers:")
     assert result.stderr.endswith("traceguard: watched 0 functions and 0 layers; report above\n")
 
 

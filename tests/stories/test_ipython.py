@@ -150,8 +150,8 @@ def test_summary_option_shows_the_text_summary_and_writes_the_html_and_trace_fil
     # The trailing ";" silences the last value, as in any cell.
     (display, summary), (_, written) = shown(outputs["files"])
     assert display == "display_data"
-    assert summary.startswith(f"traceguard report for cell In[{counts['files']}]: 1 function traced, "
-                              "1 layer; 1 trace; 0 eager runs\n")
+    assert summary.startswith(f"traceguard report for cell In[{counts['files']}]: 1 function traced 1 time: "
+                              "1 trace; 1 layer: 1 layer run; 0 eager layer runs\n")
     assert "why:" not in summary
     assert written == (f"traceguard: HTML report written to {tmp / 'report.html'}; "
                        f"trace file written to {tmp / 'trace.jsonl'}")

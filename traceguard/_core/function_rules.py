@@ -6,9 +6,19 @@ from traceguard._core.classify import verdict_of_place
 from traceguard._core.functions import FunctionTrace
 from traceguard._core.hints import function_variable_retrace_hint, new_object_hint, requested, retrace_hint
 from traceguard._core.keras_names import KerasCall, variable_owner
-from traceguard._core.kinds import TraceKind
+from traceguard._core.kinds import MISS_KINDS, TraceKind
 from traceguard._core.signature import Signature
 from traceguard._core.verdicts import Hint, Reason, RunContext, Verdict
+
+# The misses no fix removes: the state metrics create in the first trace (the variable
+# retrace it makes is paid once, whatever the user does), a trace asked for.
+EXPECTED_HINTS = frozenset({Hint.METRIC_STATE, Hint.REQUESTED_TRACE, Hint.KERAS2_FUNCTIONAL})
+
+
+def is_avoidable(kind: TraceKind, hint: Hint | None) -> bool:
+    """Whether a fix removes a function's miss: a retrace or a compilation (`MISS_KINDS`) whose
+    hint is a fix. A first trace, a save and a one-time cost are what every program pays."""
+    return kind in MISS_KINDS and hint not in EXPECTED_HINTS
 
 
 def classify_function_trace(record: FunctionTrace, old: Signature | None, backend: str = "tensorflow",

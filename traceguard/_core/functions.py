@@ -94,6 +94,13 @@ class FunctionTrace:
         return "jax" if self.origin == "jax.jit" else "tensorflow"
 
     @property
+    def cost(self) -> float:
+        """What its miss cost, in seconds: `miss` when measured, else its phases, else its trace."""
+        if self.miss is not None:
+            return self.miss
+        return sum(self.phases.values()) or self.duration
+
+    @property
     def is_first(self) -> bool:
         """Whether it is the function's first trace (of its code, by any object)."""
         return self.reason is Reason.FIRST_TRACE
@@ -117,4 +124,7 @@ class FunctionCost:
     traces: int
     retraces: int  # Every trace but the first: retraces, new objects, variable retraces.
     objects: int
-    seconds: float
+    seconds: float  # Spent tracing.
+    # What the misses cost, each second once: each trace's whole miss (less the earlier traces of
+    # its call), else its phases; the tracing alone until the calls that traced return.
+    cost_seconds: float = 0.0

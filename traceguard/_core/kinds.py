@@ -48,6 +48,8 @@ GRAPH_TRACE_KINDS = frozenset({TraceKind.TRACE, TraceKind.VARIABLE_RETRACE, Trac
 RETRACE_KINDS = (TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE)
 # The function events a guard fails after warm-up: the retraces, and the compilations without one.
 MISS_KINDS = (*RETRACE_KINDS, TraceKind.COMPILE)
+# What `Explanation.count(of=...)` counts: whole functions' traces, or layers' body runs.
+COUNT_UNITS = ("functions", "layers")
 
-__all__ = ["FUNCTION_KINDS", "GRAPH_TRACE_KINDS", "MISS_KINDS", "RETRACE_KINDS", "RUN_KINDS", "TRACE_KINDS",
-           "TraceKind"]
+__all__ = ["COUNT_UNITS", "FUNCTION_KINDS", "GRAPH_TRACE_KINDS", "MISS_KINDS", "RETRACE_KINDS", "RUN_KINDS",
+           "TRACE_KINDS", "TraceKind"]

@@ -26,6 +26,7 @@ from traceguard._diagnosis.function_runs import (
     LibraryTraces,
     add_cost,
     add_record,
+    count_traces,
     function_key,
 )
 from traceguard._record.log import event_of, normalize_kinds
@@ -99,7 +100,7 @@ class Explanation:
     ```python
     explanation = traceguard.explain(tf.function(model), x)
     print(explanation)
-    explanation.count("retrace")
+    explanation.count("retrace")  # The functions' retraces; of="layers": the layers' runs.
     explanation.layers["dense"].events[0].reason
     ```
     """
@@ -335,9 +336,19 @@ class Explanation:
                 if (kinds is None or event.kind in kinds)
                 and (function is None or event.function == function)]
 
-    def count(self, kind: Any = None, layer: str | None = None) -> int:
-        """How many events are of the given kind(s) and layer; all when None."""
-        return len(self.filter(kind, layer))
+    def count(self, kind: Any = None, layer: str | None = None, of: str | None = None) -> int:
+        """How many function traces (by default), or layer runs, are of the given kind(s).
+
+        Args:
+            kind: A `TraceKind`, its name, or a collection of them. Defaults to `None`, any.
+            layer: A layer name, as in `layers`: count its runs. Defaults to `None`.
+            of: One of `{"functions", "layers"}`: whole functions' traces (what the backend
+                and the report's headline count), or layers' body runs (`filter()`'s events;
+                a step's trace runs every layer). Defaults to `"layers"` with `layer`, else
+                `"functions"`.
+        """
+        traces = count_traces(self.functions.values(), kind, layer, of)
+        return len(self.filter(kind, layer)) if traces is None else traces
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The events, in order, as JSON-serialisable dicts keyed by field name."""

@@ -324,7 +324,7 @@ class FunctionRecords:
         return Reason.NEW_FUNCTION_OBJECT if objects > 1 else Reason.FIRST_TRACE
 
     def costs(self) -> list[FunctionCost]:
-        """Tracing time per function (per code), the most expensive first."""
+        """Tracing time and what the misses cost per function (per code), the most expensive first."""
         groups: dict[tuple, list[FunctionTrace]] = {}
         with self._lock:
             for record in self._records:
@@ -332,9 +332,10 @@ class FunctionRecords:
         costs = [FunctionCost(
             name=records[-1].name, qualname=records[-1].qualname, definition=records[-1].definition,
             traces=len(records), retraces=sum(not r.is_first for r in records),
-            objects=records[-1].objects, seconds=sum(r.duration for r in records))
+            objects=records[-1].objects, seconds=sum(r.duration for r in records),
+            cost_seconds=sum(r.cost for r in records))
             for records in groups.values()]
-        return sorted(costs, key=lambda cost: cost.seconds, reverse=True)
+        return sorted(costs, key=lambda cost: (cost.cost_seconds, cost.seconds), reverse=True)
 
     def function_reference(self, record: FunctionTrace) -> Any:
         """A weak reference to the function object `record` traced (None once dropped, or on JAX)."""

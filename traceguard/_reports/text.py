@@ -15,6 +15,7 @@ from traceguard._core.specs import Site, signature_line
 from traceguard._core.verdicts import Reason
 from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import same_graph_changes, same_graph_text
+from traceguard._reports.headline import headline
 
 _WIDTH = 100
 
@@ -127,12 +128,8 @@ def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[An
     totals, the tables and the retraces: no run-by-run detail.
     """
     events = [event for runs in layers for event in runs.events]
-    traced = [event for event in events if event.kind.value != "eager"]
     eager = sum(runs.counts()["eager"] for runs in layers)
-    lines = [f"traceguard report for {title}: {_plural(len(functions), 'function')} traced, "
-             f"{_plural(len(layers), 'layer')}; "
-             f"{format_counts(traced) if traced else 'no traced or symbolic layer runs'}; "
-             f"{_plural(eager, 'eager run')}"]
+    lines = [f"traceguard report for {title}: {headline(functions, len(layers), events, eager)}"]
     if functions:
         lines += ["", *_format_functions(functions, summary)]
     lines += ["", format_layer_table(layers, merge=summary)]
