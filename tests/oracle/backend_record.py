@@ -54,7 +54,7 @@ def _definition(function: Any) -> tuple[str, str | None, int | None]:
     code = getattr(function, "__code__", None)
     if code is None:
         cls = type(function)
-        call = getattr(cls, "call", None) or getattr(cls, "__call__", None)
+        call = getattr(cls, "call", None) or cls.__call__
         code = getattr(inspect.unwrap(call), "__code__", None) if call is not None else None
         name = cls.__qualname__
     else:
