@@ -99,3 +99,22 @@ def test_jax_counts_misses_per_function_object_with_their_caller():
     assert [miss["via"] for miss in mine[0]["misses"]] == ["_trace_for_jit"] * 2
     assert "never seen function" in mine[0]["misses"][0]["message"]
     assert not [d for d in result["disagreements"] if "double" in d["function"]]
+
+
+@pytest.mark.backend("jax")
+def test_jax_control_flow_bodies_are_function_objects_of_their_own():
+    import jax.numpy as jnp
+    from jax import lax
+
+    def ema(xs):
+        def body(carry, x):  # A new function object per call: JAX's cache misses every time.
+            return 0.9 * carry + 0.1 * x, carry
+        return lax.scan(body, 0.0, xs)[1]
+
+    result = {}
+    with observe("jax", result):
+        for _ in range(2):
+            ema(jnp.ones(3))
+    bodies = [entry for entry in result["objects"] if entry["name"] == "body"]
+    assert [entry["traces"] for entry in bodies] == [1, 1]
+    assert all(miss["via"] != "_trace_for_jit" for entry in bodies for miss in entry["misses"])
