@@ -1,9 +1,10 @@
 """Runs one program under the oracle, in this process, and writes the result as JSON.
 
-Usage: python tests/oracle/observe.py BACKEND RESULT.json PROGRAM.py [ARGS...]
+Usage: python tests/oracle/observe.py BACKEND RESULT.json [--offline-data] PROGRAM.py [ARGS...]
 
 The program runs as `__main__` (`runpy`) inside `oracle.observe()`: the backend's own record and
-`traceguard.watch(trace_file=...)` at once. The program's own failure is recorded (`status` 1)
+`traceguard.watch(trace_file=...)` at once. `--offline-data` first replaces `keras.datasets`'
+loaders with small synthetic data (`offline_data.py`). The program's own failure is recorded (`status` 1)
 and the checks still run on what was recorded until then.
 """
 
@@ -21,6 +22,11 @@ from oracle import observe  # noqa: E402
 
 def main() -> int:
     backend, out, program, *arguments = sys.argv[1:]
+    if program == "--offline-data":
+        import offline_data
+
+        offline_data.install()
+        program, *arguments = arguments
     result = {"program": program, "backend": backend, "status": 0}
     sys.argv = [program, *arguments]
     with tempfile.TemporaryDirectory(prefix="traceguard-oracle-") as directory:

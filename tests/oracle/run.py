@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         if "programs" in args.sources:
             names = args.names or (None if args.full else CI_PROGRAMS[backend])
             results += _run_programs(backend, python, out, names)
+        for directory in args.programs_dir or ():
+            results += _run_programs(backend, python, out, None, pathlib.Path(directory).resolve())
         if "keras-suite" in args.sources:
             results += _run_keras_suite(backend, python, out, KERAS_SUITE[selection], args.pytest_args)
     seconds = time.monotonic() - started
@@ -115,6 +117,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                         help=f"Rewrite {FINDINGS_FILE.name} with the disagreements found.")
     parser.add_argument("--from-results", metavar="DIR",
                         help="Run nothing: judge the results.json an earlier run left in DIR.")
+    parser.add_argument("--programs-dir", action="append", metavar="DIR",
+                        help="Also run every DIR/*.py on each backend, with `keras.datasets` replaced by "
+                             "small synthetic data (examples kept outside this repository, e.g. keras-io's).")
     parser.add_argument("--names", nargs="*", help="Only these programs (file stems).")
     parser.add_argument("pytest_args", nargs="*", help="After `--`: more pytest arguments for Keras's suite.")
     args = parser.parse_args(argv)
@@ -146,15 +151,23 @@ def _program_backend(program: pathlib.Path) -> str:
     return check.parse_expected(program)["backend"]
 
 
-def _run_programs(backend: str, python: str, out: pathlib.Path, names: list[str] | None) -> list[dict]:
-    programs = sorted(p for p in PROGRAMS.glob("*.py") if not p.name.startswith("_") and p.name != "check.py")
-    programs = [p for p in programs if _program_backend(p) == backend and (not names or p.stem in names)]
+def _run_programs(backend: str, python: str, out: pathlib.Path, names: list[str] | None,
+                  directory: pathlib.Path | None = None) -> list[dict]:
+    if directory is None:  # The corpus: each program says its backend.
+        programs = [p for p in sorted(PROGRAMS.glob("*.py")) if not p.name.startswith("_")
+                    and p.name != "check.py" and _program_backend(p) == backend
+                    and (not names or p.stem in names)]
+    else:
+        programs = sorted(directory.glob("*.py"))
     results = []
     for program in programs:
-        path = out / f"{backend}.{program.stem}.json"
-        log = out / f"{backend}.{program.stem}.log"
+        source = program.stem if directory is None else f"{directory.name}/{program.stem}"
+        path = out / f"{backend}.{source.replace('/', '.')}.json"
+        log = path.with_suffix(".log")
         started = time.monotonic()
-        command = [python, str(HERE / "observe.py"), backend, str(path), str(program.relative_to(ROOT))]
+        command = [python, str(HERE / "observe.py"), backend, str(path),
+                   *([] if directory is None else ["--offline-data"]),
+                   str(program.relative_to(ROOT) if directory is None else program)]
         try:
             with open(log, "w") as file:
                 code = subprocess.run(command, cwd=ROOT, env=_environment(backend), stdout=file,
@@ -164,7 +177,7 @@ def _run_programs(backend: str, python: str, out: pathlib.Path, names: list[str]
         result = json.loads(path.read_text()) if path.exists() else {}
         objects = result.get("objects", [])
         covered = [entry for entry in objects if in_scope(entry)]
-        entry = {"backend": backend, "kind": "program", "source": program.stem,
+        entry = {"backend": backend, "kind": "program", "source": source,
                  "outcome": "passed" if code == 0 else f"exit {code}", "objects": len(objects),
                  "covered": len(covered), "backend_traces": sum(e["traces"] for e in covered),
                  "recorded_traces": sum(n for f in result.get("live", {}).get("functions", {}).values()
