@@ -178,7 +178,8 @@ def _run_programs(backend: str, python: str, out: pathlib.Path, names: list[str]
         objects = result.get("objects", [])
         covered = [entry for entry in objects if in_scope(entry)]
         entry = {"backend": backend, "kind": "program", "source": source,
-                 "outcome": "passed" if code == 0 else f"exit {code}", "objects": len(objects),
+                 "outcome": f"exit {code}" if code != 0 else "raised" if result.get("status") else "passed",
+                 "objects": len(objects),
                  "covered": len(covered), "backend_traces": sum(e["traces"] for e in covered),
                  "recorded_traces": sum(n for f in result.get("live", {}).get("functions", {}).values()
                                         for kind, n in f["kind_counts"].items() if kind != "compile"),

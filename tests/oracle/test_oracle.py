@@ -54,6 +54,12 @@ def test_a_user_function_the_record_lacks_is_a_disagreement_a_library_one_is_not
     assert [(d.check, d.function) for d in found] == [("count", "body (/user/step.py:3)")]
 
 
+def test_a_function_without_a_source_file_is_no_users():
+    # JAX explains misses of its own reduction computations, which have no source file.
+    found = check("jax", _result([_object("<unknown>", 4, path=None, line=None)], {}))
+    assert found == []
+
+
 def test_trace_file_that_lost_events_is_a_disagreement():
     layers = {"dense": {"dropped": 0, "eager_calls": 0,
                         "events": [[0, "trace", 1, []], [1, "retrace", 2, []]]}}
