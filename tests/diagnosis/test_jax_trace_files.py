@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import pytest
 from helpers import texts
+from trace_file_parity import assert_same_report
 
 import traceguard as tg
 from traceguard._diagnosis.trace_file_reader import merged_explanation, read_trace_file
@@ -35,3 +36,15 @@ def test_jit_and_fit_traces_read_back_as_the_report_that_wrote_them(tmp_path):
     assert [texts(event.changes) for runs in restored.functions.values() for event in runs.events
             if runs.function == "<lambda>"] == [(), ("x: dim 0 1 -> 2",)]
     assert restored.summary().replace("trace file jax-worker", "watch()") == report.summary()
+
+
+def test_a_jit_program_reads_back_as_its_report(tmp_path):
+    # Misses of several kinds: a new shape, a weak type made strong, a new static value.
+    path = tmp_path / "jit.jsonl"
+    step = jax.jit(lambda x, scale, n: x * scale * n, static_argnums=2)
+    with tg.watch(trace_file=path) as report:
+        for rows, scale, n in ((1, 2.0, 1), (2, 2.0, 1), (2, jnp.float32(2.0), 1), (2, 2.0, 3), (2, 2.0, 3)):
+            step(jnp.ones((rows, 3)), scale, n)
+    restored = assert_same_report(report, path)
+    [runs] = restored.functions.values()
+    assert (runs.counts()["trace"], runs.counts()["retrace"]) == (1, 3)
