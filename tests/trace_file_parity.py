@@ -4,6 +4,7 @@
 layer and per function, the same events (every field: kind, changes, verdict,
 signature, times, ...), the same counts, eager runs, objects and costs.
 `assert_same_report(live, path)` reads a trace file and fails with that list.
+`schema_errors(path)` checks each line against the schema docs/trace-files.md documents.
 
 Imported as `trace_file_parity` (pytest puts `tests/` on `sys.path`; a checker run
 from elsewhere adds it); nothing here imports TensorFlow, JAX or Keras.
@@ -12,9 +13,11 @@ from elsewhere adds it); nothing here imports TensorFlow, JAX or Keras.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import operator
 import os
+import pathlib
 from collections.abc import Callable
 from typing import Any
 
@@ -76,6 +79,38 @@ def assert_same_report(live: Any, path: str | os.PathLike[str]) -> Any:
     return restored
 
 
+def documented_schema() -> dict[str, Any]:
+    """The JSON Schema of a trace file's lines, as docs/trace-files.md gives it (the JSON block after
+    its `<!-- trace-file-schema -->` mark)."""
+    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "trace-files.md").read_text()
+    block = page.split("<!-- trace-file-schema -->", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    return json.loads(block)
+
+
+def schema_errors(path: str | os.PathLike[str]) -> list[str]:
+    """Each line of the trace file at `path` that the documented schema rejects, with why."""
+    import jsonschema
+
+    schema = documented_schema()
+    whole = jsonschema.Draft202012Validator(schema)
+    errors = []
+    for number, line in enumerate(pathlib.Path(path).read_text().splitlines(), start=1):
+        record = json.loads(line)
+        kind = record.get("type", "header")
+        if kind not in schema["$defs"]:
+            errors.append(f"line {number}: a record of type {kind!r}, which the schema does not document")
+            continue
+        # Checked against its own type's schema, whose errors say why; then against the whole.
+        own = {key: value for key, value in schema.items() if key != "oneOf"}
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator({**own, "$ref": f"#/$defs/{kind}"}).iter_errors(record))
+        if error is not None:
+            errors.append(f"line {number} ({kind}): {error.message} at {list(error.absolute_path)}")
+        elif not whole.is_valid(record):
+            errors.append(f"line {number} ({kind}): matches more than one record type")
+    return errors
+
+
 def _field_differences(where: str, mine: Any, theirs: Any, fields: tuple[str, ...],
                        same: Callable[[Any, Any], bool]) -> list[str]:
     return [f"{where}: {field} {getattr(mine, field)!r} live, {getattr(theirs, field)!r} read back"
@@ -119,4 +154,5 @@ def _close(first: float, second: float) -> bool:
     return math.isclose(first, second, rel_tol=1e-9, abs_tol=1e-12)
 
 
-__all__ = ["assert_same_report", "report_differences", "restored_report"]
+__all__ = ["assert_same_report", "documented_schema", "report_differences", "restored_report",
+           "schema_errors"]
