@@ -1,4 +1,4 @@
-"""The `_core` values as JSON data, and back: what trace files (schema version 2) hold.
+"""The `_core` values as JSON data, and back: what trace files (schema versions 2 and 3) hold.
 
 Each value becomes a dict tagged by its type, so that a reader without the backend
 rebuilds the very values the recorder made (`spec_from_json(spec_json(s)) == s`), and

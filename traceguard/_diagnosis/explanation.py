@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 # `fix_checks` (which imports TensorFlow) is imported when fixes are checked, so that
 # `python -m traceguard report` rebuilds an `Explanation` without the backend.
 
-_EVENTS_PER_LAYER = 1000
+EVENTS_PER_LAYER = 1000
 _SIGNATURES_KEPT = 10_000
 
 
@@ -163,7 +163,7 @@ class Explanation:
                 entry = event_of(entry)  # A trace file is written as the runs happen.
             known = self._layer_by_id.get(id(layer))
             runs = known[1] if known is not None and known[0]() is layer else self._runs_of(layer)
-            if len(runs.events) >= _EVENTS_PER_LAYER:
+            if len(runs.events) >= EVENTS_PER_LAYER:
                 self._order.pop(id(runs.events.pop(0)), None)
                 runs.dropped += 1
             runs.events.append(entry)
@@ -203,24 +203,23 @@ class Explanation:
                 old = None if shown.closest is None else self._signatures.get(shown.closest)
                 key, runs, event = add_record(self._functions, shown, old)
                 if self._trace_file is not None:
-                    # Written now, and again with its costs when the call returns: a call that never
-                    # returns (a collective waiting for a diverged worker, a kill) keeps its trace.
+                    # Written now, its costs when the call returns: a call that never returns (a
+                    # collective waiting for a diverged worker, a kill) keeps its trace in the file.
                     self._trace_file.function_trace(key, runs, shown, event)
             if record.origin == "tf.function" and not record.library_function:
                 key = function_key(record)
                 kept = self._fix_records.setdefault(key, [])
                 kept.append(record)
-                del kept[:-_EVENTS_PER_LAYER]
+                del kept[:-EVENTS_PER_LAYER]
                 self._fix_functions[key] = function or self._fix_functions.get(key)
 
     def _add_function_cost(self, record: FunctionTrace) -> None:
         """Completes a function trace's event with its phases and whole miss, as the call that
-        made it returns; a trace file gets the trace again, with them."""
+        made it returns; a trace file gets them as a record of their own."""
         with self._lock:
             found = add_cost(self._functions, record) if self._library.completed(record) else None
             if found is not None and self._trace_file is not None:
-                key, runs, event = found
-                self._trace_file.function_trace(key, runs, record, event)
+                self._trace_file.function_cost(record, found[2])
 
     def _restore(self, layers: list[LayerRuns], functions: dict[str, FunctionRuns]) -> None:
         """Fills an empty report with runs read back from trace files, layers in the given order."""

@@ -20,6 +20,7 @@ from traceguard import _compat
 from traceguard._compat import signature_of
 from traceguard._core.errors import RetraceError
 from traceguard._core.events import TraceEvent
+from traceguard._core.kinds import RETRACE_KINDS
 from traceguard._core.verdicts import EarlierTrace, RunContext
 from traceguard._record import layer_state as _layer_state
 from traceguard._record import observers as _observers
@@ -152,7 +153,10 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             # Tuples replaced whole by `remember`: taken as they are, no copy, no lock.
             run.earlier = earlier = state.traces_by_function.get(site.function_key, ())
             run.same_origin = () if site.origin is None else state.traces_by_origin.get(site.origin, ())
-            if earlier and site.keras_call is UNASKED:  # A retrace's hint names the Keras method.
+            # A retrace's hint names the Keras method: asked when the run may be one, its own or
+            # its function's (a layer's first run in a new step object is a retrace of its code).
+            if site.keras_call is UNASKED and (earlier or site.enclosing is not None
+                                               and site.enclosing.kind in RETRACE_KINDS):
                 site.keras_call = _compat.keras_call(graph)
             # In a trace on TensorFlow the creation watch below sees every variable the body
             # creates; on JAX the layer's variables before and after the run tell.
