@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import keras
-from trace_file_parity import assert_same_report, report_differences
+from trace_file_parity import assert_same_report, report_differences, restored_report
 
 import traceguard as tg
 from traceguard._core.keras_names import KerasCall
@@ -103,3 +103,31 @@ def test_the_comparison_names_what_a_file_lost(tmp_path):
     differences = report_differences(report, restored_report(path))
     assert any("live only" in difference for difference in differences), differences
     assert any("kind_counts" in difference for difference in differences), differences
+
+
+def test_a_record_that_cannot_be_written_is_counted_and_the_reader_warns(tmp_path, monkeypatch, caplog):
+    from traceguard._diagnosis import trace_file
+    written = trace_file.event_json
+    calls = []
+
+    def failing_once(event):  # The second event written has a value without a JSON form.
+        calls.append(event)
+        if len(calls) == 2:
+            raise TypeError("no JSON form")
+        return written(event)
+
+    monkeypatch.setattr(trace_file, "event_json", failing_once)
+    path = tmp_path / "short.jsonl"
+    dense = keras.layers.Dense(2, name="dense")
+    dense.build((None, 3))
+    step = tf.function(lambda x: dense(x))
+    with tg.watch(trace_file=path) as report:
+        step(tf.ones((2, 3)))
+        step(tf.ones((3, 3)))
+    end = json.loads(path.read_text().splitlines()[-1])
+    assert end["type"] == "end" and end["unwritten"] == 1
+    assert "the record is left out and the file's end line counts it" in caplog.text
+    with pytest.warns(UserWarning, match=r"1 record\(s\) could not be written"):
+        restored = restored_report(path)
+    # The live report has the run the file lacks, and the comparison says so.
+    assert report_differences(report, restored)

@@ -116,6 +116,11 @@ class TraceFileWriter:
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
         self._failed = False  # Opening failed: records are dropped (logged once).
+        # Records that could not be made (a value without a JSON form): counted, and said in the end
+        # line, so that a reader knows its report is short rather than silently disagreeing.
+        self.unwritten = 0
+        self._unwritten_kinds: set[str] = set()
+        self._unwritten_serials: set[int] = set()
         # Serial -> the costs its `function_trace` line holds, until `function_cost` completes them.
         self._costs: dict[int, tuple[Any, ...]] = {}
         # One encoder for every line, without the check for cycles (records are trees).
@@ -156,16 +161,48 @@ class TraceFileWriter:
 
     def layer_run(self, runs: Any, event: Any) -> None:
         """Writes one layer body run: its layer (`LayerRuns`) and its `TraceEvent`."""
-        self._write({"type": "layer_run", "layer": runs.name, "class_name": runs.class_name,
-                     "trace_aware": runs.trace_aware, "event": event_json(event)})
+        try:
+            record = {"type": "layer_run", "layer": runs.name, "class_name": runs.class_name,
+                      "trace_aware": runs.trace_aware, "event": event_json(event)}
+        except Exception:  # noqa: BLE001 (recording never fails the user's call)
+            self._unwritten("a layer run")
+            return
+        self._write(record)
+
+    def _unwritten(self, what: str) -> None:
+        """Counts a record that could not be made, logging the first failure of each kind."""
+        # The reader imports no backend, so neither does the writer: no `_compat.describe_versions`.
+        with self._lock:
+            self.unwritten += 1
+            first = what not in self._unwritten_kinds
+            self._unwritten_kinds.add(what)
+        if first:
+            logging.getLogger("traceguard").exception(
+                "traceguard failed while writing %s to the trace file %r; the record is left out and "
+                "the file's end line counts it (reported once). Please report this.", what, self.path)
 
     def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
         """Writes one function trace, once: its `FunctionRuns` (`key` in `Explanation.functions`),
         its `FunctionTrace` and the `FunctionEvent` made of it, as the trace ends. What the miss
         cost is known when the call that traced returns: `function_cost` writes it then."""
+        try:
+            line = self._function_trace_line(key, runs, record, event)
+        except Exception:  # noqa: BLE001 (recording never fails the user's call)
+            self._unwritten("a function trace")
+            with self._lock:  # Its costs would reference a trace the file lacks: left out too.
+                self._unwritten_serials.add(event.serial)
+            return
+        with self._lock:
+            if len(self._costs) >= _COSTS_KEPT:  # Calls that never returned: forgotten, oldest first.
+                self._costs.pop(next(iter(self._costs)))
+            self._costs[event.serial] = _costs_of(event, record.call_started)
+        self._write(line)
+
+    @staticmethod
+    def _function_trace_line(key: str, runs: Any, record: Any, event: Any) -> dict[str, Any]:
         keras_call = record.keras_call
         started = record.started if record.started is not None else time.time() - record.duration
-        line = {
+        return {
             "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
             "objects": runs.objects, "started": started, "call_started": record.call_started,
             "event": event_json(event),
@@ -176,11 +213,6 @@ class TraceFileWriter:
                       "raised": record.raised, "library_function": record.library_function,
                       "lifted_variables": list(record.lifted_variables),
                       "keras_call": None if keras_call is None else vars(keras_call).copy()}}
-        with self._lock:
-            if len(self._costs) >= _COSTS_KEPT:  # Calls that never returned: forgotten, oldest first.
-                self._costs.pop(next(iter(self._costs)))
-            self._costs[event.serial] = _costs_of(event, record.call_started)
-        self._write(line)
 
     def function_cost(self, record: Any, event: Any) -> None:
         """Writes what a function trace's miss cost (its `FunctionEvent` with `phases` and `miss_s`
@@ -190,10 +222,18 @@ class TraceFileWriter:
         with self._lock:
             if self._costs.pop(event.serial, None) == costs:
                 return
-        self._write({"type": "function_cost", "serial": event.serial, "started": record.started,
-                     "call_started": record.call_started, "phases": dict(event.phases),
-                     "miss_s": event.miss_s, "persistent_cache": event.persistent_cache,
-                     "cache_saved_s": event.cache_saved_s})
+            if event.serial in self._unwritten_serials:
+                self._unwritten_serials.discard(event.serial)
+                return
+        try:
+            line = {"type": "function_cost", "serial": event.serial, "started": record.started,
+                    "call_started": record.call_started, "phases": dict(event.phases),
+                    "miss_s": event.miss_s, "persistent_cache": event.persistent_cache,
+                    "cache_saved_s": event.cache_saved_s}
+        except Exception:  # noqa: BLE001 (recording never fails the user's call)
+            self._unwritten("a function's costs")
+            return
+        self._write(line)
 
     def mark_end(self, layers: Any) -> None:
         """Writes the eager runs counted so far for each `LayerRuns` of `layers`, then the end line.
@@ -205,7 +245,10 @@ class TraceFileWriter:
             if runs.eager_calls:
                 self._write({"type": "eager_runs", "layer": runs.name, "class_name": runs.class_name,
                              "trace_aware": runs.trace_aware, "count": runs.eager_calls})
-        self._write({"type": "end", "ended": time.time()})
+        end: dict[str, Any] = {"type": "end", "ended": time.time()}
+        if self.unwritten:
+            end["unwritten"] = self.unwritten
+        self._write(end)
 
     def close(self, layers: Any) -> None:
         """Marks the end (see `mark_end`) and closes the file."""

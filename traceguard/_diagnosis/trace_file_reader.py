@@ -175,6 +175,10 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
         _add_function_trace(trace_file, record)
     elif kind == "function_cost" and trace_file.version >= 3:
         _add_function_cost(trace_file, record)
+    elif kind == "end" and record.get("unwritten"):
+        warnings.warn(f"{trace_file.path}: {record['unwritten']} record(s) could not be written when the "
+                      "file was made (traceguard logged why in that process); this file's report is "
+                      "short by them.", UserWarning, stacklevel=4)
     elif kind != "end":
         types = RECORD_TYPES[1:] if trace_file.version >= 3 else _VERSION_2_TYPES
         raise ValueError(f"unknown record type {kind!r}; one of {', '.join(types)} expected")
