@@ -35,9 +35,14 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
         hint = new_object_hint(keras_step, record.same_model, record.library_function)
         return Verdict(record.kind, record.changes, reason, hint, name, backend, keras_call=keras_call,
                        objects=record.objects, of_function=True)
-    if requested(record.entry):  # `get_concrete_function` asked for this signature: no call missed.
+    if record.requested or requested(record.entry):  # Asked for this signature: no call missed.
         reason = Reason.SIGNATURE_CHANGED if record.changes else Reason.SAME_ARGUMENTS
         return Verdict(record.kind, record.changes, reason, Hint.REQUESTED_TRACE, name, backend,
+                       of_function=True)
+    if record.restored:  # Its signatures were fixed when it was saved: the fix is in the saving.
+        reason = Reason.SIGNATURE_CHANGED if record.changes else Reason.SAME_ARGUMENTS
+        argument = record.changes[0].parameter if record.changes else None
+        return Verdict(record.kind, record.changes, reason, Hint.RESTORED_FUNCTION, name, backend, argument,
                        of_function=True)
     if not record.changes:
         return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED, name,

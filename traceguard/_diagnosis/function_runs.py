@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from traceguard._core.changes import Change
 from traceguard._core.function_rules import classify_function_trace
+from traceguard._core.hints import requested
 from traceguard._core.keras_names import is_keras_step_function
 from traceguard._core.kinds import FUNCTION_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
@@ -248,7 +249,11 @@ class LibraryTraces:
         """The records a report shows now that `record` ended: it, the ones held with it, or none."""
         if is_reported(record):
             return [record]
-        if record.origin != "tf.function" or record.parent is not None or record.saving:
+        # TensorFlow's warning counts the traces of eager `__call__`s only: not a nested function's,
+        # nor one `get_concrete_function` asked for (`tf.data`'s multi-device iterator builds its
+        # functions that way each time a distributed dataset is iterated, as documented).
+        if record.origin != "tf.function" or record.parent is not None or record.saving \
+                or record.requested or requested(record.entry):
             return []
         key = function_key(record)
         if key in self._reported:
