@@ -33,8 +33,9 @@ class FunctionEvent:
     Attributes:
         serial: The trace's number in this process; a layer's `TraceEvent`
             made during the trace has it as `function_trace`.
-        kind: The `TraceKind`: `trace` (its first), `retrace` (a new signature,
-            or a new function object from the same code), `variable_retrace`,
+        kind: The `TraceKind`: `trace` (the first of its function object, a new
+            object of the same code included), `retrace` (the same object
+            missed its cache: a new signature), `variable_retrace`,
             `save`, or `compile`: no trace, but XLA compiled the function for
             input shapes it had not run (`jit_compile=True` with a relaxed
             signature, a Keras step's new batch shape); then `signature` holds
