@@ -5,7 +5,7 @@ import types
 
 from traceguard._core.function_rules import is_avoidable
 from traceguard._core.kinds import TraceKind
-from traceguard._core.verdicts import Hint
+from traceguard._core.verdicts import Hint, Reason
 from traceguard._reports import function_costs as costs
 from traceguard._reports.headline import headline
 
@@ -41,6 +41,10 @@ def test_a_miss_is_avoidable_when_a_fix_removes_it():
     assert is_avoidable(TraceKind.COMPILE, Hint.XLA_FIXED_SHAPES)
     assert not is_avoidable(TraceKind.VARIABLE_RETRACE, Hint.METRIC_STATE)  # Paid once, whatever is done.
     assert not is_avoidable(TraceKind.TRACE, None) and not is_avoidable(TraceKind.SAVE, Hint.REQUESTED_TRACE)
+    # The first trace of a function object made anew (a tf.function per call) is paid only because
+    # the object is new: creating it once removes it.
+    assert is_avoidable(TraceKind.TRACE, Hint.CREATE_FUNCTION_ONCE, Reason.NEW_FUNCTION_OBJECT)
+    assert not is_avoidable(TraceKind.TRACE, None, Reason.FIRST_TRACE)
 
 
 def test_the_step_with_the_most_avoidable_seconds_ranks_first_and_is_named_inside_its_loop():

@@ -71,6 +71,12 @@ class FunctionTracing:
     call_site: tuple[str, int] | None = None  # The first user frame: (file, line).
     caller: str | None = None  # That frame's function name.
     entry: str | None = None  # The library function the user called (`Model.fit`), if any.
+    # Traced because `get_concrete_function` asked for it (by the user or a library), not on a
+    # call's cache miss: TensorFlow's retracing warning does not count it.
+    requested: bool = False
+    # A function restored by `tf.saved_model.load` (TensorFlow's `RestoredFunction`): the user's
+    # saved function, though its Python body is TensorFlow's dispatcher to the saved graphs.
+    restored: bool = False
     relaxed: bool | None = None  # TF traced a generalised signature (`reduce_retracing`).
     raised: bool = False  # The trace raised an exception.
     function_text: str | None = None  # repr() of the function, as TF's retracing warning shows it.

@@ -15,10 +15,12 @@ from traceguard._core.verdicts import Hint, Reason, RunContext, Verdict
 EXPECTED_HINTS = frozenset({Hint.METRIC_STATE, Hint.REQUESTED_TRACE, Hint.KERAS2_FUNCTIONAL})
 
 
-def is_avoidable(kind: TraceKind, hint: Hint | None) -> bool:
-    """Whether a fix removes a function's miss: a retrace or a compilation (`MISS_KINDS`) whose
-    hint is a fix. A first trace, a save and a one-time cost are what every program pays."""
-    return kind in MISS_KINDS and hint not in EXPECTED_HINTS
+def is_avoidable(kind: TraceKind, hint: Hint | None, reason: Reason | None = None) -> bool:
+    """Whether a fix removes a function's miss: a retrace or a compilation (`MISS_KINDS`), or the
+    first trace of a function object made anew from code that traced before, whose hint is a fix.
+    A first trace, a save and a one-time cost are what every program pays."""
+    made_anew = kind is TraceKind.TRACE and reason is Reason.NEW_FUNCTION_OBJECT
+    return (kind in MISS_KINDS or (made_anew and hint is not None)) and hint not in EXPECTED_HINTS
 
 
 def classify_function_trace(record: FunctionTrace, old: Signature | None, backend: str = "tensorflow",
@@ -45,9 +47,14 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
         hint = new_object_hint(keras_step, record.same_model, record.library_function)
         return Verdict(record.kind, record.changes, reason, hint, name, backend, keras_call=keras_call,
                        objects=record.objects, of_function=True)
-    if requested(record.entry):  # `get_concrete_function` asked for this signature: no call missed.
+    if record.requested or requested(record.entry):  # Asked for this signature: no call missed.
         reason = Reason.SIGNATURE_CHANGED if record.changes else Reason.SAME_ARGUMENTS
         return Verdict(record.kind, record.changes, reason, Hint.REQUESTED_TRACE, name, backend,
+                       of_function=True)
+    if record.restored:  # Its signatures were fixed when it was saved: the fix is in the saving.
+        reason = Reason.SIGNATURE_CHANGED if record.changes else Reason.SAME_ARGUMENTS
+        argument = record.changes[0].parameter if record.changes else None
+        return Verdict(record.kind, record.changes, reason, Hint.RESTORED_FUNCTION, name, backend, argument,
                        of_function=True)
     if not record.changes:
         return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED, name,

@@ -13,21 +13,23 @@ from typing import Any
 
 from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall
-from traceguard._core.kinds import TraceKind
+from traceguard._core.kinds import RETRACE_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
 from traceguard._core.verdicts import Reason
 
 # A function trace's kind and the reason that tells them apart: the function's first
 # trace; a trace by an object that traced before, for a new signature (or the same
-# one, when a Python value outside the arguments changed); the first trace of a new
-# object whose code traced before; the trace `tf.function` repeats, without variable
-# creation, after its first trace created variables; an XLA compilation for new input shapes
-# without a trace (or JAX's compilation without one).
+# one, when a Python value outside the arguments changed): a miss of that object's own
+# cache, its tracing count moved (`experimental_get_tracing_count()`); the first trace of a
+# new object whose code traced before, a `trace` of that object (its cache was empty: the
+# same code made anew is a problem of the code, not a retrace of the object); the trace
+# `tf.function` repeats, without variable creation, after its first trace created variables;
+# an XLA compilation for new input shapes without a trace (or JAX's compilation without one).
 FUNCTION_TRACE_KINDS: dict[Reason, TraceKind] = {
     Reason.FIRST_TRACE: TraceKind.TRACE,
     Reason.SIGNATURE_CHANGED: TraceKind.RETRACE,
     Reason.SAME_ARGUMENTS: TraceKind.RETRACE,
-    Reason.NEW_FUNCTION_OBJECT: TraceKind.RETRACE,
+    Reason.NEW_FUNCTION_OBJECT: TraceKind.TRACE,
     Reason.VARIABLE_RETRACE: TraceKind.VARIABLE_RETRACE,
     Reason.XLA_COMPILE: TraceKind.COMPILE,
     Reason.RECOMPILE: TraceKind.COMPILE,
@@ -87,6 +89,11 @@ class FunctionTrace:
     xla_functions: tuple[str, ...] = ()  # The `jit_compile=True` functions its graph runs.
     started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
     call_started: float | None = None  # When the call that made it started, likewise.
+    # Traced because `get_concrete_function` asked for it (the user, or a library such as
+    # `tf.data`'s multi-device iterator), not on a call's cache miss.
+    requested: bool = False
+    # A function restored by `tf.saved_model.load`: it runs only the concrete functions saved.
+    restored: bool = False
 
     @property
     def backend(self) -> str:
@@ -105,6 +112,12 @@ class FunctionTrace:
         """Whether it is the function's first trace (of its code, by any object)."""
         return self.reason is Reason.FIRST_TRACE
 
+    @property
+    def is_retrace(self) -> bool:
+        """Whether it is a miss of its own function object's cache (a `retrace` or
+        `variable_retrace`), not the first trace of an object."""
+        return self.kind in RETRACE_KINDS
+
     def with_costs(self, **costs: Any) -> FunctionTrace:
         """A copy with `costs` (`phases`, `miss`, `persistent_cache`, `cache_saved`, `started`,
         `call_started`) set, every other field shared: what `dataclasses.replace` gives, without
@@ -122,7 +135,7 @@ class FunctionCost:
     qualname: str
     definition: Site | None
     traces: int
-    retraces: int  # Every trace but the first: retraces, new objects, variable retraces.
+    retraces: int  # Misses of an object's own cache: retraces and variable retraces.
     objects: int
     seconds: float  # Spent tracing.
     # What the misses cost, each second once: each trace's whole miss (less the earlier traces of

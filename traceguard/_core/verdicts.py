@@ -124,6 +124,9 @@ class Hint(enum.Enum):
     XLA_BATCH_DIVIDES = "xla_batch_divides"  # fit/evaluate on arrays: a batch size that divides.
     XLA_PREDICT_PAD = "xla_predict_pad"  # predict: pad the last batch, or one batch size.
     RECOMPILE_SAME_SIGNATURE = "recompile_same_signature"  # JAX: a new device, sharding or cache.
+    # TensorFlow: a function restored by `tf.saved_model.load`, which serves the concrete functions
+    # saved with it only: save it with an `input_signature`, or call its serving signature.
+    RESTORED_FUNCTION = "restored_function"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from traceguard._core.changes import Change
 from traceguard._core.function_rules import classify_function_trace, is_avoidable
+from traceguard._core.hints import requested
 from traceguard._core.keras_names import is_keras_step_function
 from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, MISS_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
@@ -32,8 +33,9 @@ class FunctionEvent:
     Attributes:
         serial: The trace's number in this process; a layer's `TraceEvent`
             made during the trace has it as `function_trace`.
-        kind: The `TraceKind`: `trace` (its first), `retrace` (a new signature,
-            or a new function object from the same code), `variable_retrace`,
+        kind: The `TraceKind`: `trace` (the first of its function object, a new
+            object of the same code included), `retrace` (the same object
+            missed its cache: a new signature), `variable_retrace`,
             `save`, or `compile`: no trace, but XLA compiled the function for
             input shapes it had not run (`jit_compile=True` with a relaxed
             signature, a Keras step's new batch shape); then `signature` holds
@@ -119,7 +121,7 @@ class FunctionEvent:
         trace, a save, or a one-time cost such as metrics' state)."""
         if self.verdict is None:  # Read back without its codes.
             return self.kind in MISS_KINDS
-        return is_avoidable(self.kind, self.verdict.hint)
+        return is_avoidable(self.kind, self.verdict.hint, self.verdict.reason)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names: specs, changes and sites as
@@ -294,7 +296,11 @@ class LibraryTraces:
         """The records a report shows now that `record` ended: it, the ones held with it, or none."""
         if is_reported(record):
             return [record]
-        if record.origin != "tf.function" or record.parent is not None or record.saving:
+        # TensorFlow's warning counts the traces of eager `__call__`s only: not a nested function's,
+        # nor one `get_concrete_function` asked for (`tf.data`'s multi-device iterator builds its
+        # functions that way each time a distributed dataset is iterated, as documented).
+        if record.origin != "tf.function" or record.parent is not None or record.saving \
+                or record.requested or requested(record.entry):
             return []
         key = function_key(record)
         if key in self._reported:

@@ -209,6 +209,7 @@ class TraceFileWriter:
             "trace": {"index": record.index, "origin": record.origin, "kind": record.kind.value,
                       "reason": record.reason.value,
                       "closest": record.closest, "caller": record.caller, "entry": record.entry,
+                      "requested": record.requested, "restored": record.restored,
                       "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,
                       "raised": record.raised, "library_function": record.library_function,
                       "lifted_variables": list(record.lifted_variables),

@@ -164,7 +164,8 @@ class FunctionRecords:
                 data=tracing.data, same_model=same_model,
                 phases=types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
                 xla_functions=tuple(getattr(tracing, "xla_functions", ())),
-                started=_epoch(tracing.start))
+                started=_epoch(tracing.start), requested=getattr(tracing, "requested", False),
+                restored=getattr(tracing, "restored", False))
             self._records.append(record)
             self._pending[tracing.serial] = (index, object_key, _Compared(index, signature))
             if len(self._pending) > self.limit:
@@ -331,7 +332,7 @@ class FunctionRecords:
                 groups.setdefault(self._code_of[record.index], []).append(record)
         costs = [FunctionCost(
             name=records[-1].name, qualname=records[-1].qualname, definition=records[-1].definition,
-            traces=len(records), retraces=sum(not r.is_first for r in records),
+            traces=len(records), retraces=sum(r.is_retrace for r in records),
             objects=records[-1].objects, seconds=sum(r.duration for r in records),
             cost_seconds=sum(r.cost for r in records))
             for records in groups.values()]

@@ -42,9 +42,9 @@ KIND_TEXT_COLORS = {
 KIND_DESCRIPTIONS = {
     TraceKind.EAGER.value: "TensorFlow ran call op by op, outside any graph",
     TraceKind.SYMBOLIC.value: "Keras ran call on symbolic inputs to build the layer or infer output shapes",
-    TraceKind.TRACE.value: "the first trace of a tf.function for this signature",
+    TraceKind.TRACE.value: "the first trace of a function object for this signature",
     TraceKind.VARIABLE_RETRACE.value: "traced again because the first trace created variables",
-    TraceKind.RETRACE.value: "traced again for a new signature",
+    TraceKind.RETRACE.value: "the same function object traced again, for a new key",
     TraceKind.SAVE.value: "traced by SavedModel saving or model.export",
     TraceKind.COMPILE.value: "a whole function compiled again by XLA for new input shapes, without a retrace",
 }

@@ -87,6 +87,15 @@ _STATIC_IDENTITY = ("`{argument}` is a static argument whose type defines no `__
                     "by identity, so every new object is a new key (and a mutated one can hit a stale "
                     "trace). Give its class `__eq__` and `__hash__` over the fields the body reads, or "
                     "create the object once and reuse it.")
+# TensorFlow keys a call made from a graph being built under a device scope, or in a replica of a
+# `tf.distribute` strategy that retraces per device (MirroredStrategy's
+# `_retrace_functions_for_each_device`), by its device functions (function_context.py).
+_TF_DEVICE_CONTEXT = ("`device_functions` (the device the call is placed on) is part of tf.function's "
+                      "cache key when it is called from a graph being built under a device scope, or in "
+                      "a replica of a `tf.distribute` strategy, which traces a function once per replica "
+                      "device by design: one trace per device is expected. To trace it once, call it "
+                      "outside the device scope (or outside `strategy.run`), with the inputs of all "
+                      "devices.")
 _PYTHON_VALUE = {
     "tensorflow": ("Each new Python value of `{argument}` is a new signature: pass it as a tensor "
                    "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed."),
@@ -257,11 +266,25 @@ def reason_text(verdict: Verdict) -> str:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because "
                 f"{_what_changed(verdict.changes, 'the signature')} changed: "
                 f"{'; '.join(map(str, verdict.changes))}.")
+    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend != "jax":
+        return _TF_SAME_KEY.format(subject=_subject(verdict.function, verdict.backend))
     if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function:
         return (f"{_subject(verdict.function, verdict.backend)} traced again with the arguments of an "
                 "earlier trace: something outside its arguments changed (a captured Python value or "
                 "global, the tracing context), or the earlier trace was not kept.")
     return _reason_of_place(verdict.reason, verdict.function, verdict.backend, verdict.objects)
+
+
+# A tf.function retrace whose cache key, as read, equals its closest earlier one's: say so, and what
+# else TensorFlow keys on (tracing_compilation._maybe_define_function: the arguments' types with the
+# types of by-reference captures, looked up in the call's function context); never guess a cause.
+_TF_SAME_KEY = ("{subject} traced again, and its cache key shows no difference from its closest earlier "
+                "trace kept: the same argument types, looked up in the same function context (the graph "
+                "it is called from, device scope, cross-replica context, variable policy, XLA context). "
+                "TensorFlow keys on nothing else but the types of values the function captures by "
+                "reference, which traceguard does not read. A Python value the body reads from its "
+                "closure or a global is not part of the key: a new value does not retrace (the graph "
+                "keeps the old one).")
 
 
 def _what_changed(changes: tuple, arguments: str) -> str:
@@ -292,22 +315,23 @@ def _reason_of_place(reason: Reason, function: str | None, backend: str, objects
     if reason is Reason.SAVE:
         return f"Traced by SavedModel saving or `export` to write {where} into the saved model."
     if reason is Reason.NEW_FUNCTION_OBJECT and objects:
-        return (f"{subject} is a new function object (#{objects} so far) from the same code as earlier "
-                "ones: each object keeps its own traces, so one made per call, per loop iteration or per "
-                "model traces again.")
+        return (f"First trace of {where} as a new function object (#{objects} so far) from the same code "
+                "as earlier ones: not a retrace of one object, but the code made anew. Each object "
+                "starts with no traces, so one made per call, per loop iteration or per model traces "
+                "once more.")
     if reason is Reason.NEW_FUNCTION_OBJECT:
-        return (f"{subject} is a new tf.function object wrapping the same Python function as "
-                "an earlier one that traced this signature already; each tf.function object "
-                "keeps its own traces, so one created in a loop or per call traces every time.")
+        return (f"First trace of {where} as a new tf.function object wrapping the same Python function "
+                "as an earlier one that traced this signature already: each tf.function object keeps "
+                "its own traces, so one created in a loop or per call traces once more each time.")
     if reason is Reason.FIRST_TRACE:
         return (f"First trace of {where} for this signature: {engine} ran the Python body to "
                 f"build a {'jaxpr' if jax else 'graph'}.")
     if reason is Reason.VARIABLE_RETRACE:
         return (f"{subject} traced the same signature again: its first trace created variables, "
                 "so TensorFlow lifted them out and traced once more with variable creation disabled.")
-    return (f"{subject} traced again although this layer's arguments did not change: something "
-            "outside the layer changed (an argument of the enclosing function, a captured Python "
-            "value, or the function was created anew).")
+    return (f"{subject} traced again although this layer's arguments did not change: the layer runs "
+            "in every trace of the function, so what made the function trace again (its own arguments, "
+            "or the context it was called in; see the function's record) made this run.")
 
 
 def hint_text(verdict: Verdict) -> str | None:
@@ -321,6 +345,8 @@ def hint_text(verdict: Verdict) -> str | None:
         return compilation_hint(verdict)
     if hint is Hint.PYTHON_VALUE_AS_TENSOR:
         return _PYTHON_VALUE[_backend(verdict)].format(argument=verdict.argument)
+    if hint is Hint.TRACING_CONTEXT and verdict.argument == "device_functions" and _backend(verdict) != "jax":
+        return _TF_DEVICE_CONTEXT
     if hint in _BY_BACKEND:
         return _BY_BACKEND[hint][_backend(verdict)].format(argument=verdict.argument,
                                                            function=verdict.function)
@@ -328,6 +354,8 @@ def hint_text(verdict: Verdict) -> str | None:
         return _BY_ARGUMENT[hint].format(argument=verdict.argument)
     if hint is Hint.FIXED_STRUCTURE:
         return _FIXED_STRUCTURE[_backend(verdict)]
+    if hint is Hint.RESTORED_FUNCTION:
+        return HINTS[hint].format(function=verdict.function)
     return HINTS[hint]
 
 

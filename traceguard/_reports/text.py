@@ -171,7 +171,12 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
         lines.append(cache)
     if summary:
         later = [(runs, runs.dropped + number, event) for runs in order
-                 for number, event in enumerate(runs.events, 1) if runs.dropped + number > 1]
+                 for number, event in enumerate(runs.events, 1)
+                 if runs.dropped + number > 1 and event.kind.value != "trace"]
+        anew = [runs for runs in order if made_anew(runs)]
+        if anew:
+            lines += ["", f"Made anew ({len(anew)}):"]
+            lines += [f"  {runs.function}: {made_anew_text(runs)}" for runs in anew]
         if later:
             compiled = any(event.kind.value == "compile" for _, _, event in later)
             title = "Function retraces and compilations" if compiled else "Function retraces"
@@ -184,6 +189,8 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
         name = "" if runs.name == runs.function else f"{runs.name}, "
         lines += ["", f"Function `{runs.function}` ({name}defined at {_short_site(runs.definition)}): "
                   f"{costs.function_phrase(runs)}"]
+        if made_anew(runs):
+            _add_labelled(lines, "", "made anew", made_anew_text(runs))
         hints_shown: set[str | None] = set()
         wastes_shown: set[str] = set()  # What is safe to relax, said once per function, as the fix.
         numbers = {event.serial: runs.dropped + number for number, event in enumerate(runs.events, 1)}
@@ -240,17 +247,34 @@ def _short_site(site: Site | None) -> str:
     return f"{os.path.basename(site.path)}:{site.line}"
 
 
+def made_anew(runs: Any) -> bool:
+    """Whether a function's code traced as more than one function object (`FunctionRuns`)."""
+    return runs.objects > 1 and any(event.verdict is not None
+                                    and event.verdict.reason is Reason.NEW_FUNCTION_OBJECT
+                                    for event in runs.events)
+
+
+def made_anew_text(runs: Any) -> str:
+    """The code-level finding of a function made anew: N objects, each traced from empty."""
+    return (f"{runs.objects} function objects of this code, each starting with no traces: the code "
+            "is made anew (a new model, a re-`compile()`, a tf.function created per call or per "
+            "loop iteration), and each object's first trace is a `trace`, not a retrace of one "
+            "object. Make it once and reuse it (see the fix below).")
+
+
 def format_retracing_note(records: Sequence[Any]) -> str | None:
     """traceguard's measured cause, appended to TensorFlow's retracing warning of one function."""
     retraces = [record for record in records if not record.is_first and record.changes]
     if not retraces:
         return None
     record = retraces[-1]
-    what = ("new function objects from the same code" if record.reason is Reason.NEW_FUNCTION_OBJECT
-            else "; ".join(map(str, record.changes)))
     site = f" at {_short_site(record.call_site)}" if record.call_site else ""
+    if record.reason is Reason.NEW_FUNCTION_OBJECT:
+        return (f"traceguard: `{record.name}` traced {len(records)} times as {record.objects} function "
+                f"objects of the same code (the last{site}): the code is made anew, and each new "
+                "object traces once. `traceguard.watch()`'s report has the fix.")
     return (f"traceguard: `{record.name}` traced {len(records)} times; the last retrace{site} changed: "
-            f"{what}. `traceguard.watch()`'s report has the fix.")
+            f"{'; '.join(map(str, record.changes))}. `traceguard.watch()`'s report has the fix.")
 
 
 def format_budget_failure(subject: str, n: int, count: int, events: list[TraceEvent],
