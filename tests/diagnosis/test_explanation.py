@@ -28,7 +28,7 @@ def test_events_are_grouped_per_layer_and_ordered_by_start():
 
 
 def test_layer_keeps_its_newest_events_and_counts_dropped(monkeypatch):
-    monkeypatch.setattr(_explanation, "_EVENTS_PER_LAYER", 3)
+    monkeypatch.setattr(_explanation, "EVENTS_PER_LAYER", 3)
     layer = FakeLayer("busy")
     explanation = tg.Explanation("test")
     for index in range(1, 6):

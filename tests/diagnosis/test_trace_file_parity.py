@@ -48,8 +48,7 @@ def test_fit_with_a_partial_batch_reads_back_as_its_report(tmp_path):
 
 def test_an_intermediate_model_per_inference_keeps_every_layer_run_in_the_file(tmp_path):
     # Each new `keras.Model` has a new predict function, which traces the shared layers again: a
-    # layer's first run in that function is a retrace of its code (the function's own is), and
-    # each must reach the file.
+    # first trace of each new function object, and each must reach the file.
     path = tmp_path / "intermediate.jsonl"
     inputs = keras.Input((10,))
     hidden = keras.layers.Dense(16, name="fc1")(inputs)
@@ -62,14 +61,14 @@ def test_an_intermediate_model_per_inference_keeps_every_layer_run_in_the_file(t
                 keras.Model(inputs=model.inputs, outputs=layer.output).predict(x, verbose=0)
     restored = assert_same_report(report, path)
     fc1 = restored.layers["fc1"]
-    assert fc1.counts()["trace"] == 1 and fc1.counts()["retrace"] == 5
+    # Each predict function is a new object: each of fc1's runs is that object's first trace.
+    assert fc1.counts()["trace"] == 6 and fc1.counts()["retrace"] == 0
     assert [event.index for event in fc1.events] == [1, 2, 3, 4, 5, 6]
     assert len(layer_lines(path, "fc1")) == 6
-    # The Keras method of a retrace made in a new predict function is read, never left unasked.
-    assert {event.verdict.keras_call.method for event in fc1.events if event.kind.value == "retrace"} == \
-        {"predict"}
-    assert all(isinstance(event.verdict.keras_call, KerasCall)
-               for event in fc1.events if event.kind.value == "retrace")
+    # A run's Keras method is read or None in the live report, never the recorder's "not asked yet"
+    # placeholder, which has no JSON form (what made these runs miss the file).
+    assert all(event.verdict.keras_call is None or isinstance(event.verdict.keras_call, KerasCall)
+               for event in report.layers["fc1"].events)
 
 
 def test_a_layer_run_in_a_tf_data_map_function_is_in_the_file(tmp_path):
@@ -83,7 +82,8 @@ def test_a_layer_run_in_a_tf_data_map_function_is_in_the_file(tmp_path):
     restored = assert_same_report(report, path)
     runs = restored.layers["mapped"]
     assert len(runs.events) == len(layer_lines(path, "mapped")) == 3
-    assert runs.events[-1].kind.value == "retrace" and runs.events[-1].function.startswith("Dataset_map")
+    # The second map function is a new object: the layer's run in it is that object's first trace.
+    assert runs.events[-1].kind.value == "trace" and runs.events[-1].function.startswith("Dataset_map")
 
 
 def test_the_comparison_names_what_a_file_lost(tmp_path):
