@@ -92,6 +92,14 @@ from traceguard._compat._tf_traces import traces_before  # noqa: E402, F401
 _function_tracing.set_hook(_tf_traces)
 
 
+def uncached_transformation() -> None:
+    return None  # A tf.function traces under every transformation: its cache keys it.
+
+
+def uncached_setting(frame: Any = None) -> None:
+    return None
+
+
 def keras2_flavor() -> KerasFlavor:
     """The Keras 2 of `traceguard.keras2`: `tf_keras`, else `tf.keras` on TF <= 2.15."""
     if importlib.util.find_spec("tf_keras") is not None:

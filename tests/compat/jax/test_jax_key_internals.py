@@ -1,0 +1,36 @@
+"""The JAX internals behind #38's keys, checked on the installed JAX: the traces of the
+transformations that keep no cache (`_jax_transforms`) and the pytree and call-structure
+readings of `_jax_keys`."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from traceguard._compat import _jax_transforms
+
+pytestmark = pytest.mark.backend("jax")
+
+
+def test_uncached_transformations_are_named_and_staged_traces_are_not():
+    seen = []
+
+    def probe(x):
+        seen.append(_jax_transforms.uncached_transformation())
+        return x.sum()
+
+    probe(jnp.ones(2))
+    jax.grad(probe)(jnp.ones(2))
+    jax.value_and_grad(probe)(jnp.ones(2))
+    jax.jvp(probe, (jnp.ones(2),), (jnp.ones(2),))
+    jax.vmap(probe)(jnp.ones((2, 3)))
+    jax.vmap(jax.grad(probe))(jnp.ones((2, 3)))
+    jax.jit(probe)(jnp.ones(4))
+    jax.jit(jax.grad(probe))(jnp.ones(5))
+    jax.eval_shape(probe, jnp.ones(6))
+    jax.lax.scan(lambda carry, x: (carry, probe(x)), 0.0, jnp.ones((2, 7)))
+    assert seen == [None, ("grad",), ("grad",), ("jvp",), ("vmap",), ("vmap", "grad"),
+                    None, None, None, None]
+
+
+def test_uncached_setting_is_none_outside_a_keras_step():
+    assert _jax_transforms.uncached_setting() is None
