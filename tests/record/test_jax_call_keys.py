@@ -8,11 +8,14 @@ tests/stories/test_jax_explain_parity.py.
 """
 
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import keras
+from helpers import texts
 
 import traceguard as tg
 
@@ -58,3 +61,69 @@ def test_grad_and_vmap_run_eagerly_are_no_trace_but_inside_jit_they_are():
     assert [event.kind.value for event in runs.events] == ["trace"]
     assert runs.counts()["eager"] == 3
     assert explanation.uncached == {("grad",): None, ("vmap",): None}
+
+
+# --- the call's structure, pytree nodes and their static fields ------------------------------
+def test_a_call_passing_an_argument_by_keyword_names_how_it_was_passed():
+    @jax.jit
+    def f(x, y=1):
+        return x + y
+
+    with tg.watch() as explanation:
+        f(1, 2)
+        f(1, y=2)  # JAX: "[0] ... the lengths do not match", "[1] ... key sets: {'y'}".
+        f(x=2, y=3)
+        f(1, 2)  # Cached.
+    events = _function_events(explanation, "f")
+    # Before #38: two retraces "with the arguments of an earlier trace".
+    assert [texts(event.changes) for event in events] == [
+        (), ("y: passed by keyword, was positional",), ("x: passed by keyword, was positional",)]
+    assert events[1].hint.startswith("`jax.jit` keys a call's positional and keyword arguments apart: "
+                                     "`y` passed positionally")
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Config:
+    weights: jax.Array
+    mode: str = dataclasses.field(metadata={"static": True})
+
+
+class Box:
+    def __init__(self, value, tag):
+        self.value, self.tag = value, tag
+
+
+jax.tree_util.register_pytree_node(Box, lambda box: ((box.value,), box.tag),
+                                   lambda tag, kids: Box(kids[0], tag))
+
+
+def test_a_static_field_and_a_dict_key_are_named_by_their_delta():
+    @jax.jit
+    def f(cfg, batch):
+        return cfg.weights * 2 if cfg.mode == "a" else cfg.weights
+
+    with tg.watch() as explanation:
+        f(Config(jnp.ones(3), "a"), {"x": jnp.ones(2)})
+        f(Config(jnp.ones(3), "b"), {"x": jnp.ones(2)})
+        f(Config(jnp.ones(3), "b"), {"x": jnp.ones(2), "aux": jnp.ones(2)})
+    events = _function_events(explanation, "f")
+    assert str(events[0].signature["cfg"]) == "Config(weights=float32[3], mode='a' (static))"
+    assert [texts(event.changes) for event in events[1:]] == [
+        ("cfg.mode: static field 'a' -> 'b'",), ("batch['aux']: added (float32[2])",)]
+    assert events[1].hint.startswith("`cfg.mode` is a static field of a pytree node")
+
+
+def test_a_registered_node_s_aux_data_and_type_are_named():
+    @jax.jit
+    def f(box):
+        return box.value if isinstance(box, Box) else box[0]
+
+    with tg.watch() as explanation:
+        f(Box(jnp.ones(3), "x"))
+        f(Box(jnp.ones(3), "y"))
+        f((jnp.ones(3),))
+    events = _function_events(explanation, "f")
+    assert [texts(event.changes) for event in events[1:]] == [
+        ("box: pytree auxiliary data 'x' -> 'y'",),
+        ("box: pytree node Box -> tuple (Box(float32[3], aux data 'y') -> (float32[3],))",)]

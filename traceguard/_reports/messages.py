@@ -87,6 +87,13 @@ _STATIC_IDENTITY = ("`{argument}` is a static argument whose type defines no `__
                     "by identity, so every new object is a new key (and a mutated one can hit a stale "
                     "trace). Give its class `__eq__` and `__hash__` over the fields the body reads, or "
                     "create the object once and reuse it.")
+_STATIC_FIELD = ("`{argument}` is a static field of a pytree node (its auxiliary data: a `meta_fields` or "
+                 "`pytree_node=False` field): JAX keys it by `==`, so each new value traces and compiles "
+                 "again. Keep it to a few values, or, if the body needs it only as a number (not for "
+                 "shapes or Python control flow), make it a data field holding an array.")
+_CALL_STRUCTURE = ("`jax.jit` keys a call's positional and keyword arguments apart: `{argument}` passed "
+                   "positionally at one call and by keyword at another traces and compiles again for the "
+                   "same values. Pass it the same way at every call.")
 _PYTHON_VALUE = {
     "tensorflow": ("Each new Python value of `{argument}` is a new signature: pass it as a tensor "
                    "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed."),
@@ -257,6 +264,13 @@ def reason_text(verdict: Verdict) -> str:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because "
                 f"{_what_changed(verdict.changes, 'the signature')} changed: "
                 f"{'; '.join(map(str, verdict.changes))}.")
+    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend == "jax":
+        return (f"{_subject(verdict.function, verdict.backend)} traced again, and its cache key shows no "
+                "difference from an earlier trace's: the arguments' pytree (node types, static fields, "
+                "keyword or positional), their shapes, dtypes and weak types, the static arguments and the "
+                "tracing context are the same. JAX keys on these and on the function object only, so "
+                "that earlier entry had left JAX's cache (`jax.clear_caches()`, or its size limit), or "
+                "traceguard no longer held its key.")
     if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function:
         return (f"{_subject(verdict.function, verdict.backend)} traced again with the arguments of an "
                 "earlier trace: something outside its arguments changed (a captured Python value or "
@@ -332,7 +346,8 @@ def hint_text(verdict: Verdict) -> str | None:
 
 
 _BY_ARGUMENT = {Hint.WEAK_TYPE: _WEAK_TYPE, Hint.STATIC_VALUE: _STATIC_VALUE,
-                Hint.STATIC_IDENTITY: _STATIC_IDENTITY}
+                Hint.STATIC_IDENTITY: _STATIC_IDENTITY, Hint.STATIC_FIELD: _STATIC_FIELD,
+                Hint.CALL_STRUCTURE: _CALL_STRUCTURE}
 
 
 def _backend(verdict: Verdict) -> str:

@@ -34,3 +34,23 @@ def test_uncached_transformations_are_named_and_staged_traces_are_not():
 
 def test_uncached_setting_is_none_outside_a_keras_step():
     assert _jax_transforms.uncached_setting() is None
+
+
+def test_node_data_and_key_paths_give_a_node_s_fields_and_static_data():
+    import dataclasses
+
+    from traceguard._compat import _jax_keys
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class Config:
+        weights: jax.Array
+        mode: str = dataclasses.field(metadata={"static": True})
+
+    config = Config(jnp.ones(2), "a")
+    structure = jax.tree_util.tree_structure(config, is_leaf=lambda node: node is not config)
+    assert structure.node_data() == (Config, ("a",))
+    (path, _), = jax.tree_util.tree_flatten_with_path(config, is_leaf=lambda node: node is not config)[0]
+    assert path == (jax.tree_util.GetAttrKey("weights"),)
+    assert str(_jax_keys.array_spec(config)) == "Config(weights=float32[2], mode='a' (static))"
+    assert _jax_keys.keywords_of({"y": 1, "x": 2}) == ("x", "y")
