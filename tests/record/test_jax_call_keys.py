@@ -127,3 +127,20 @@ def test_a_registered_node_s_aux_data_and_type_are_named():
     assert [texts(event.changes) for event in events[1:]] == [
         ("box: pytree auxiliary data 'x' -> 'y'",),
         ("box: pytree node Box -> tuple (Box(float32[3], aux data 'y') -> (float32[3],))",)]
+
+
+# --- a compilation without a trace ----------------------------------------------------------
+def test_a_compilation_for_a_newly_committed_argument_names_it():
+    @jax.jit
+    def f(x):
+        return x * 2
+
+    with tg.watch() as explanation:
+        f(jnp.ones(3))
+        f(jax.device_put(jnp.ones(3), jax.devices()[0]))  # Same trace; a new executable.
+        f(jnp.ones(3))  # Both executables cached.
+    events = _function_events(explanation, "f")
+    assert [event.kind.value for event in events] == ["trace", "compile"]
+    platform = jax.devices()[0].platform
+    assert texts(events[1].changes) == (f"x: uncommitted -> committed to {platform}:0",)
+    assert "JAX keys compiled executables by where the arguments are placed too" in events[1].reason

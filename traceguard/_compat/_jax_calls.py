@@ -33,7 +33,7 @@ from jax._src import core as _core
 from jax._src import dispatch as _dispatch
 from jax._src import pjit as _pjit
 
-from traceguard._compat import _calling_code, _function_calls
+from traceguard._compat import _calling_code, _function_calls, _jax_keys
 from traceguard._compat._flavors import internal_missing
 
 _INFER_PARAMS = _pjit.__dict__.get("_infer_params")
@@ -140,6 +140,10 @@ def _report_compilation(call: Any, fun: Any) -> None:
     name = getattr(fun, "__name__", None) or type(fun).__name__
     tracing = _function_tracing.begin("jax.jit", name, fun, fun, _calling_code.bind_arguments(
         fun, call.args, call.kwargs), compilation=True)
+    try:  # The executable's key beside the trace's: committed devices and shardings.
+        tracing.placements = _jax_keys.placements(tracing.arguments)
+    except Exception:  # Not compared.
+        tracing.placements = None
     tracing.start = call.start
     frame, tracing.entry = _calling_code.user_frame(sys._getframe(2))
     if frame is not None:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jax import api_util as _api_util
+from jax import core as _core
 from jax import tree_util as _tree_util
 
 from traceguard._compat._objects import object_spec
@@ -196,6 +197,43 @@ def _static_fields(value: Any, aux: Any, children: tuple) -> tuple[tuple[str, Sp
     return (("", static_spec(aux)),)
 
 
+def placements(arguments: Mapping[Any, Any] | None) -> dict[Any, str] | None:
+    """Where each argument's arrays are placed, which a compiled executable is keyed by and a trace
+    is not (jax/_src/pjit.py: an uncommitted array follows the computation; a committed one,
+    `jax.device_put` to a device or any array with a sharding, fixes the executable's input
+    sharding; `jax.Array.committed`, `.sharding`): `"uncommitted"`, `"committed to cpu:0"`,
+    one text per argument (per leaf when its leaves differ). None when not read."""
+    if arguments is None:
+        return None
+    found = {}
+    for name, value in arguments.items():
+        leaves = [_placement(leaf) for leaf in _tree_util.tree_leaves(value)]
+        leaves = [leaf for leaf in leaves if leaf is not None]
+        if leaves:
+            found[name] = leaves[0] if len(set(leaves)) == 1 else ", ".join(leaves[:MAX_LEAVES])
+    return found
+
+
+MAX_LEAVES = 8  # Leaves whose placement an argument's text lists when they differ.
+
+
+def _placement(leaf: Any) -> str | None:
+    if isinstance(leaf, _core.Tracer):  # Traced inside another trace: no executable of its own.
+        return None
+    committed = getattr(leaf, "committed", None)
+    if committed is None:  # A NumPy array or Python scalar: placed as an uncommitted array.
+        return "uncommitted" if hasattr(leaf, "shape") or isinstance(leaf, (int, float, complex)) else None
+    if not committed:
+        return "uncommitted"
+    sharding = leaf.sharding
+    devices = sorted(sharding.device_set, key=lambda device: device.id)
+    if len(devices) == 1:
+        return f"committed to {devices[0].platform}:{devices[0].id}"
+    spec = getattr(sharding, "spec", None)
+    return f"committed to {type(sharding).__name__}{'' if spec is None else f' {spec}'} " \
+           f"over {len(devices)} devices"
+
+
 def _dim(dim: Any) -> int | None:
     try:
         return int(dim)
@@ -203,4 +241,4 @@ def _dim(dim: Any) -> int | None:
         return None
 
 
-__all__ = ["array_spec", "jit_signature", "keywords_of", "static_spec", "tracing_context"]
+__all__ = ["array_spec", "jit_signature", "keywords_of", "placements", "static_spec", "tracing_context"]

@@ -39,6 +39,9 @@ class Aspect(str, enum.Enum):
     # JAX: a pytree node's auxiliary data (a static field: `argument` ends in `.field`, or the
     # node's whole auxiliary data), keyed by `==`; old and new are its specs.
     STATIC_FIELD = "static_field"
+    # JAX: where an argument's arrays are placed (uncommitted, or committed to a device or
+    # sharding), which a compiled executable is keyed by and a trace is not; texts.
+    PLACEMENT = "placement"
 
     def __str__(self) -> str:
         return self.value
@@ -82,6 +85,7 @@ _TEXTS = {
     Aspect.ADDED: "{argument}: added ({new})",
     Aspect.REMOVED: "{argument}: removed",
     Aspect.CONTEXT: "{argument}: {old} -> {new} (tracing context)",
+    Aspect.PLACEMENT: "{argument}: {old} -> {new}",
 }
 
 

@@ -101,6 +101,15 @@ def diff_passing(old_keywords: tuple[str, ...] | None, new_keywords: tuple[str, 
     return changes
 
 
+def diff_placements(old: Mapping[Any, str] | None, new: Mapping[Any, str] | None) -> list[Change]:
+    """The arguments whose arrays are placed otherwise (JAX: committed to a device or sharding, or
+    not), which a compiled executable is keyed by; nothing when either call's was not read."""
+    if old is None or new is None:
+        return []
+    return [Change(argument_path(name), Aspect.PLACEMENT, old[name], place)
+            for name, place in new.items() if name in old and old[name] != place]
+
+
 def _tensor_changes(path: ArgumentPath, old: TensorSpec, new: TensorSpec,
                     accepts_unknown: bool) -> list[Change]:
     changes = []
@@ -189,5 +198,5 @@ def argument_path(name: str | ArgumentPath) -> ArgumentPath:
     return name if isinstance(name, ArgumentPath) else ArgumentPath(name)
 
 
-__all__ = ["Signature", "add_context", "argument_path", "diff_contexts", "diff_passing", "diff_signatures",
-           "diff_specs"]
+__all__ = ["Signature", "add_context", "argument_path", "diff_contexts", "diff_passing", "diff_placements",
+           "diff_signatures", "diff_specs"]

@@ -54,3 +54,14 @@ def test_node_data_and_key_paths_give_a_node_s_fields_and_static_data():
     assert path == (jax.tree_util.GetAttrKey("weights"),)
     assert str(_jax_keys.array_spec(config)) == "Config(weights=float32[2], mode='a' (static))"
     assert _jax_keys.keywords_of({"y": 1, "x": 2}) == ("x", "y")
+
+
+def test_committed_and_sharding_tell_where_an_array_is_placed():
+    from traceguard._compat import _jax_keys
+
+    device = jax.devices()[0]
+    placed = jax.device_put(jnp.ones(2), device)
+    assert (jnp.ones(2).committed, placed.committed) == (False, True)
+    assert placed.sharding.device_set == {device}
+    assert _jax_keys.placements({"x": jnp.ones(2), "y": placed, "n": 3, "s": "text"}) == {
+        "x": "uncommitted", "y": f"committed to {device.platform}:{device.id}", "n": "uncommitted"}
