@@ -284,7 +284,11 @@ def _type_expectations(difference: Difference, parameters: frozenset[str]) -> li
     else:
         found += [Expectation(difference.words, parameters, frozenset({"dim"}), axis, new)
                   for axis, (new, old) in enumerate(zip(now.dims, before.dims)) if new != old]
-    if not found:  # Only the sharding or memory space differs: traceguard keys neither.
+    both = f"{difference.now} {difference.before}"
+    if not found and ("@" in both or re.search(r"\(\{[A-Z]", both)):
+        # The sharding an abstract value carries (`f32[4@i]({Explicit: ('i',)})`).
+        found.append(Expectation(difference.words, parameters, frozenset({"sharding"})))
+    if not found:  # Only the memory space differs: traceguard does not key it.
         found.append(Expectation(difference.words, parameters, frozenset()))
     return found
 

@@ -166,3 +166,11 @@ def test_an_argument_passed_another_way_is_named_only_when_both_calls_were_read(
     assert str(back) == "x: passed positionally, was by keyword"
     assert diff_passing(None, ("y",), signature, signature) == []
     assert diff_passing((), ("y",), {"x": tensor(2)}, signature) == []  # `y` added: said once.
+
+
+def test_a_sharding_jax_keys_in_the_abstract_value_is_a_change_of_its_own():
+    sharded = TensorSpec("float32", (4,), sharding="P('i',) over i=2 (Explicit)")
+    assert str(sharded) == "float32[4] sharded P('i',) over i=2 (Explicit)"
+    (change,) = diff_signatures({"x": tensor(4)}, {"x": sharded})
+    assert (change.aspect, str(change)) == (
+        Aspect.SHARDING, "x: sharding unsharded -> P('i',) over i=2 (Explicit)")

@@ -33,6 +33,7 @@ SIGNATURE = {
     "fn": ObjectSpec("function", "step", 140, Site("/src/t.py", 3), True),
     "batch": MappingSpec((("'ids'", SequenceSpec("tuple", (tensor(2, dtype="int32"),), 1)),), 1),
     ArgumentPath("rest", (0,)): ValueSpec("None"),
+    "sharded": tensor(4)._replace(sharding="P('i',) over i=2 (Explicit)"),
     "cfg": NodeSpec("Config", ((".weights", tensor(3)), (0, ValueSpec("None"))),
                     ((".mode", ValueSpec("'a'", None, True)),)),
 }

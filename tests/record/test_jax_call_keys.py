@@ -144,3 +144,22 @@ def test_a_compilation_for_a_newly_committed_argument_names_it():
     platform = jax.devices()[0].platform
     assert texts(events[1].changes) == (f"x: uncommitted -> committed to {platform}:0",)
     assert "JAX keys compiled executables by where the arguments are placed too" in events[1].reason
+
+
+def test_a_sharding_carried_by_the_abstract_value_is_a_retrace_naming_it():
+    from jax.sharding import AxisType, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((1,), ("i",), axis_types=(AxisType.Explicit,))
+
+    @jax.jit
+    def f(x):
+        return x * 2
+
+    with tg.watch() as explanation:
+        f(jnp.ones(4))
+        f(jax.device_put(jnp.ones(4), NamedSharding(mesh, P("i"))))  # JAX: f32[4@i]({Explicit: ('i',)})
+    events = _function_events(explanation, "f")
+    assert [texts(event.changes) for event in events] == [
+        (), ("x: sharding unsharded -> P('i',) over i=1 (Explicit)",)]
+    assert events[1].hint.startswith("`x` came with another sharding: JAX keys each trace by the sharding")

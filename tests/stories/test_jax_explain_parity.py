@@ -399,6 +399,16 @@ def f(x):
 f(jnp.ones(3))
 f(jax.device_put(jnp.ones(3), jax.devices()[0]))
 """, 1, [[], ["x: uncommitted -> committed to cpu:0"]]),
+    "explicit_sharding": ("""
+import jax, jax.numpy as jnp
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+mesh = jax.make_mesh((1,), ("i",), axis_types=(AxisType.Explicit,))
+@jax.jit
+def f(x):
+    return x * 2
+f(jnp.ones(4))
+f(jax.device_put(jnp.ones(4), NamedSharding(mesh, P("i"))))
+""", 2, [[], ["x: sharding unsharded -> P('i',) over i=1 (Explicit)"]]),
     "keras_jit_compile_false": ("""
 import numpy as np, keras
 model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(1)])

@@ -144,7 +144,8 @@ def array_spec(value: Any) -> Spec:
     except TypeError:
         aval = None
     if aval is not None:
-        return TensorSpec(str(aval.dtype), tuple(_dim(d) for d in aval.shape), "", bool(aval.weak_type))
+        return TensorSpec(str(aval.dtype), tuple(_dim(d) for d in aval.shape), "", bool(aval.weak_type),
+                          _sharding(aval))
     return _node_spec(value)
 
 
@@ -232,6 +233,20 @@ def _placement(leaf: Any) -> str | None:
     spec = getattr(sharding, "spec", None)
     return f"committed to {type(sharding).__name__}{'' if spec is None else f' {spec}'} " \
            f"over {len(devices)} devices"
+
+
+def _sharding(aval: Any) -> str:
+    """The sharding an abstract value carries, which JAX keys a trace by (`ShapedArray.sharding`: a
+    `NamedSharding` over an `AbstractMesh`, empty for an array on one device; JAX's explanation
+    shows it as `f32[4@i]({Explicit: ('i',)})`): `"P('i',) over i=2 (Explicit)"`, or `""`."""
+    sharding = getattr(aval, "sharding", None)
+    mesh = getattr(sharding, "mesh", None)
+    if mesh is None or getattr(mesh, "empty", True):
+        return ""
+    axes = ", ".join(f"{name}={size}" for name, size in zip(mesh.axis_names, mesh.axis_sizes))
+    types = ", ".join(getattr(kind, "name", str(kind)) for kind in mesh.axis_types)
+    memory = f" in {sharding.memory_kind}" if getattr(sharding, "memory_kind", None) else ""
+    return f"{sharding.spec} over {axes} ({types}){memory}"
 
 
 def _dim(dim: Any) -> int | None:

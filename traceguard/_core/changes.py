@@ -42,6 +42,9 @@ class Aspect(str, enum.Enum):
     # JAX: where an argument's arrays are placed (uncommitted, or committed to a device or
     # sharding), which a compiled executable is keyed by and a trace is not; texts.
     PLACEMENT = "placement"
+    # JAX: the sharding an array's abstract value carries (a mesh's axes and a `PartitionSpec`),
+    # which a trace is keyed by; texts, "unsharded" for none.
+    SHARDING = "sharding"
 
     def __str__(self) -> str:
         return self.value
@@ -86,6 +89,7 @@ _TEXTS = {
     Aspect.REMOVED: "{argument}: removed",
     Aspect.CONTEXT: "{argument}: {old} -> {new} (tracing context)",
     Aspect.PLACEMENT: "{argument}: {old} -> {new}",
+    Aspect.SHARDING: "{argument}: sharding {old} -> {new}",
 }
 
 

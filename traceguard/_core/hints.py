@@ -103,6 +103,8 @@ def _hint_by_key(change: Change) -> Hint | None:
         return Hint.STATIC_FIELD
     if aspect is Aspect.PASSED:
         return Hint.CALL_STRUCTURE
+    if aspect is Aspect.SHARDING:
+        return Hint.ONE_SHARDING
     if aspect is Aspect.IDENTITY:
         return Hint.STATIC_IDENTITY if static else Hint.OBJECT_IDENTITY
     if aspect is Aspect.VALUE and static:

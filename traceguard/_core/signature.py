@@ -117,6 +117,9 @@ def _tensor_changes(path: ArgumentPath, old: TensorSpec, new: TensorSpec,
         changes.append(Change(path, Aspect.DTYPE, old.dtype, new.dtype))
     elif old.weak_type != new.weak_type:  # JAX: a Python scalar's weak type, or a typed value.
         changes.append(Change(path, Aspect.WEAK_TYPE, old, new))
+    if old.sharding != new.sharding:  # JAX: an abstract value's mesh and partitioning.
+        changes.append(Change(path, Aspect.SHARDING, old.sharding or "unsharded",
+                              new.sharding or "unsharded"))
     old_dims, new_dims = old.dims, new.dims
     if accepts_unknown and old_dims is None:
         return changes

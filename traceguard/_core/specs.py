@@ -30,19 +30,23 @@ class TensorSpec(NamedTuple):
         type_name: `""` for a dense tensor or array; else its class, e.g.
             `"RaggedTensor"`, `"SparseTensor"`, `"TensorSpec"`.
         weak_type: Whether JAX keys it as weakly typed (a Python scalar's type).
+        sharding: The sharding JAX keys its abstract value by (a `PartitionSpec` over a
+            mesh's axes and their types, `"P('i',) over i=2 (Explicit)"`); `""` for none.
     """
 
     dtype: str
     dims: tuple[int | None, ...] | None
     type_name: str = ""
     weak_type: bool = False
+    sharding: str = ""
 
     def __str__(self) -> str:
         dims = self.dims
         shape = "[?]" if dims is None else "[" + ",".join("None" if d is None else str(d) for d in dims) + "]"
         prefix = f"{self.type_name} " if self.type_name else ""
         weak = "weakly typed " if self.weak_type else ""
-        return f"{weak}{prefix}{self.dtype}{shape}"
+        sharded = f" sharded {self.sharding}" if self.sharding else ""
+        return f"{weak}{prefix}{self.dtype}{shape}{sharded}"
 
     @property
     def rank(self) -> int | None:

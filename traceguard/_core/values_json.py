@@ -49,6 +49,8 @@ def spec_json(spec: Spec) -> dict[str, Any]:
         result.update(spec._asdict(), site=None if spec.site is None else site_json(spec.site))
     else:
         result.update(spec._asdict())
+        if isinstance(spec, TensorSpec) and not spec.sharding:  # JAX's sharded arrays only.
+            del result["sharding"]
     return result
 
 

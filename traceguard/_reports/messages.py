@@ -94,6 +94,10 @@ _STATIC_FIELD = ("`{argument}` is a static field of a pytree node (its auxiliary
 _CALL_STRUCTURE = ("`jax.jit` keys a call's positional and keyword arguments apart: `{argument}` passed "
                    "positionally at one call and by keyword at another traces and compiles again for the "
                    "same values. Pass it the same way at every call.")
+_ONE_SHARDING = ("`{argument}` came with another sharding: JAX keys each trace by the sharding an array's "
+                 "abstract value carries (its mesh, the mesh's axis types and its `PartitionSpec`), so each "
+                 "new one traces and compiles again. Put it on one sharding before the calls "
+                 "(`jax.device_put(x, NamedSharding(mesh, spec))` with the same mesh and spec every time).")
 _PYTHON_VALUE = {
     "tensorflow": ("Each new Python value of `{argument}` is a new signature: pass it as a tensor "
                    "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed."),
@@ -347,7 +351,7 @@ def hint_text(verdict: Verdict) -> str | None:
 
 _BY_ARGUMENT = {Hint.WEAK_TYPE: _WEAK_TYPE, Hint.STATIC_VALUE: _STATIC_VALUE,
                 Hint.STATIC_IDENTITY: _STATIC_IDENTITY, Hint.STATIC_FIELD: _STATIC_FIELD,
-                Hint.CALL_STRUCTURE: _CALL_STRUCTURE}
+                Hint.CALL_STRUCTURE: _CALL_STRUCTURE, Hint.ONE_SHARDING: _ONE_SHARDING}
 
 
 def _backend(verdict: Verdict) -> str:
