@@ -305,7 +305,7 @@ def _tree_expectation(difference: Difference, parameters: Sequence[Sequence[str]
             keys = re.search(r"key sets: \{(.*)\}$", difference.because)
             names = frozenset(re.findall(r"'([^']*)'", keys[1])) if keys else None
         # An argument added or removed, or passed by keyword instead of positionally (`passed`).
-        return Expectation(words, names, frozenset({"added", "removed", "passed"}))
+        return Expectation(words, names, frozenset({"added", "removed", "call_structure"}))
     static = re.search(r"with pytree metadata Static\(val=(.*)\)$", difference.now)
     if static and difference.because.startswith("the pytree node metadata"):
         # A static argument with another hash or `==`: by value, by identity, or of another kind.

@@ -161,9 +161,9 @@ def test_a_mapping_s_keys_are_named_by_their_delta():
 def test_an_argument_passed_another_way_is_named_only_when_both_calls_were_read():
     signature = {"x": tensor(2), "y": ValueSpec("1")}
     (change,) = diff_passing((), ("y",), signature, signature)
-    assert (change.aspect, str(change)) == (Aspect.PASSED, "y: passed by keyword, was positional")
+    assert (change.aspect, str(change)) == (Aspect.CALL_STRUCTURE, "y: passed positionally -> by keyword")
     (back,) = diff_passing(("x", "y"), ("y",), signature, signature)
-    assert str(back) == "x: passed positionally, was by keyword"
+    assert str(back) == "x: passed by keyword -> positionally"
     assert diff_passing(None, ("y",), signature, signature) == []
     assert diff_passing((), ("y",), {"x": tensor(2)}, signature) == []  # `y` added: said once.
 

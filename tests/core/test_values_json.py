@@ -51,7 +51,7 @@ def test_a_signature_reads_back_as_written():
     Change(ArgumentPath("x"), Aspect.DIM, 32, 6, axis=0),
     Change(ArgumentPath("cfg", (".mode",)), Aspect.STATIC_FIELD, ValueSpec("'a'", None, True),
            ValueSpec("'b'", None, True)),
-    Change(ArgumentPath("y"), Aspect.PASSED, "positional", "keyword"),
+    Change(ArgumentPath("y"), Aspect.CALL_STRUCTURE, "positional", "keyword"),
     Change(ArgumentPath("x", ("'ids'", 0)), Aspect.DTYPE, "int32", "int64"),
     Change(ArgumentPath("lr"), Aspect.WEAK_TYPE, tensor(weak_type=True), tensor()),
     Change(ArgumentPath("fn"), Aspect.IDENTITY, SIGNATURE["fn"], SIGNATURE["fn"]._replace(token=2)),

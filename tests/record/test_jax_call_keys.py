@@ -77,7 +77,7 @@ def test_a_call_passing_an_argument_by_keyword_names_how_it_was_passed():
     events = _function_events(explanation, "f")
     # Before #38: two retraces "with the arguments of an earlier trace".
     assert [texts(event.changes) for event in events] == [
-        (), ("y: passed by keyword, was positional",), ("x: passed by keyword, was positional",)]
+        (), ("y: passed positionally -> by keyword",), ("x: passed positionally -> by keyword",)]
     assert events[1].hint.startswith("`jax.jit` keys a call's positional and keyword arguments apart: "
                                      "`y` passed positionally")
 
@@ -142,7 +142,7 @@ def test_a_compilation_for_a_newly_committed_argument_names_it():
     events = _function_events(explanation, "f")
     assert [event.kind.value for event in events] == ["trace", "compile"]
     platform = jax.devices()[0].platform
-    assert texts(events[1].changes) == (f"x: uncommitted -> committed to {platform}:0",)
+    assert texts(events[1].changes) == (f"x: sharding uncommitted -> committed to {platform}:0",)
     assert "JAX keys compiled executables by where the arguments are placed too" in events[1].reason
 
 

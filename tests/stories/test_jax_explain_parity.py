@@ -225,9 +225,9 @@ def test_expectations_name_the_parameter_aspect_axis_and_new_side():
         frozenset({"x_in", "arg1"}), frozenset({"structure"}))
     assert expectations(parse_miss(DICT_KEYS), KW_PARAMETERS)[0].aspects == {"added", "removed", "structure"}
     more = expectations(parse_miss(MORE_POSITIONAL), [["a", POSITIONAL], ["b", POSITIONAL]])
-    assert more[0][1:3] == (frozenset({"b", "arg1"}), frozenset({"added", "removed", "passed"}))
+    assert more[0][1:3] == (frozenset({"b", "arg1"}), frozenset({"added", "removed", "call_structure"}))
     assert expectations(parse_miss(KW_MESSAGES[4]), KW_PARAMETERS)[0][1:3] == (
-        frozenset({"momentum"}), frozenset({"added", "removed", "passed"}))
+        frozenset({"momentum"}), frozenset({"added", "removed", "call_structure"}))
     assert expectations(parse_miss(STATIC_FIELD), [["cfg", POSITIONAL], ["batch", POSITIONAL]])[0][1:3] == (
         frozenset({"cfg", "arg0"}), frozenset({"static_field", "structure"}))
     assert expectations(parse_miss(CONTEXT), None) == [Expectation(
@@ -362,7 +362,7 @@ f(1, 2)
 f(1, y=2)
 f(x=2, y=3)
 f(1, 2)
-""", 3, [[], ["y: passed by keyword, was positional"], ["x: passed by keyword, was positional"]]),
+""", 3, [[], ["y: passed positionally -> by keyword"], ["x: passed positionally -> by keyword"]]),
     "static_field_and_dict_key": ("""
 import dataclasses, jax, jax.numpy as jnp
 @jax.tree_util.register_dataclass
@@ -398,7 +398,7 @@ def f(x):
     return x * 2
 f(jnp.ones(3))
 f(jax.device_put(jnp.ones(3), jax.devices()[0]))
-""", 1, [[], ["x: uncommitted -> committed to cpu:0"]]),
+""", 1, [[], ["x: sharding uncommitted -> committed to cpu:0"]]),
     "explicit_sharding": ("""
 import jax, jax.numpy as jnp
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P

@@ -35,15 +35,14 @@ class Aspect(str, enum.Enum):
     CONTEXT = "context"
     # JAX: an argument passed positionally at one call and by keyword at the other (`jax.jit`
     # keys the call's `(args, kwargs)`); old and new are "positional" or "keyword".
-    PASSED = "passed"
+    CALL_STRUCTURE = "call_structure"
     # JAX: a pytree node's auxiliary data (a static field: `argument` ends in `.field`, or the
     # node's whole auxiliary data), keyed by `==`; old and new are its specs.
     STATIC_FIELD = "static_field"
-    # JAX: where an argument's arrays are placed (uncommitted, or committed to a device or
-    # sharding), which a compiled executable is keyed by and a trace is not; texts.
-    PLACEMENT = "placement"
-    # JAX: the sharding an array's abstract value carries (a mesh's axes and a `PartitionSpec`),
-    # which a trace is keyed by; texts, "unsharded" for none.
+    # JAX: an array's sharding, as texts: the one its abstract value carries (a mesh's axes and a
+    # `PartitionSpec`, "unsharded" for none), which a trace is keyed by; or, for a compilation
+    # without a trace, where it is placed ("uncommitted", "committed to cpu:0"), which a compiled
+    # executable is keyed by.
     SHARDING = "sharding"
 
     def __str__(self) -> str:
@@ -88,7 +87,6 @@ _TEXTS = {
     Aspect.ADDED: "{argument}: added ({new})",
     Aspect.REMOVED: "{argument}: removed",
     Aspect.CONTEXT: "{argument}: {old} -> {new} (tracing context)",
-    Aspect.PLACEMENT: "{argument}: {old} -> {new}",
     Aspect.SHARDING: "{argument}: sharding {old} -> {new}",
 }
 
@@ -124,9 +122,9 @@ def _pytree_text(change: Change, argument: str) -> str | None:
     """The text of what JAX keys in a call's pytree: how an argument was passed, a node's static
     field or auxiliary data, a node's type; None for another change."""
     aspect, old, new = change.aspect, change.old, change.new
-    if aspect is Aspect.PASSED:
-        now = {"keyword": "by keyword", "positional": "positionally"}.get(new, new)
-        return f"{argument}: passed {now}, was {'by keyword' if old == 'keyword' else old}"
+    if aspect is Aspect.CALL_STRUCTURE:
+        words = {"keyword": "by keyword", "positional": "positionally"}
+        return f"{argument}: passed {words.get(old, old)} -> {words.get(new, new)}"
     if aspect is Aspect.STATIC_FIELD:
         field = change.argument.keys[-1] if change.argument.keys else None
         if isinstance(field, str) and field.startswith("."):

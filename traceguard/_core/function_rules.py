@@ -54,7 +54,7 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
 def compilation_verdict(record: FunctionTrace, backend: str, keras_call: KerasCall | None) -> Verdict:
     """The verdict of a compilation without a trace (`record.kind` is `TraceKind.COMPILE`)."""
     name = record.name
-    if all(change.aspect is Aspect.PLACEMENT for change in record.changes):  # JAX: the same trace.
+    if all(change.aspect is Aspect.SHARDING for change in record.changes):  # JAX: the same trace.
         return Verdict(TraceKind.COMPILE, record.changes, Reason.RECOMPILE, Hint.RECOMPILE_SAME_SIGNATURE,
                        name, backend, of_function=True)
     method = keras_call.method if keras_call is not None else None

@@ -101,7 +101,7 @@ def _hint_by_key(change: Change) -> Hint | None:
         return Hint.TRACING_CONTEXT
     if aspect is Aspect.STATIC_FIELD:
         return Hint.STATIC_FIELD
-    if aspect is Aspect.PASSED:
+    if aspect is Aspect.CALL_STRUCTURE:
         return Hint.CALL_STRUCTURE
     if aspect is Aspect.SHARDING:
         return Hint.ONE_SHARDING

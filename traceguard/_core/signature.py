@@ -97,7 +97,7 @@ def diff_passing(old_keywords: tuple[str, ...] | None, new_keywords: tuple[str, 
     for name in new:
         if name in old and isinstance(name, str) and (name in old_keywords) != (name in new_keywords):
             before, now = ("keyword", "positional") if name in old_keywords else ("positional", "keyword")
-            changes.append(Change(ArgumentPath(name), Aspect.PASSED, before, now))
+            changes.append(Change(ArgumentPath(name), Aspect.CALL_STRUCTURE, before, now))
     return changes
 
 
@@ -106,7 +106,7 @@ def diff_placements(old: Mapping[Any, str] | None, new: Mapping[Any, str] | None
     not), which a compiled executable is keyed by; nothing when either call's was not read."""
     if old is None or new is None:
         return []
-    return [Change(argument_path(name), Aspect.PLACEMENT, old[name], place)
+    return [Change(argument_path(name), Aspect.SHARDING, old[name], place)
             for name, place in new.items() if name in old and old[name] != place]
 
 
