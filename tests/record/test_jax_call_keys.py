@@ -163,3 +163,17 @@ def test_a_sharding_carried_by_the_abstract_value_is_a_retrace_naming_it():
     assert [texts(event.changes) for event in events] == [
         (), ("x: sharding unsharded -> P('i',) over i=1 (Explicit)",)]
     assert events[1].hint.startswith("`x` came with another sharding: JAX keys each trace by the sharding")
+
+
+def test_a_compilation_reads_static_arguments_as_the_trace_did():
+    def scale(x, k):
+        return x * k
+
+    f = jax.jit(scale, static_argnums=1)
+    with tg.watch() as explanation:
+        f(jnp.ones(3), 2)
+        f(jax.device_put(jnp.ones(3), jax.devices()[0]), 2)
+    compiled = _function_events(explanation, "scale")[1]
+    # Before: `k: 2 -> 2 (they differ past the part shown)`, the static `k` read as a plain value.
+    assert [change.parameter for change in compiled.changes] == ["x"]
+    assert compiled.reason.startswith("`jax.jit` `scale` compiled again for a signature it had traced")
