@@ -284,7 +284,11 @@ def _type_expectations(difference: Difference, parameters: frozenset[str]) -> li
     else:
         found += [Expectation(difference.words, parameters, frozenset({"dim"}), axis, new)
                   for axis, (new, old) in enumerate(zip(now.dims, before.dims)) if new != old]
-    if not found:  # Only the sharding or memory space differs: traceguard keys neither.
+    both = f"{difference.now} {difference.before}"
+    if not found and ("@" in both or re.search(r"\(\{[A-Z]", both)):
+        # The sharding an abstract value carries (`f32[4@i]({Explicit: ('i',)})`).
+        found.append(Expectation(difference.words, parameters, frozenset({"sharding"})))
+    if not found:  # Only the memory space differs: traceguard does not key it.
         found.append(Expectation(difference.words, parameters, frozenset()))
     return found
 
@@ -300,11 +304,16 @@ def _tree_expectation(difference: Difference, parameters: Sequence[Sequence[str]
         else:
             keys = re.search(r"key sets: \{(.*)\}$", difference.because)
             names = frozenset(re.findall(r"'([^']*)'", keys[1])) if keys else None
-        return Expectation(words, names, frozenset({"added", "removed"}))
+        # An argument added or removed, or passed by keyword instead of positionally (`passed`).
+        return Expectation(words, names, frozenset({"added", "removed", "call_structure"}))
     static = re.search(r"with pytree metadata Static\(val=(.*)\)$", difference.now)
     if static and difference.because.startswith("the pytree node metadata"):
         # A static argument with another hash or `==`: by value, by identity, or of another kind.
         return Expectation(words, names, frozenset({"value", "identity", "structure"}), now=static[1])
+    if difference.because.startswith("the pytree node metadata"):  # A node's static field (aux data).
+        return Expectation(words, names, frozenset({"static_field", "structure"}))
+    if difference.because.startswith("the numbers of children"):  # A dict's keys: each one named.
+        return Expectation(words, names, frozenset({"added", "removed", "structure"}))
     return Expectation(words, names, frozenset({"structure"}))
 
 

@@ -108,6 +108,8 @@ if TYPE_CHECKING:
         stop_creation_watch,
         tensor_spec_reader,
         traces_before,
+        uncached_setting,
+        uncached_transformation,
         variable_creation_watch,
         wrap_call,
     )
@@ -150,7 +152,7 @@ __all__ = [
     "remove_trace_listener", "retracing_warning_notes", "run_unconverted", "scratch_graph_outer",
     "signature_of", "spec_of",
     "start_creation_watch", "stop_creation_watch", "stops_trace", "symbolic_pass", "tensor_spec_reader",
-    "traces_before", "tracing_of_graph",
+    "traces_before", "tracing_of_graph", "uncached_setting", "uncached_transformation",
     "user_stacklevel",
     "variable_creation_watch", "variable_path", "variable_paths", "wrap_build", "wrap_call",
 ]

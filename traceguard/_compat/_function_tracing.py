@@ -95,6 +95,12 @@ class FunctionTracing:
     # TensorFlow: the `FunctionContext`'s fields), as (name, value) pairs compared with `==`; None
     # when not read.
     context: tuple[tuple[str, Any], ...] | None = None
+    # JAX: the arguments the call passed by keyword, sorted (`jax.jit` keys `(args, kwargs)`);
+    # None when not read (TensorFlow binds every argument to its parameter first).
+    keywords: tuple[str, ...] | None = None
+    # JAX: where each argument's arrays are placed (`_jax_keys.placements`), which the compiled
+    # executable is keyed by; None when not read.
+    placements: dict[Any, str] | None = None
     # With `relaxed`: the key TensorFlow traced instead (a dimension made None), as specs.
     relaxed_signature: dict[Any, Any] | None = None
     # "dataset" when the user's calling frame holds a `tf.data` dataset or iterator, else None.

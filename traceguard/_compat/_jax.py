@@ -34,6 +34,7 @@ from traceguard._compat import _backend, _flavors, _frames, _function_tracing, _
 from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flavor
 from traceguard._compat._frames import TfFunctionFrame
 from traceguard._compat._interface import BACKEND_NAMES
+from traceguard._compat._jax_transforms import uncached_setting, uncached_transformation  # noqa: F401
 from traceguard._core.keras_names import KerasCall
 
 __all__ = list(BACKEND_NAMES)

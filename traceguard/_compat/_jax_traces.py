@@ -148,8 +148,13 @@ def _read_key(tracing: _function_tracing.FunctionTracing, ji: Any, args: Any, kw
     try:
         tracing.signature = _jax_keys.jit_signature(ji.fun_signature, tuple(args), dict(kwargs or {}),
                                                     tuple(ji.static_argnums), tuple(ji.static_argnames))
+        tracing.keywords = _jax_keys.keywords_of(dict(kwargs or {}))
     except Exception:  # Read by value, as the records do without it.
         tracing.signature = None
+    try:  # What the executable is keyed by besides the trace: committed devices, shardings.
+        tracing.placements = _jax_keys.placements(tracing.arguments)
+    except Exception:  # Not compared.
+        tracing.placements = None
     try:
         tracing.context = _jax_keys.tracing_context()
     except Exception:  # Not compared, as on TensorFlow.

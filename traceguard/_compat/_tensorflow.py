@@ -102,6 +102,14 @@ def _describe_default() -> str:
     return DEFAULT_FLAVOR.describe() if DEFAULT_FLAVOR is not None else "no Keras"
 
 
+def uncached_transformation() -> None:
+    return None  # A tf.function traces under every transformation: its cache keys it.
+
+
+def uncached_setting(frame: Any = None) -> None:
+    return None
+
+
 def keras2_flavor() -> KerasFlavor:
     """The Keras 2 of `traceguard.keras2`: `tf_keras`, else `tf.keras` on TF <= 2.15."""
     if importlib.util.find_spec("tf_keras") is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from traceguard._core.changes import Aspect
 from traceguard._core.classify import verdict_of_place
 from traceguard._core.functions import FunctionTrace
 from traceguard._core.hints import function_variable_retrace_hint, new_object_hint, requested, retrace_hint
@@ -70,9 +71,9 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
 def compilation_verdict(record: FunctionTrace, backend: str, keras_call: KerasCall | None) -> Verdict:
     """The verdict of a compilation without a trace (`record.kind` is `TraceKind.COMPILE`)."""
     name = record.name
-    if not record.changes:
-        return Verdict(TraceKind.COMPILE, (), Reason.RECOMPILE, Hint.RECOMPILE_SAME_SIGNATURE, name, backend,
-                       of_function=True)
+    if all(change.aspect is Aspect.SHARDING for change in record.changes):  # JAX: the same trace.
+        return Verdict(TraceKind.COMPILE, record.changes, Reason.RECOMPILE, Hint.RECOMPILE_SAME_SIGNATURE,
+                       name, backend, of_function=True)
     method = keras_call.method if keras_call is not None else None
     if method in ("fit", "evaluate", "train_on_batch", "test_on_batch"):
         hint = Hint.XLA_DROP_REMAINDER if keras_call is not None and keras_call.data == "dataset" \

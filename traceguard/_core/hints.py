@@ -69,7 +69,7 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
         return Hint.TRAINING_VALUE, name
     keyed = _hint_by_key(change)
     if keyed is not None:
-        return keyed, name
+        return keyed, str(change.argument) if aspect is Aspect.STATIC_FIELD else name
     if aspect is Aspect.DIM:
         dimension = _dimension_hint(change, keras_step, jax, keras_call, relaxed)
         if dimension is not None:
@@ -99,6 +99,12 @@ def _hint_by_key(change: Change) -> Hint | None:
         return Hint.WEAK_TYPE
     if aspect is Aspect.CONTEXT:
         return Hint.TRACING_CONTEXT
+    if aspect is Aspect.STATIC_FIELD:
+        return Hint.STATIC_FIELD
+    if aspect is Aspect.CALL_STRUCTURE:
+        return Hint.CALL_STRUCTURE
+    if aspect is Aspect.SHARDING:
+        return Hint.ONE_SHARDING
     if aspect is Aspect.IDENTITY:
         return Hint.STATIC_IDENTITY if static else Hint.OBJECT_IDENTITY
     if aspect is Aspect.VALUE and static:

@@ -106,6 +106,12 @@ class Hint(enum.Enum):
     WEAK_TYPE = "weak_type"
     # JAX: a static argument (`static_argnums`/`static_argnames`) took a new value.
     STATIC_VALUE = "static_value"
+    # JAX: a pytree node's static field (its auxiliary data) took a new value.
+    STATIC_FIELD = "static_field"
+    # JAX: an array's sharding (its abstract value's mesh and partitioning) changed.
+    ONE_SHARDING = "one_sharding"
+    # JAX: an argument passed by keyword at one call and positionally at another.
+    CALL_STRUCTURE = "call_structure"
     # JAX: a static argument whose type has no `__eq__`: a new object is a new key.
     STATIC_IDENTITY = "static_identity"
     # The call ran in another context the backend keys traces by (JAX: a `jax.config` value or

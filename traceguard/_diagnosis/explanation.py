@@ -126,6 +126,9 @@ class Explanation:
         self._fix_functions: dict[str, Any] = {}
         self._trace_file: TraceFileWriter | None = None  # Given each record, when writing one.
         self._library = LibraryTraces()
+        # JAX transformations that keep no cache, seen running layers eagerly -> the Keras step
+        # and setting that ran them so (`("train_step", "jit_compile=False")`), or None.
+        self._uncached: dict[tuple[str, ...], tuple[str, str] | None] = {}
 
     # --- written by the recorder, from any thread ---
     def _runs_of(self, layer: Any) -> LayerRuns:
@@ -187,6 +190,18 @@ class Explanation:
                     event = entries[position] = event_of(entry)
                     self._order[id(event)] = self._order.pop(id(entry))
         self._unmade = False
+
+    def _add_uncached(self, transformations: tuple[str, ...], setting: tuple[str, str] | None) -> None:
+        with self._lock:
+            self._uncached.setdefault(transformations, setting)
+
+    @property
+    def uncached(self) -> dict[tuple[str, ...], tuple[str, str] | None]:
+        """The JAX transformations that ran layers with no cache to miss (`("grad",)`: autodiff
+        outside any `jax.jit`), each with the Keras step and the setting that ran it so
+        (`("train_step", "jit_compile=False")`), or None; their runs count as `eager`."""
+        with self._lock:
+            return dict(self._uncached)
 
     def _add_eager(self, layer: Any) -> None:
         with self._lock:
@@ -368,7 +383,7 @@ class Explanation:
         if not isinstance(brief, bool):
             raise ValueError(f"`brief` expects a bool. Received: brief={brief!r}")
         return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
-                                  summary=brief)
+                                  summary=brief, uncached=self.uncached)
 
     def to_html(self, path: str | os.PathLike[str], axis: str = "time") -> pathlib.Path:
         """Writes the report as one self-contained HTML file: the functions, a timeline per layer,

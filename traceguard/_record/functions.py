@@ -26,7 +26,13 @@ from typing import Any
 from traceguard import _compat
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.functions import FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
-from traceguard._core.signature import add_context, diff_contexts, diff_signatures
+from traceguard._core.signature import (
+    add_context,
+    diff_contexts,
+    diff_passing,
+    diff_placements,
+    diff_signatures,
+)
 from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Site, Spec, TensorSpec
 from traceguard._core.verdicts import EnclosingTrace, Reason
 from traceguard._record.function_identity import code_key, definition_site
@@ -37,18 +43,24 @@ _MAX_COMPARED = 256
 _TIES_COMPARED = 8
 # Tracing contexts kept per signature (JAX), to compare a new one with the closest.
 _MAX_CONTEXTS = 8
+# The pair that keys a call's keyword arguments, beside its signature's (JAX).
+_KEYWORDS = ("(passed by keyword)",)
 
 
 class _Compared:
-    """A signature as compared: its (name, spec) pairs and names, as sets; and the tracing
-    contexts it was traced in (JAX; latest last), or none when not read."""
+    """A signature as compared: its (name, spec) pairs and names, as sets; the tracing
+    contexts it was traced in (JAX; latest last), or none when not read; and the arguments
+    passed by keyword (JAX keys them apart: one more pair), or None when not read."""
 
-    __slots__ = ("index", "signature", "pairs", "names", "contexts")
+    __slots__ = ("index", "signature", "pairs", "names", "contexts", "keywords", "placements")
 
     def __init__(self, index: int, signature: dict[str, Spec],
-                 contexts: tuple[tuple[tuple[str, Any], ...], ...] = ()) -> None:
-        self.index, self.signature, self.contexts = index, signature, contexts
-        self.pairs = frozenset(signature.items())
+                 contexts: tuple[tuple[tuple[str, Any], ...], ...] = (),
+                 keywords: tuple[str, ...] | None = None, placements: dict[Any, str] | None = None) -> None:
+        self.index, self.signature, self.contexts, self.keywords = index, signature, contexts, keywords
+        self.placements = placements  # JAX: what the executable compiled for it is keyed by besides.
+        pairs = signature.items() if keywords is None else (*signature.items(), (_KEYWORDS, keywords))
+        self.pairs = frozenset(pairs)
         self.names = frozenset(signature)
 
     def differing_arguments(self, new: _Compared) -> int:
@@ -140,7 +152,7 @@ class FunctionRecords:
             if getattr(tracing, "compilation", False):
                 same_model = None
                 reason, changes, closest, number, objects, lifted = self._compilation(
-                    key, signature, object_key)
+                    key, signature, object_key, getattr(tracing, "placements", None))
             else:
                 same_model = self._same_model(key, object_key, tracing)
                 reason, changes, closest, number, objects, lifted = self._diagnose(
@@ -167,7 +179,8 @@ class FunctionRecords:
                 started=_epoch(tracing.start), requested=getattr(tracing, "requested", False),
                 restored=getattr(tracing, "restored", False))
             self._records.append(record)
-            self._pending[tracing.serial] = (index, object_key, _Compared(index, signature))
+            self._pending[tracing.serial] = (index, object_key, _Compared(
+                index, signature, placements=getattr(tracing, "placements", None)))
             if len(self._pending) > self.limit:
                 self._pending.pop(next(iter(self._pending)))
             self._code_of[index] = key
@@ -214,19 +227,23 @@ class FunctionRecords:
                 call_started=None if tracing.call_start is None else offset + tracing.call_start)
         return record
 
-    def _compilation(self, key: tuple, signature: dict[str, Spec], object_key: Any) -> tuple:
-        """`_diagnose` for a compilation: what differs from the closest signature compiled.
+    def _compilation(self, key: tuple, signature: dict[str, Spec], object_key: Any,
+                     placements: dict[Any, str] | None = None) -> tuple:
+        """`_diagnose` for a compilation: what differs from the closest signature compiled (then,
+        on JAX, where its arrays are placed).
 
         Called with the lock held.
         """
         index = self._next_index
         self._next_index += 1
-        compared = _Compared(index, signature)
+        compared = _Compared(index, signature, placements=placements)
         code = self._codes.get(key) or _Code()
         number = code.objects.get(object_key, len(code.objects) + 1)
         closest = _closest(self._compiled.get(object_key, OrderedDict()), compared)
         changes = diff_signatures(closest.signature, signature) if closest is not None else []
         reason = Reason.XLA_COMPILE if changes else Reason.RECOMPILE
+        if closest is not None:
+            changes += diff_placements(closest.placements, placements)
         return reason, changes, closest, number, max(len(code.objects), number), ()
 
     @staticmethod
@@ -250,7 +267,8 @@ class FunctionRecords:
         """
         index = self._next_index
         context = tracing.context
-        compared = _Compared(index, signature, () if context is None else (context,))
+        keywords = getattr(tracing, "keywords", None)
+        compared = _Compared(index, signature, () if context is None else (context,), keywords)
         code = self._codes.get(key) or _Code()
         own = self._object_traces.get(object_key) if object_key in code.objects else None
         number = code.objects.get(object_key, len(code.objects) + 1)
@@ -264,6 +282,7 @@ class FunctionRecords:
             # The context first: JAX keys (context, arguments) and names a context difference first.
             changes = diff_contexts(closest.contexts, context)
             changes += diff_signatures(closest.signature, signature, accepts_unknown=True)
+            changes += diff_passing(closest.keywords, keywords, closest.signature, signature)
         reason = self._reason(own or [], objects, compared, tracing.phase, bool(changes))
         # A variable retrace: the variables the object's earlier, creating trace made.
         lifted = own[-1][2] if reason is Reason.VARIABLE_RETRACE and own else ()
@@ -282,7 +301,8 @@ class FunctionRecords:
             # What the backend keyed: with `reduce_retracing`, TensorFlow keeps the relaxed
             # signature (`float32[None]`), which later calls are looked up against.
             relaxed = tracing.relaxed_signature
-            kept = compared if relaxed is None else _Compared(index, dict(relaxed), compared.contexts)
+            kept = compared if relaxed is None \
+                else _Compared(index, dict(relaxed), compared.contexts, keywords)
             earlier = own_signatures.get(kept.pairs) or code.signatures.get(kept.pairs)
             if earlier is not None and context is not None:  # The backend keys (context, signature).
                 kept.contexts = add_context(earlier.contexts, context, _MAX_CONTEXTS)

@@ -37,7 +37,7 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps an unbound `call` so every run of its body is recorded."""
 
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
-        eager = _compat.executing_eagerly()
+        eager = _compat.executing_eagerly() or _runs_uncached()
         caller = None if eager else sys._getframe(1)
         body = original if eager else _graph_body(layer, call, original, caller)
         state = layer.__dict__.get(STATE_ATTRIBUTE)
@@ -82,6 +82,17 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
 
     call.__traceguard_original__ = original  # type: ignore[attr-defined]
     return _compat.wrap_call(original, call)
+
+
+def _runs_uncached() -> bool:
+    """Whether the body runs under transformations that keep no cache (JAX's autodiff or `vmap`
+    outside any `jax.jit`, as Keras's `jit_compile=False` steps): no trace, counted as eager."""
+    transformations = _compat.uncached_transformation()
+    if transformations is None:
+        return False
+    if _observers.observers:
+        _observers.notify_uncached(transformations)
+    return True
 
 
 def record_build(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -96,6 +96,17 @@ _TF_DEVICE_CONTEXT = ("`device_functions` (the device the call is placed on) is 
                       "device by design: one trace per device is expected. To trace it once, call it "
                       "outside the device scope (or outside `strategy.run`), with the inputs of all "
                       "devices.")
+_STATIC_FIELD = ("`{argument}` is a static field of a pytree node (its auxiliary data: a `meta_fields` or "
+                 "`pytree_node=False` field): JAX keys it by `==`, so each new value traces and compiles "
+                 "again. Keep it to a few values, or, if the body needs it only as a number (not for "
+                 "shapes or Python control flow), make it a data field holding an array.")
+_CALL_STRUCTURE = ("`jax.jit` keys a call's positional and keyword arguments apart: `{argument}` passed "
+                   "positionally at one call and by keyword at another traces and compiles again for the "
+                   "same values. Pass it the same way at every call.")
+_ONE_SHARDING = ("`{argument}` came with another sharding: JAX keys each trace by the sharding an array's "
+                 "abstract value carries (its mesh, the mesh's axis types and its `PartitionSpec`), so each "
+                 "new one traces and compiles again. Put it on one sharding before the calls "
+                 "(`jax.device_put(x, NamedSharding(mesh, spec))` with the same mesh and spec every time).")
 _PYTHON_VALUE = {
     "tensorflow": ("Each new Python value of `{argument}` is a new signature: pass it as a tensor "
                    "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed."),
@@ -268,6 +279,13 @@ def reason_text(verdict: Verdict) -> str:
                 f"{'; '.join(map(str, verdict.changes))}.")
     if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend != "jax":
         return _TF_SAME_KEY.format(subject=_subject(verdict.function, verdict.backend))
+    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend == "jax":
+        return (f"{_subject(verdict.function, verdict.backend)} traced again, and its cache key shows no "
+                "difference from an earlier trace's: the arguments' pytree (node types, static fields, "
+                "keyword or positional), their shapes, dtypes and weak types, the static arguments and the "
+                "tracing context are the same. JAX keys on these and on the function object only, so "
+                "that earlier entry had left JAX's cache (`jax.clear_caches()`, or its size limit), or "
+                "traceguard no longer held its key.")
     if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function:
         return (f"{_subject(verdict.function, verdict.backend)} traced again with the arguments of an "
                 "earlier trace: something outside its arguments changed (a captured Python value or "
@@ -360,7 +378,8 @@ def hint_text(verdict: Verdict) -> str | None:
 
 
 _BY_ARGUMENT = {Hint.WEAK_TYPE: _WEAK_TYPE, Hint.STATIC_VALUE: _STATIC_VALUE,
-                Hint.STATIC_IDENTITY: _STATIC_IDENTITY}
+                Hint.STATIC_IDENTITY: _STATIC_IDENTITY, Hint.STATIC_FIELD: _STATIC_FIELD,
+                Hint.CALL_STRUCTURE: _CALL_STRUCTURE, Hint.ONE_SHARDING: _ONE_SHARDING}
 
 
 def _backend(verdict: Verdict) -> str:

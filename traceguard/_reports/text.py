@@ -120,8 +120,27 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
+_TRANSFORMATIONS = {"grad": "JAX autodiff (`jax.grad`, `jax.value_and_grad`, `jax.vjp`)",
+                    "jvp": "`jax.jvp`", "vmap": "`jax.vmap`"}
+
+
+def format_uncached(transformations: tuple[str, ...], setting: tuple[str, str] | None) -> str:
+    """Said once per report: layers ran under JAX transformations that keep no cache."""
+    names = " inside ".join(_TRANSFORMATIONS.get(name, f"`jax.{name}`") for name in reversed(transformations))
+    if setting is not None:
+        step, option = setting
+        return (f"Keras ran `{step}` without `jax.jit` (`{option}`), its layers under {names}: nothing is "
+                "compiled, so nothing is cached or retraced, and each step runs the layers' Python again "
+                f"(without `{option}`, Keras jits the step: one trace per input shape). "
+                "Those runs count as eager runs.")
+    return (f"Layers ran under {names} outside any `jax.jit`: JAX keeps no cache for it, so each call "
+            "runs the Python again, which is no retrace, and nothing is compiled (`jax.jit` around the "
+            "transformed function traces it once per key). Those runs count as eager runs.")
+
+
 def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[Any] = (),
-                       summary: bool = False) -> str:
+                       summary: bool = False,
+                       uncached: dict[tuple[str, ...], tuple[str, str] | None] | None = None) -> str:
     """The text of `Explanation.summary()`: totals, the functions, the layers, then each one's runs.
 
     `functions` are `FunctionRuns`, `layers` `LayerRuns`. With `summary`, only the
@@ -130,6 +149,8 @@ def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[An
     events = [event for runs in layers for event in runs.events]
     eager = sum(runs.counts()["eager"] for runs in layers)
     lines = [f"traceguard report for {title}: {headline(functions, len(layers), events, eager)}"]
+    lines += [format_uncached(transformations, setting)
+              for transformations, setting in (uncached or {}).items()]
     if functions:
         lines += ["", *_format_functions(functions, summary)]
     lines += ["", format_layer_table(layers, merge=summary)]
