@@ -179,7 +179,8 @@ class TraceFileWriter:
                       "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,
                       "raised": record.raised, "library_function": record.library_function,
                       "lifted_variables": list(record.lifted_variables),
-                      "keras_call": None if keras_call is None else vars(keras_call).copy()}}
+                      "keras_call": None if keras_call is None else vars(keras_call).copy(),
+                      "traced_for": record.traced_for, "body_of": record.body_of}}
         if record.call_started is None and not event.phases.keys() - {"trace"}:
             # As the trace ends: kept to write again with the costs (a few, while calls run).
             if len(self._ended) >= _ENDED_KEPT:

@@ -54,7 +54,8 @@ def test_an_eager_scan_with_a_body_made_per_call_records_each_call(records):
         ema(xs)
     bodies = _bodies(records)
     assert [record_kind(r) for r in bodies] == ["first", "new_function", "new_function"]
-    assert [(r.name, r.traced_for, r.body_of, r.parent) for r in bodies] == [("body", "scan", "ema", None)] * 3
+    assert [(r.name, r.traced_for, r.body_of, r.parent) for r in bodies] == [
+        ("body", "scan", "ema", None)] * 3
     assert changes(bodies[2]) == ["body: function object #2 -> #3 (a new function object from the same code)"]
     assert str(bodies[0].definition) == f"{HERE}:{ema.__code__.co_firstlineno + 1}"
     assert str(bodies[0].call_site) == f"{HERE}:{ema.__code__.co_firstlineno + 4}"
