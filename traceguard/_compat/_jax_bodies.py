@@ -59,9 +59,9 @@ def _explain_lambda() -> Any:
     return None
 
 
-_LAMBDA = _explain_lambda() if _CACHED is not None and _EXPLAIN is not None else None
-if _LAMBDA is None or not all(hasattr(_CACHED, name) for name in _CACHE_ATTRIBUTES) \
-        or "explain_cache_misses" not in _LAMBDA.__code__.co_names:
+_FOUND = _explain_lambda() if _CACHED is not None and _EXPLAIN is not None else None
+if _FOUND is None or not all(hasattr(_CACHED, name) for name in _CACHE_ATTRIBUTES) \
+        or "explain_cache_misses" not in _FOUND.__code__.co_names:
     raise internal_missing("jax._src.interpreters.partial_eval.trace_to_jaxpr, a weakref_lru_cache whose "
                            "explain lambda returns partial_eval.explain while explain_cache_misses is on")
 try:
@@ -71,6 +71,7 @@ except (TypeError, ValueError):
 if _EXPLAIN_PARAMETERS[:4] != ("keys", "fun", "in_avals", "debug_info"):
     raise internal_missing(f"jax._src.interpreters.partial_eval.explain(keys, fun, in_avals, debug_info, "
                            f"...) (found {_EXPLAIN_PARAMETERS})")
+_LAMBDA: Any = _FOUND
 _LAMBDA_CODE = _LAMBDA.__code__
 _CELL = _LAMBDA.__closure__[0]
 _JIT_CALLER = getattr(_pjit.__dict__.get("_trace_for_jit"), "__code__", None)
@@ -170,7 +171,7 @@ def _begin(fun: Any, in_avals: Any, debug_info: Any) -> _function_tracing.Functi
     tracing.traced_for = debug_info.traced_for
     # The function that called the control flow: the first frame outside JAX (and traceguard), as
     # JAX's own explanation names the call site (`source_info_util.user_frames`).
-    frame = sys._getframe(3)
+    frame: Any = sys._getframe(3)
     while frame is not None and not _source_info_util.is_user_filename(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is not None:
