@@ -14,7 +14,8 @@ fewest differences.
 
 `RUNNER` runs a program under `traceguard.watch(trace_file=...)` with the
 explanations on, and writes each one as a JSON line with the jitted function's
-parameters as JAX bound them (`PjitInfo.fun_signature`). `parity_gaps` then checks
+parameters as JAX bound them (`PjitInfo.fun_signature`; none for a body JAX
+traced below `jax.jit`, whose arguments JAX names by the body's parameters). `parity_gaps` then checks
 that the trace file's `function_trace` records name every difference JAX names.
 Nothing here imports JAX.
 """
@@ -50,6 +51,8 @@ class MissLog(logging.Handler):
                                          and frame.f_code.co_filename.endswith("partial_eval.py")):
             frame = frame.f_back
         caller = frame.f_back if frame is not None else None
+        while caller is not None and "/traceguard/" in caller.f_code.co_filename:  # Its hooks call JAX's.
+            caller = caller.f_back
         via = caller.f_code.co_name if caller is not None else None
         jit_info = caller.f_locals.get("ji") if via == "_trace_for_jit" else None
         signature = getattr(jit_info, "fun_signature", None)
@@ -370,9 +373,10 @@ def describe(record: dict[str, Any] | None) -> str:
 
 
 def is_in_scope(miss: Miss, via: str | None, cwd: str) -> bool:
-    """Whether traceguard reports the miss: a `jax.jit` miss of a function of the user's (defined
-    outside installed packages and the standard library), or of a Keras step (`train_step`)."""
-    return via == JIT_CALLER and _is_user_or_step(miss.function, miss.definition, cwd)
+    """Whether traceguard reports the miss: a miss of a function of the user's (defined outside
+    installed packages and the standard library), or of a Keras step (`train_step`); a `jax.jit`
+    miss (`via` `_trace_for_jit`) or one of a body JAX traced below it (a `lax.scan` body, ...)."""
+    return _is_user_or_step(miss.function, miss.definition, cwd)
 
 
 def _is_user_or_step(function: str | None, definition: str | None, cwd: str) -> bool:

@@ -298,6 +298,36 @@ def test_a_tracing_context_difference_needs_the_context_value_by_name(tmp_path):
         ("jax_default_matmul_precision: context now float32", "#2 retrace: no changes")]
 
 
+# jax 0.10.2's messages for the body of an eager `lax.scan` started from a Python int carry (#38):
+#   def total(xs):
+#       def body(carry, x): return carry + x, carry
+#       return jax.lax.scan(body, 0, xs)
+#   total(jnp.ones(3, jnp.float32))  # twice
+BODY_FIRST = ("TRACING CACHE MISS at bodies.py:4:11 (total):\n  never seen function:\n"
+              "    body id=139703624454272 defined at bodies.py:3")
+BODY_CARRY = _message("bodies.py:4:11 (total)", "body defined at bodies.py:3", "  different input types:",
+                      "  * at carry, now f32[]{weak_type=False} and before i32[]{weak_type=True}"
+                      + _WEAK_TYPES)
+BODY_AGAIN = BODY_FIRST + ("\n  but seen another function defined on the same line; maybe the function is\n"
+                           "  being re-defined repeatedly, preventing caching?")
+
+
+def test_a_body_s_misses_are_held_against_its_records(tmp_path):
+    # JAX explains a body's miss from its control flow (`_create_jaxpr`), without a jitted
+    # signature: the argument names are the body's parameters.
+    logged = [{"message": message, "via": "_create_jaxpr", "parameters": None}
+              for message in (BODY_FIRST, BODY_CARRY, BODY_AGAIN, BODY_CARRY)]
+    dtype = {"argument": {"parameter": "carry", "keys": []}, "aspect": "dtype", "old": "int32",
+             "new": "float32", "axis": None, "text": "carry: dtype int32 -> float32"}
+    new_object = {"argument": {"parameter": "body", "keys": []}, "aspect": "function_object", "old": 1,
+                  "new": 2, "axis": None, "text": "body: function object #1 -> #2"}
+    records = _records([[], [dtype], [new_object], [dtype]], ["trace", "retrace", "retrace", "retrace"],
+                       "body", ("bodies.py", 3))
+    assert parity_gaps(logged, records, str(tmp_path)) == ([], [])
+    gaps, _ = parity_gaps(logged, records[:4], str(tmp_path))  # The header, 3 traces: one missing.
+    assert [(gap.function, gap.miss, gap.recorded) for gap in gaps] == [("body", 4, "no trace")]
+
+
 @dataclasses.dataclass
 class Run:
     logged: list

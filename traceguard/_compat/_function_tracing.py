@@ -37,12 +37,14 @@ from typing import Any
 from traceguard._compat import _calling_code, _function_calls
 from traceguard._compat._backend import IS_JAX
 from traceguard._compat._keras_calls import keras_call
+from traceguard._core.functions import BODY_ORIGIN
 from traceguard._core.keras_names import KerasCall
 
 Listener = Callable[["FunctionTracing"], None]
 # Where a trace's function came from: `tf.function` (a user's, or Keras's own
-# steps), a `tf.data` transformation's function, or `jax.jit`.
-ORIGINS = ("tf.function", "tf.data", "jax.jit")
+# steps), a `tf.data` transformation's function, `jax.jit`, or a function JAX traces
+# below `jax.jit` with the same cache (a `lax.scan` body, a `lax.cond` branch, ...; `_jax_bodies`).
+ORIGINS = ("tf.function", "tf.data", "jax.jit", BODY_ORIGIN)
 # The trace phases of a `tf.function` (see `_tf_function`): the first trace may
 # create variables; once it did, later traces may not.
 PHASES = ("variable_creation", "no_variable_creation")
@@ -121,6 +123,10 @@ class FunctionTracing:
     # The call's arguments as compiled (TensorFlow, XLA: a Keras step's batch), for the records.
     compiled_arguments: dict[str, Any] | None = None
     completed: bool = False
+    # A `jax.body` trace: what JAX traced it for (`debug_info.traced_for`: "scan", "while_body",
+    # "cond", ...), and the name of the function it is a body of (the one that called the control flow).
+    traced_for: str | None = None
+    body_of: str | None = None
 
     @property
     def duration(self) -> float:
@@ -203,10 +209,14 @@ def is_installed() -> bool:
 
 
 def begin(origin: str, name: str, function: Any, python_function: Any,
-          arguments: dict[str, Any], graph: Any = None, compilation: bool = False) -> FunctionTracing:
+          arguments: dict[str, Any], graph: Any = None, compilation: bool = False,
+          in_call: bool = True) -> FunctionTracing:
     """A trace starts on this thread: its record, now in progress. Called by the hooks.
 
     With `compilation`, an XLA compilation without a trace instead (see `FunctionTracing`).
+    Without `in_call`, it takes no part in the call in progress (a JAX body traced inside
+    a `jax.jit` trace: the call's lowering and compilation are the enclosing trace's), and
+    is completed as it ends.
     """
     global _serial
     stack = getattr(_local, "stack", None)
@@ -229,7 +239,7 @@ def begin(origin: str, name: str, function: Any, python_function: Any,
         serial, parent, origin, name, reference,
         id(python_function if function is None else function), python_function, arguments,
         time.perf_counter(), graph=None if graph is None else weakref.ref(graph), compilation=compilation)
-    call = _function_calls.current_call()
+    call = _function_calls.current_call() if in_call else None
     if call is not None:
         tracing.call = call
         call.tracings.append(tracing)
@@ -335,9 +345,13 @@ def tracing_of_graph(graph: Any) -> FunctionTracing | None:
 
 
 def innermost_tracing() -> FunctionTracing | None:
-    """The innermost function trace running on this thread (on JAX, the one to ask)."""
+    """The innermost whole-function trace running on this thread (on JAX, the one to ask): a
+    body JAX traces within it (`BODY_ORIGIN`) is part of it."""
     stack = getattr(_local, "stack", None)
-    return stack[-1] if stack else None
+    for tracing in reversed(stack or ()):
+        if tracing.origin != BODY_ORIGIN:
+            return tracing
+    return None
 
 
 def running_traces() -> tuple[FunctionTracing, ...]:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from traceguard._core.changes import Aspect
 from traceguard._core.classify import verdict_of_place
 from traceguard._core.functions import FunctionTrace
-from traceguard._core.hints import function_variable_retrace_hint, new_object_hint, requested, retrace_hint
+from traceguard._core.hints import (
+    body_retrace_hint,
+    function_variable_retrace_hint,
+    new_object_hint,
+    requested,
+    retrace_hint,
+)
 from traceguard._core.keras_names import KerasCall, variable_owner
 from traceguard._core.kinds import MISS_KINDS, TraceKind
 from traceguard._core.signature import Signature
@@ -30,6 +38,15 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
 
     `old` is the signature its `changes` were computed from, or None for a first trace.
     """
+    verdict = _classify(record, old, backend, keras_step, keras_call)
+    if record.traced_for is None:
+        return verdict
+    # A body JAX traced below `jax.jit`: the words name what for, and whose body it is.
+    return dataclasses.replace(verdict, control_flow=record.traced_for, body_of=record.body_of)
+
+
+def _classify(record: FunctionTrace, old: Signature | None, backend: str, keras_step: bool,
+              keras_call: KerasCall | None) -> Verdict:
     name = record.name
     if record.saving:
         return verdict_of_place(RunContext.SAVE, name, backend)
@@ -39,13 +56,16 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
         return compilation_verdict(record, backend, keras_call)
     if reason is Reason.FIRST_TRACE:
         return Verdict(record.kind, (), reason, None, name, backend, of_function=True)
+    if reason is Reason.PART_OF_TRACE:
+        return Verdict(record.kind, record.changes, reason, None, name, backend, of_function=True)
     if reason is Reason.VARIABLE_RETRACE:
         owners = {variable_owner(variable) for variable in record.lifted_variables}
         hint = function_variable_retrace_hint(owners, name, keras_step)
         return Verdict(record.kind, record.changes, reason, hint, name, backend,
                        created=record.lifted_variables, of_function=True)
     if reason is Reason.NEW_FUNCTION_OBJECT:
-        hint = new_object_hint(keras_step, record.same_model, record.library_function)
+        hint = Hint.DEFINE_BODY_ONCE if record.traced_for is not None \
+            else new_object_hint(keras_step, record.same_model, record.library_function)
         return Verdict(record.kind, record.changes, reason, hint, name, backend, keras_call=keras_call,
                        objects=record.objects, of_function=True)
     if record.requested or requested(record.entry):  # Asked for this signature: no call missed.
@@ -60,8 +80,9 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
     if not record.changes:
         return Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED, name,
                        backend, of_function=True)
-    hint, argument = retrace_hint(record.changes[0], old or {}, record.signature, keras_step, backend,
-                                  keras_call, record.relaxed)
+    carry = body_retrace_hint(record.changes, old or {}) if record.traced_for is not None else None
+    hint, argument = carry or retrace_hint(record.changes[0], old or {}, record.signature, keras_step,
+                                           backend, keras_call, record.relaxed)
     relaxed = record.relaxed_signature or {}
     return Verdict(record.kind, record.changes, Reason.SIGNATURE_CHANGED, hint, name, backend, argument,
                    keras_call, data=data, relaxed_to=relaxed.get(record.changes[0].parameter),

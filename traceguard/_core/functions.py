@@ -24,7 +24,8 @@ from traceguard._core.verdicts import Reason
 # new object whose code traced before, a `trace` of that object (its cache was empty: the
 # same code made anew is a problem of the code, not a retrace of the object); the trace
 # `tf.function` repeats, without variable creation, after its first trace created variables;
-# an XLA compilation for new input shapes without a trace (or JAX's compilation without one).
+# an XLA compilation for new input shapes without a trace (or JAX's compilation without one); a
+# body JAX traced as part of the trace of the function it is a body of (not a retrace of its own).
 FUNCTION_TRACE_KINDS: dict[Reason, TraceKind] = {
     Reason.FIRST_TRACE: TraceKind.TRACE,
     Reason.SIGNATURE_CHANGED: TraceKind.RETRACE,
@@ -33,7 +34,14 @@ FUNCTION_TRACE_KINDS: dict[Reason, TraceKind] = {
     Reason.VARIABLE_RETRACE: TraceKind.VARIABLE_RETRACE,
     Reason.XLA_COMPILE: TraceKind.COMPILE,
     Reason.RECOMPILE: TraceKind.COMPILE,
+    Reason.PART_OF_TRACE: TraceKind.TRACE,
 }
+
+
+# The origin of a function JAX traced below `jax.jit`, with the same tracing cache: a control-flow
+# body (`lax.scan`, `lax.while_loop`, `lax.fori_loop`), a `lax.cond` branch, a `jax.checkpoint`ed
+# function, run under `jax.jit` or eagerly.
+BODY_ORIGIN = "jax.body"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +51,7 @@ class FunctionTrace:
     index: int  # 0, 1, ... in the order the traces ended, in its `FunctionRecords`.
     serial: int  # The hook's serial of the trace: layer runs made during it name it.
     parent: int | None  # The serial of the trace this one ran inside, if any.
-    origin: str  # "tf.function", "tf.data" or "jax.jit".
+    origin: str  # "tf.function", "tf.data", "jax.jit" or "jax.body" (a body JAX traced below jax.jit).
     name: str  # The backend's name for the function (`one_step_on_data`).
     qualname: str  # The Python function's qualified name.
     definition: Site | None  # Where its `def` is.
@@ -94,11 +102,16 @@ class FunctionTrace:
     requested: bool = False
     # A function restored by `tf.saved_model.load`: it runs only the concrete functions saved.
     restored: bool = False
+    # A "jax.body" trace: what JAX traced it for ("scan", "while_body", "cond", ...), and the name of
+    # the function it is a body of (that called the control flow).
+    traced_for: str | None = None
+    body_of: str | None = None
 
     @property
     def backend(self) -> str:
-        """The backend that traced it: `"jax"` for `jax.jit`, else `"tensorflow"`."""
-        return "jax" if self.origin == "jax.jit" else "tensorflow"
+        """The backend that traced it: `"jax"` for `jax.jit` and the bodies below it, else
+        `"tensorflow"`."""
+        return "jax" if self.origin.startswith("jax.") else "tensorflow"
 
     @property
     def cost(self) -> float:

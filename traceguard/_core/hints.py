@@ -8,7 +8,7 @@ from __future__ import annotations
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.keras_names import KerasCall
 from traceguard._core.signature import Signature
-from traceguard._core.specs import SequenceSpec, ValueSpec
+from traceguard._core.specs import MappingSpec, SequenceSpec, ValueSpec
 from traceguard._core.verdicts import Hint
 
 # Keras 2's `fit` creates the optimizer's variables (slots, iteration count) in the
@@ -127,6 +127,29 @@ def _dimension_hint(change: Change, keras_step: bool, jax: bool, keras_call: Ker
     return None
 
 
+def body_retrace_hint(changes: tuple[Change, ...], old: Signature) -> tuple[Hint, str] | None:
+    """The fix of a body JAX traced again: when an argument weakly typed before (a Python scalar
+    as a loop's initial carry) changed type, JAX promoted it to the type the body returned and
+    traced the body once more (jax/_src/lax/control_flow/loops.py, `_promote_weak_typed_input`)."""
+    for change in changes:
+        spec = _spec_at(old.get(change.parameter), change.argument.keys)
+        if getattr(spec, "weak_type", False) and change.aspect in (Aspect.DTYPE, Aspect.WEAK_TYPE):
+            return Hint.WEAK_CARRY, str(change.argument)
+    return None
+
+
+def _spec_at(spec: object, keys: tuple) -> object:
+    """The spec at `keys` into `spec` (an item of a sequence by index, of a mapping by key)."""
+    for key in keys:
+        if isinstance(spec, SequenceSpec) and isinstance(key, int) and key < len(spec.items):
+            spec = spec.items[key]
+        elif isinstance(spec, MappingSpec):
+            spec = dict(spec.items).get(key if isinstance(key, str) else repr(key))
+        else:
+            return None
+    return spec
+
+
 def new_object_hint(keras_step: bool, same_model: bool | None, library: bool = False) -> Hint:
     """The fix of a trace by a new function object of the same code: for a Keras step, by whether
     the model is the same (its step function was dropped: `compile()` again) or another one; for
@@ -171,5 +194,6 @@ def function_variable_retrace_hint(owners: set[str], function: str, keras_step: 
     return Hint.CREATE_VARIABLES_FIRST
 
 
-__all__ = ["KERAS2_TRAIN_FUNCTION", "REQUESTING_METHODS", "function_variable_retrace_hint",
-           "layer_variable_retrace_hint", "new_object_hint", "requested", "retrace_hint"]
+__all__ = ["KERAS2_TRAIN_FUNCTION", "REQUESTING_METHODS", "body_retrace_hint",
+           "function_variable_retrace_hint", "layer_variable_retrace_hint", "new_object_hint", "requested",
+           "retrace_hint"]

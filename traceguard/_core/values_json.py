@@ -135,7 +135,8 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
             "control_flow": verdict.control_flow, "objects": verdict.objects,
             "created": list(verdict.created), "data": verdict.data,
             "relaxed_to": None if verdict.relaxed_to is None else spec_json(verdict.relaxed_to),
-            "of_function": verdict.of_function, "xla_functions": list(verdict.xla_functions)}
+            "of_function": verdict.of_function, "xla_functions": list(verdict.xla_functions),
+            "body_of": verdict.body_of}
 
 
 def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> Verdict:
@@ -146,7 +147,8 @@ def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> V
                    None if keras_call is None else KerasCall(**keras_call), data.get("control_flow"),
                    data.get("objects"), tuple(data.get("created", ())), data.get("data"),
                    None if data.get("relaxed_to") is None else spec_from_json(data["relaxed_to"]),
-                   bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())))
+                   bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())),
+                   data.get("body_of"))
 
 
 __all__ = ["argument_from_json", "argument_json", "change_from_json", "change_json", "signature_from_json",

@@ -45,6 +45,9 @@ class Reason(enum.Enum):
     # it again for a signature it had traced.
     XLA_COMPILE = "xla_compile"
     RECOMPILE = "recompile"
+    # A body JAX traced below `jax.jit` (a `lax.scan` body, ...), as part of the trace of the
+    # function it is a body of: that trace's kind says whether it was a retrace.
+    PART_OF_TRACE = "part_of_trace"
 
 
 class SymbolicPass(enum.Enum):
@@ -133,6 +136,10 @@ class Hint(enum.Enum):
     # TensorFlow: a function restored by `tf.saved_model.load`, which serves the concrete functions
     # saved with it only: save it with an `input_signature`, or call its serving signature.
     RESTORED_FUNCTION = "restored_function"
+    # JAX: a control-flow body made anew per call of the function that runs it eagerly.
+    DEFINE_BODY_ONCE = "define_body_once"
+    # JAX: a loop's weakly typed initial carry (a Python scalar) promoted to the body's output type.
+    WEAK_CARRY = "weak_carry"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +170,9 @@ class Verdict:
     # Whether the verdict is a whole function's trace (else a layer's body run).
     of_function: bool = False
     xla_functions: tuple[str, ...] = ()  # For a compilation: the `jit_compile=True` functions run.
+    # For a body JAX traced below `jax.jit` (`control_flow` is what for: "scan", "while_body", ...):
+    # the function it is a body of.
+    body_of: str | None = None
 
 
 class EarlierTrace(NamedTuple):

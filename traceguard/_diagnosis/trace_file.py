@@ -213,7 +213,8 @@ class TraceFileWriter:
                       "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,
                       "raised": record.raised, "library_function": record.library_function,
                       "lifted_variables": list(record.lifted_variables),
-                      "keras_call": None if keras_call is None else vars(keras_call).copy()}}
+                      "keras_call": None if keras_call is None else vars(keras_call).copy(),
+                      "traced_for": record.traced_for, "body_of": record.body_of}}
 
     def function_cost(self, record: Any, event: Any) -> None:
         """Writes what a function trace's miss cost (its `FunctionEvent` with `phases` and `miss_s`

@@ -25,7 +25,7 @@ from typing import Any
 
 from traceguard import _compat
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.functions import FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
+from traceguard._core.functions import BODY_ORIGIN, FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
 from traceguard._core.signature import (
     add_context,
     diff_contexts,
@@ -110,6 +110,8 @@ class FunctionRecords:
         # records made but not yet completed (`on_complete`), by serial.
         self._compiled: dict[Any, OrderedDict[frozenset, _Compared]] = {}
         self._pending: dict[int, tuple[int, Any, _Compared]] = {}
+        # Per JAX body object (`BODY_ORIGIN`): the serial of the trace its last trace ran inside.
+        self._body_parents: dict[Any, int | None] = {}
 
     def __len__(self) -> int:
         return len(self._records)
@@ -177,7 +179,8 @@ class FunctionRecords:
                 phases=types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
                 xla_functions=tuple(getattr(tracing, "xla_functions", ())),
                 started=_epoch(tracing.start), requested=getattr(tracing, "requested", False),
-                restored=getattr(tracing, "restored", False))
+                restored=getattr(tracing, "restored", False),
+                traced_for=getattr(tracing, "traced_for", None), body_of=getattr(tracing, "body_of", None))
             self._records.append(record)
             self._pending[tracing.serial] = (index, object_key, _Compared(
                 index, signature, placements=getattr(tracing, "placements", None)))
@@ -291,7 +294,14 @@ class FunctionRecords:
             if closest is not None:
                 earlier = self._number_of_index(code, closest.index, earlier)
             changes.insert(0, Change(ArgumentPath(tracing.name), Aspect.FUNCTION_OBJECT, earlier, number))
+        body = tracing.origin == BODY_ORIGIN
+        if body and tracing.parent is not None and reason is not Reason.FIRST_TRACE \
+                and not (own and self._body_parents.get(object_key) == tracing.parent):
+            # Traced as part of the enclosing trace (its first, or its retrace), not again inside it.
+            reason = Reason.PART_OF_TRACE
         if register:
+            if body:
+                self._body_parents[object_key] = tracing.parent
             self._next_index += 1
             self._codes[key] = code
             code.objects[object_key] = number

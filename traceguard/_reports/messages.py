@@ -11,6 +11,7 @@ import functools
 from traceguard._core.changes import Aspect
 from traceguard._core.keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
 from traceguard._core.verdicts import Hint, Reason, Verdict
+from traceguard._reports.bodies import body_hint, body_reason, is_body
 from traceguard._reports.compilations import compilation_hint, compilation_reason
 from traceguard._reports.hint_words import HINTS
 
@@ -258,6 +259,8 @@ _COMPILATION_HINTS = (Hint.XLA_FIXED_SHAPES, Hint.XLA_DROP_REMAINDER, Hint.XLA_B
 
 def reason_text(verdict: Verdict) -> str:
     """One sentence: why the run happened."""
+    if is_body(verdict):
+        return body_reason(verdict)
     if verdict.reason in _COMPILATION_REASONS:
         return compilation_reason(verdict)
     if verdict.reason is Reason.SAME_TRACE:
@@ -357,6 +360,8 @@ def hint_text(verdict: Verdict) -> str | None:
     hint = verdict.hint
     if hint is None:
         return None
+    if hint in (Hint.DEFINE_BODY_ONCE, Hint.WEAK_CARRY):
+        return body_hint(verdict)
     if hint in _HINTS_WITH_FACTS:
         return _HINTS_WITH_FACTS[hint](verdict)
     if hint in _COMPILATION_HINTS:
