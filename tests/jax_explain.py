@@ -53,6 +53,13 @@ class MissLog(logging.Handler):
         caller = frame.f_back if frame is not None else None
         while caller is not None and "/traceguard/" in caller.f_code.co_filename:  # Its hooks call JAX's.
             caller = caller.f_back
+        # With traceguard's hook on the tracing cache, JAX's cache wrapper and traceguard's
+        # `trace_to_jaxpr` wrapper stand between: look a few frames further for a jit miss.
+        jit_frame, depth = caller, 0
+        while jit_frame is not None and depth < 8 and jit_frame.f_code.co_name != "_trace_for_jit":
+            jit_frame, depth = jit_frame.f_back, depth + 1
+        if jit_frame is not None and jit_frame.f_code.co_name == "_trace_for_jit":
+            caller = jit_frame
         via = caller.f_code.co_name if caller is not None else None
         jit_info = caller.f_locals.get("ji") if via == "_trace_for_jit" else None
         signature = getattr(jit_info, "fun_signature", None)

@@ -125,6 +125,15 @@ class _JaxMisses(logging.Handler):
         # The frame below `explain` called `trace_to_jaxpr`; from `pjit._trace_for_jit` (a
         # `jax.jit` miss) its `ji.fun_signature` names the parameters as JAX bound them.
         caller = frame.f_back
+        # A recorder hooked on the tracing cache (traceguard's) calls `explain` itself, with JAX's
+        # cache wrapper and its own frames between: the jit miss is a few frames further.
+        while caller is not None and "/traceguard/" in caller.f_code.co_filename:
+            caller = caller.f_back
+        jit_frame, depth = caller, 0
+        while jit_frame is not None and depth < 8 and jit_frame.f_code.co_name != JIT_CALLER:
+            jit_frame, depth = jit_frame.f_back, depth + 1
+        if jit_frame is not None:
+            caller = jit_frame
         via = caller.f_code.co_name if caller is not None else None
         signature = getattr(caller.f_locals.get("ji"), "fun_signature", None) if via == JIT_CALLER else None
         parameters = None if signature is None else [[name, parameter.kind.name]
