@@ -247,7 +247,7 @@ class TraceguardMagics(Magics):
         assert self.shell is not None
         self.shell.user_ns[REPORT_VARIABLE] = report
         if arguments.summary:
-            display({"text/plain": report.summary(brief=True)}, raw=True)
+            display({"text/plain": report.summary()}, raw=True)
         else:
             display(report)
         written = []

@@ -36,7 +36,7 @@ def test_layer_keeps_its_newest_events_and_counts_dropped(monkeypatch):
     runs = explanation.layers["busy"]
     assert [e.index for e in runs.events] == [3, 4, 5] and runs.dropped == 2
     assert [e.index for e in explanation.events] == [3, 4, 5]
-    assert "; 2 older events dropped" in str(explanation)
+    assert "; 2 older events dropped" in explanation.summary(full=True)
 
 
 def test_snapshots_do_not_change_with_later_runs():
@@ -72,7 +72,7 @@ def test_text_shows_each_hint_once_per_layer():
     explanation = tg.Explanation("test")
     for index in (1, 2):
         Filler(explanation).record_event(layer, event(index, TraceKind.SYMBOLIC, float(index), hint="Do X."))
-    text = str(explanation)
+    text = explanation.summary(full=True)
     # The second run's why and fix are the first's: printed once (#20).
     assert text.count("fix: Do X.") == 1 and text.count("why: as for 'layer' #1.") == 1
 

@@ -253,7 +253,7 @@ def test_retrace_with_the_same_graph_is_flagged_and_one_with_another_graph_is_no
     first = runs_of(explanation, "unused").events[0].serial
     assert [e.same_graph_as for e in runs_of(explanation, "unused").events] == [None, first]
     assert [e.same_graph_as for e in runs_of(explanation, "used").events] == [None, None]
-    report = explanation.summary()
+    report = explanation.summary(full=True)
     assert ("waste: the same graph as #1 (same ops, wiring and constants; only shapes or unused values\n"
             "            differ): this retrace was pure waste. Safe to relax: `x` dim 0 (`None` in an\n"
             "            input_signature).") in report
@@ -370,7 +370,7 @@ def test_waste_names_what_differs_from_the_trace_whose_graph_was_built_again():
     third = runs_of(explanation, "f").events[2]
     assert texts(third.changes) == ("y: dim 0 2 -> 4",)
     assert third.same_graph_as == runs_of(explanation, "f").events[0].serial
-    report = explanation.summary().replace("\n            ", " ")
+    report = explanation.summary(full=True).replace("\n            ", " ")
     assert ("the same graph as #1 (same ops, wiring and constants; only shapes or unused values differ): "
             "this retrace was pure waste. Safe to relax: `x` dim 0 (`None` in an input_signature); "
             "`y` dim 0 (`None` in an input_signature).") in report

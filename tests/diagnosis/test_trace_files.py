@@ -123,7 +123,7 @@ def test_watch_trace_file_reads_back_as_the_report_it_wrote(tmp_path):
     assert {name: runs.counts() for name, runs in restored.layers.items()} == \
         {name: runs.counts() for name, runs in report.layers.items()}
     assert restored.functions == report.functions
-    assert restored.summary().replace("trace file worker-0", "watch()") == report.summary()
+    assert restored.summary(full=True).replace("trace file worker-0", "watch()") == report.summary(full=True)
 
 
 def test_trace_monitor_trace_file_marks_the_end_of_each_fit(tmp_path):

@@ -87,7 +87,7 @@ with traceguard.watch(trace_file=trace_file) as report:
         status = 1
         traceback.print_exc()
 pathlib = __import__("pathlib")
-pathlib.Path(out).write_text(str(report))
+pathlib.Path(out).write_text(report.summary(full=True))
 sys.exit(status)
 """
 

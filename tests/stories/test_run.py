@@ -158,7 +158,7 @@ def test_summary_of_a_50_layer_model_without_retraces_fits_on_one_screen():
     model.compile("sgd", "mse")
     with tg.watch() as report:
         model.fit(np.ones((32, 4)), np.ones((32, 4)), batch_size=32, verbose=0)
-    lines = report.summary(brief=True).splitlines()
+    lines = report.summary().splitlines()
     assert len(lines) <= 24, "\n".join(lines)
     assert any("(50 layers)" in line for line in lines)
 

@@ -30,7 +30,7 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
         owners = {variable_owner(variable) for variable in record.lifted_variables}
         hint = function_variable_retrace_hint(owners, name, keras_step)
         return Verdict(record.kind, record.changes, reason, hint, name, backend,
-                       created=record.lifted_variables, of_function=True)
+                       created=record.lifted_variables, optimizers=record.optimizer_builds, of_function=True)
     if reason is Reason.NEW_FUNCTION_OBJECT:
         hint = new_object_hint(keras_step, record.same_model, record.library_function)
         return Verdict(record.kind, record.changes, reason, hint, name, backend, keras_call=keras_call,

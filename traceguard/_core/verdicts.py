@@ -13,7 +13,7 @@ import enum
 from typing import Any, NamedTuple
 
 from traceguard._core.changes import Change
-from traceguard._core.keras_names import KerasCall
+from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
 from traceguard._core.signature import Signature
 
@@ -145,6 +145,7 @@ class Verdict:
     control_flow: str | None = None  # "tf.while_loop" or "tf.cond" whose body or branch ran it.
     objects: int | None = None  # For a new function object: how many objects its code has had.
     created: tuple[str, ...] = ()  # For a function's variable retrace: the variables lifted.
+    optimizers: tuple[OptimizerBuild, ...] = ()  # ... and the optimizers that own them, when found.
     # Where the call's data came from: "dataset" (a `tf.data` pipeline), "arrays", "other", or None
     # when not known; a hint names `drop_remainder` only for a dataset.
     data: str | None = None

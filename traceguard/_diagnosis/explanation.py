@@ -32,6 +32,7 @@ from traceguard._record.log import event_of, normalize_kinds
 from traceguard._record.settings import STATE_ATTRIBUTE
 from traceguard._reports.html import render_html, write_document
 from traceguard._reports.html_tables import layers_html
+from traceguard._reports.problems import format_problems
 from traceguard._reports.text import format_explanation, format_layer_table
 
 if TYPE_CHECKING:
@@ -347,18 +348,35 @@ class Explanation:
         """A table of counts by kind, one row per layer."""
         return format_layer_table(list(self.layers.values()))
 
-    def summary(self, brief: bool = False) -> str:
-        """The readable report: totals, the functions and their traces, the layers and their runs.
+    def summary(self, full: bool = False, brief: bool | None = None,
+                fix_checks: FixChecks | None = None) -> str:
+        """The readable report.
+
+        By default the problems first, one block per cause, ranked by what it
+        cost, each with its call site and one fix, the layer runs it made
+        folded into one line; then the first traces every program pays, and the
+        tables. With `full`, every function trace and every layer run with its
+        reason (what `traceguard run --full` prints).
 
         Args:
-            brief: Boolean, whether to leave out the run-by-run detail: only the
-                totals, the tables and the retraces (what `traceguard run
-                --summary` prints). Defaults to `False`.
+            full: Boolean, whether to list every trace and layer run. Defaults
+                to `False`.
+            brief: Deprecated: `brief=True` is the default report,
+                `brief=False` the full one. Defaults to `None`.
+            fix_checks: The `FixChecks` of `verify_fixes()`: each problem
+                whose fix was replayed says whether it was proved. Defaults to
+                `None`.
         """
-        if not isinstance(brief, bool):
-            raise ValueError(f"`brief` expects a bool. Received: brief={brief!r}")
-        return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
-                                  summary=brief)
+        if brief is not None:
+            if not isinstance(brief, bool):
+                raise ValueError(f"`brief` expects a bool. Received: brief={brief!r}")
+            full = not brief
+        if not isinstance(full, bool):
+            raise ValueError(f"`full` expects a bool. Received: full={full!r}")
+        layers, functions = list(self.layers.values()), list(self.functions.values())
+        if full:
+            return format_explanation(self.title, layers, functions)
+        return format_problems(self.title, layers, functions, fix_checks or ())
 
     def to_html(self, path: str | os.PathLike[str], axis: str = "time") -> pathlib.Path:
         """Writes the report as one self-contained HTML file: the functions, a timeline per layer,
@@ -393,7 +411,13 @@ class Explanation:
     def __str__(self) -> str:
         return self.summary()
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain-text display (a terminal, a notebook's text/plain): the report."""
+        printer.text(repr(self) if cycle else self.summary())
+
     def __repr__(self) -> str:
+        functions = self.functions.values()
+        traces = sum(runs.traces for runs in functions)
         layers = self.layers.values()
-        return (f"<Explanation {self.title!r}: {sum(len(r.events) for r in layers)} events "
-                f"in {len(layers)} layers>")
+        return (f"<Explanation {self.title!r}: {len(functions)} functions traced {traces} times; "
+                f"{sum(len(r.events) for r in layers)} layer events in {len(layers)} layers>")

@@ -126,7 +126,7 @@ _CACHED_RUN = textwrap.dedent("""
         step(jnp.ones((4, 4)))
         step(jnp.ones((5, 5)))
     (runs,) = [runs for runs in explanation.functions.values() if runs.function == "deep"]
-    print(explanation.summary(brief=True).splitlines()[5])
+    print(explanation.summary(full=True).splitlines()[5])
     print(json.dumps([[event.kind.value, event.persistent_cache, event.cache_saved_s,
                        event.phases.get("compile")] for event in runs.events]))
 """)
