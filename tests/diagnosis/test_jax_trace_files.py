@@ -34,4 +34,5 @@ def test_jit_and_fit_traces_read_back_as_the_report_that_wrote_them(tmp_path):
     assert restored.count("retrace", layer="dense") == 1
     assert [texts(event.changes) for runs in restored.functions.values() for event in runs.events
             if runs.function == "<lambda>"] == [(), ("x: dim 0 1 -> 2",)]
-    assert restored.summary(full=True).replace("trace file jax-worker", "watch()") == report.summary(full=True)
+    restored_text = restored.summary(full=True).replace("trace file jax-worker", "watch()")
+    assert restored_text == report.summary(full=True)

@@ -419,5 +419,11 @@ class Explanation:
         functions = self.functions.values()
         traces = sum(runs.traces for runs in functions)
         layers = self.layers.values()
-        return (f"<Explanation {self.title!r}: {len(functions)} functions traced {traces} times; "
-                f"{sum(len(r.events) for r in layers)} layer events in {len(layers)} layers>")
+        events = sum(len(runs.events) for runs in layers)
+        return (f"<Explanation {self.title!r}: {_plural(len(functions), 'function')} traced "
+                f"{_plural(traces, 'time')}; {_plural(events, 'layer event')} in "
+                f"{_plural(len(layers), 'layer')}>")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -103,12 +103,12 @@ def _wrapped(lines: list[str], label: str, text: str, indent: str = "   ") -> No
                                break_on_hyphens=False))
 
 
-def _folded_layers(layer_runs: Sequence[tuple[Any, Any]]) -> str:
+def _folded_layers(layer_runs: Sequence[tuple[Any, Any]], traces: int) -> str:
     """"18 layers ran 36 times in it (generator, discriminator, ...), for no cause of their own"."""
     names = _unique(layer.name for layer, _ in layer_runs)
     more = f", ... {len(names)} in all" if len(names) > _NAMES_SHOWN else ""
     return (f"{_plural(len(names), 'layer')} ran {_plural(len(layer_runs), 'time')} in "
-            f"{'it' if len(layer_runs) == len(names) else 'them'} ({', '.join(names[:_NAMES_SHOWN])}{more}), "
+            f"{'it' if traces == 1 else 'them'} ({', '.join(names[:_NAMES_SHOWN])}{more}), "
             "for no cause of their own: `--full` lists each run")
 
 
@@ -136,7 +136,7 @@ def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, Any]) -> li
         _wrapped(lines, "proved", str(check).split("\n")[0] if check.verified else
                  f"not proved: {check.problem or 'the replay still retraced'}")
     if problem.layer_runs and problem.subject.startswith("`"):
-        _wrapped(lines, "layers", _folded_layers(problem.layer_runs))
+        _wrapped(lines, "layers", _folded_layers(problem.layer_runs, count))
     return lines
 
 
