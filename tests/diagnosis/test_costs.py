@@ -193,7 +193,7 @@ def test_a_report_of_a_trace_file_renders_costs_and_compilations_without_tensorf
             "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
             "sys.exit(code)\n")
     result = subprocess.run(
-        [sys.executable, "-c", code, "report", str(path), "--html", str(tmp_path / "report.html"),
+        [sys.executable, "-c", code, "report", "--full", str(path), "--html", str(tmp_path / "report.html"),
          "--trace-events", str(tmp_path / "trace.json")],
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
     assert result.returncode == 0, result.stderr

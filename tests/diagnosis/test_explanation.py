@@ -79,7 +79,9 @@ def test_text_shows_each_hint_once_per_layer():
 
 def test_empty_report_says_so():
     text = str(tg.Explanation("watch()"))
-    assert text.splitlines()[0] == ("traceguard report for watch(): 0 functions traced, 0 layers; "
-                                    "no traced or symbolic layer runs; 0 eager runs")
+    assert text.splitlines()[0] == ("traceguard report for watch(): 0 functions traced 0 times (0 retraces); "
+                                    "0 layers ran 0 times in traces")
+    assert "No problems: nothing traced more than once." in text
     assert "(no Keras layer ran its `call` body)" in text
-    assert repr(tg.Explanation("x")) == "<Explanation 'x': 0 events in 0 layers>"
+    assert repr(tg.Explanation("x")) == \
+        "<Explanation 'x': 0 functions traced 0 times; 0 layer events in 0 layers>"

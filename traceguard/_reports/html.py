@@ -156,7 +156,8 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
         f"<h1>{escape(title)}</h1><p class=\"meta\">{escape(meta)}</p>",
         *function_section,
         "<h2>Timeline</h2>",
-        '<p class="note">One row per layer, one mark per run of its <code>call</code> body. Hover a mark '
+        '<p class="note">One row per traced function (\u0192, one mark per trace), then one row per layer, '
+        "one mark per run of its <code>call</code> body. Hover a mark "
         "for the kind, function, reason, changes and fix; runs a few pixels apart share a mark "
         "(stacked by kind when they differ). Retraces are the tall marks.</p>",
         _legend(timeline_rows, sum(getattr(events, "eager_calls", 0) for events in events_by_layer.values())),

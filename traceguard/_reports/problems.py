@@ -181,6 +181,8 @@ def format_problems(title: str, layers: Sequence[Any], functions: Sequence[Any],
     if layers:
         lines += ["", f"Layers ({len(layers)}; runs by kind, one row per class with the same counts):",
                   *("  " + line for line in format_layer_table(layers, merge=True).splitlines())]
+    else:
+        lines += ["", format_layer_table(layers)]
     lines += ["", "Every trace and layer run, with its reason: `--full` (`report.summary(full=True)`)."]
     return "\n".join(lines)
 
