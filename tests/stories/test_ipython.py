@@ -144,7 +144,7 @@ def test_cell_output_and_last_value_come_first_then_the_report_as_html(notebook)
     assert "<code>inputs: dim 0 3 -&gt; 5</code>" in html
     # A front end without HTML shows the text report, not a bare repr.
     text = outputs["cell"][2]["data"]["text/plain"]
-    assert text.startswith(f"traceguard report for cell In[{number}]: 1 function traced 2 times (1 retrace)")
+    assert text.startswith(f"traceguard report for cell In[{number}]: 1 function traced 3 times (2 retraces)")
 
 
 @pytest.mark.slow
