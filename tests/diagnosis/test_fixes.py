@@ -381,3 +381,19 @@ def test_waste_with_no_argument_changed_names_nothing_to_relax():
     # them): no "Safe to relax" with an empty list.
     assert same_graph_text((), "#1") == (
         "the same graph as #1 (same ops, wiring and constants): this retrace was pure waste.")
+
+
+def test_default_report_says_which_fixes_a_replay_proved():
+    @tf.function
+    def double(a):
+        return a * 2
+
+    with tg.watch() as explanation:
+        for length in (2, 3, 4):
+            double(tf.ones((length,)))
+    text = explanation.summary()
+    assert "proved:" not in text  # Nothing replayed yet.
+    text = explanation.summary(fix_checks=explanation.verify_fixes())
+    assert text.splitlines()[3].startswith("1. `double`: 2 retraces (#2, #3), ")
+    assert ("   proved: replaying the 3 recorded signatures made 3 traces as written, 1 with the fix-it "
+            "below") in text

@@ -123,7 +123,8 @@ def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, Any]) -> li
     lines = [f"{rank}. {problem.subject}: {_plural(count, noun)} ({numbers}){cost}{site}"]
     if event.changes:
         changes = "; ".join(map(str, event.changes))
-        _wrapped(lines, "changed", changes + (f" (and {count - 1} more)" if count > 1 else ""))
+        _wrapped(lines, "changed", changes + (f" (at {numbers.split(',')[0]}; {count - 1} more like it)"
+                                               if count > 1 else ""))
     created = problem.created if kind == "variable_retrace" else getattr(event, "created_variables", ())
     if created:
         shown = ", ".join(created[:3]) + (f", ... {len(created)} in all" if len(created) > 3 else "")
@@ -133,8 +134,12 @@ def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, Any]) -> li
         _wrapped(lines, "fix", event.hint)
     check = checks.get(problem.function or "")
     if check is not None:
-        _wrapped(lines, "proved", str(check).split("\n")[0] if check.verified else
-                 f"not proved: {check.problem or 'the replay still retraced'}")
+        if check.verified:
+            _wrapped(lines, "proved", f"replaying the {_plural(check.replayed, 'recorded signature')} "
+                     f"made {check.before} traces as written, {check.after} with the fix-it below")
+        else:
+            _wrapped(lines, "not proved",
+                     check.problem or f"the fix-it below still made {check.after} traces")
     if problem.layer_runs and problem.subject.startswith("`"):
         _wrapped(lines, "layers", _folded_layers(problem.layer_runs, count))
     return lines
