@@ -60,7 +60,7 @@ def test_gan_report_names_the_step_optimizers_and_the_fix_removes_the_retrace(tm
                      "cond_gan.g_optimizer.build(cond_gan.generator.trainable_variables)"]
     assert "model.optimizer" not in text and "This layer" not in text
     # Its 18 layers' 36 runs in that trace are one line, not 18 blocks of why and fix.
-    assert "layers: 18 layers ran 36 times in it" in text
+    assert "layers: 18 layers ran 36 times in it (generator, " in text
     assert sum("why:" in line for line in lines) == 1
 
     fixed, stdout = run_program("conditional_gan", tmp_path, GAN_FIX="; ".join(fixes))

@@ -173,8 +173,8 @@ def test_console_script_runs_a_module_of_a_package_as_python_m_does(tmp_path):
     assert result.returncode == 3, result.stderr
     argv = [str(package / "train.py"), "--epochs", "3"]
     assert result.stdout == f"__main__ trainer.train {argv} from a relative import True\n"
-    assert result.stderr.startswith("\ntraceguard report for run -m trainer.train: 0 functions traced, "
-                                    "0 layers;")
+    assert result.stderr.startswith("\ntraceguard report for run -m trainer.train: 0 functions traced "
+                                    "0 times (0 retraces); 0 layers")
     assert result.stderr.endswith("traceguard: watched 0 functions and 0 layers; report above\n")
 
 
@@ -189,8 +189,10 @@ def test_run_without_a_script_or_module_is_a_usage_error(capsys):
 
 def test_options_after_the_script_or_module_belong_to_it():
     parser = _cli.build_parser()
-    module = parser.parse_args(["run", "--summary", "-m", "trainer.train", "-m", "x", "--summary"])
-    assert (module.module, module.script, module.arguments, module.summary) == (
-        True, "trainer.train", ["-m", "x", "--summary"], True)
+    module = parser.parse_args(["run", "--full", "-m", "trainer.train", "-m", "x", "--full"])
+    assert (module.module, module.script, module.arguments, module.full) == (
+        True, "trainer.train", ["-m", "x", "--full"], True)
+    # `--summary`, the default report now, is still accepted.
+    assert parser.parse_args(["run", "--summary", "train.py"]).full is False
     script = parser.parse_args(["run", "train.py", "-m", "x"])
     assert (script.module, script.script, script.arguments) == (False, "train.py", ["-m", "x"])

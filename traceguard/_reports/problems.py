@@ -104,12 +104,12 @@ def _wrapped(lines: list[str], label: str, text: str, indent: str = "   ") -> No
 
 
 def _folded_layers(layer_runs: Sequence[tuple[Any, Any]], traces: int) -> str:
-    """"18 layers ran 36 times in it (generator, discriminator, ...), for no cause of their own"."""
+    """"18 layers ran 36 times in it (generator, discriminator, ...): `--full` lists each run"."""
     names = _unique(layer.name for layer, _ in layer_runs)
     more = f", ... {len(names)} in all" if len(names) > _NAMES_SHOWN else ""
     return (f"{_plural(len(names), 'layer')} ran {_plural(len(layer_runs), 'time')} in "
-            f"{'it' if traces == 1 else 'them'} ({', '.join(names[:_NAMES_SHOWN])}{more}), "
-            "for no cause of their own: `--full` lists each run")
+            f"{'it' if traces == 1 else 'them'} ({', '.join(names[:_NAMES_SHOWN])}{more}): "
+            "`--full` lists each run with its reason")
 
 
 def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, Any]) -> list[str]:
