@@ -292,7 +292,8 @@ def test_run_trace_files_of_two_processes_render_as_one_report_without_tensorflo
             "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
             "sys.exit(code)\n")
     result = subprocess.run(
-        [sys.executable, "-c", code, "report", str(tmp_path / "w6.jsonl"), str(tmp_path / "w10.jsonl"),
+        [sys.executable, "-c", code, "report", "--full", str(tmp_path / "w6.jsonl"),
+         str(tmp_path / "w10.jsonl"),
          "--html", str(tmp_path / "report.html"), "--trace-events", str(tmp_path / "trace.json")],
         env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.keras_names import KerasCall
+from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
 from traceguard._core.specs import (
     ArgumentPath,
@@ -125,7 +125,8 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
             "control_flow": verdict.control_flow, "objects": verdict.objects,
             "created": list(verdict.created), "data": verdict.data,
             "relaxed_to": None if verdict.relaxed_to is None else spec_json(verdict.relaxed_to),
-            "of_function": verdict.of_function, "xla_functions": list(verdict.xla_functions)}
+            "of_function": verdict.of_function, "xla_functions": list(verdict.xla_functions),
+            "optimizers": [[build.optimizer, build.variables] for build in verdict.optimizers]}
 
 
 def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> Verdict:
@@ -136,7 +137,8 @@ def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> V
                    None if keras_call is None else KerasCall(**keras_call), data.get("control_flow"),
                    data.get("objects"), tuple(data.get("created", ())), data.get("data"),
                    None if data.get("relaxed_to") is None else spec_from_json(data["relaxed_to"]),
-                   bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())))
+                   bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())),
+                   tuple(OptimizerBuild(*build) for build in data.get("optimizers", ())))
 
 
 __all__ = ["argument_from_json", "argument_json", "change_from_json", "change_json", "signature_from_json",

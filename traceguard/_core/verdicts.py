@@ -145,7 +145,6 @@ class Verdict:
     control_flow: str | None = None  # "tf.while_loop" or "tf.cond" whose body or branch ran it.
     objects: int | None = None  # For a new function object: how many objects its code has had.
     created: tuple[str, ...] = ()  # For a function's variable retrace: the variables lifted.
-    optimizers: tuple[OptimizerBuild, ...] = ()  # ... and the optimizers that own them, when found.
     # Where the call's data came from: "dataset" (a `tf.data` pipeline), "arrays", "other", or None
     # when not known; a hint names `drop_remainder` only for a dataset.
     data: str | None = None
@@ -155,6 +154,8 @@ class Verdict:
     # Whether the verdict is a whole function's trace (else a layer's body run).
     of_function: bool = False
     xla_functions: tuple[str, ...] = ()  # For a compilation: the `jit_compile=True` functions run.
+    # For a Keras step's variable retrace: the optimizers that own the variables lifted, when found.
+    optimizers: tuple[OptimizerBuild, ...] = ()
 
 
 class EarlierTrace(NamedTuple):

@@ -152,8 +152,8 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
         runs.eager_calls = max(runs.eager_calls, int(record["count"]))  # Each line counts from the start.
     elif kind == "function_trace":
         function_event = _function_event(record["event"], version, record.get("change_fields"))
-        if function_event.started is None:
-            function_event = dataclasses.replace(function_event, started=float(record["started"]))
+        # The line's own `started`: a trace's later line (with its costs) updates it, not the event's.
+        function_event = dataclasses.replace(function_event, started=float(record["started"]))
         function = trace_file.functions.get(record["key"])
         if function is None:
             function = trace_file.functions[record["key"]] = FunctionRuns(

@@ -177,8 +177,9 @@ def test_a_trace_file_carries_the_phases_and_reports_render_them_without_jax(tmp
     code = ("import sys\nfrom traceguard._cli import main\ncode = main(sys.argv[1:])\n"
             "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
             "sys.exit(code)\n")
-    result = subprocess.run([sys.executable, "-c", code, "report", str(path)], capture_output=True,
-                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+    result = subprocess.run([sys.executable, "-c", code, "report", "--full", str(path)],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": ROOT})
     assert result.returncode == 0, result.stderr
     header = next(line for line in result.stdout.splitlines() if line.startswith("Function `step`"))
     # Compilation takes the most here, so it comes first.
