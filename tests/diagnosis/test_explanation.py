@@ -85,3 +85,24 @@ def test_empty_report_says_so():
     assert "(no Keras layer ran its `call` body)" in text
     assert repr(tg.Explanation("x")) == \
         "<Explanation 'x': 0 functions traced 0 times; 0 layer events in 0 layers>"
+
+
+def test_a_layer_called_twice_in_one_trace_is_one_trace_and_a_second_run():
+    import tensorflow as tf
+
+    dense = tf.keras.layers.Dense(2, name="twice")
+    dense.build((None, 2))
+
+    @tf.function
+    def step(x):
+        return dense(dense(x))
+
+    with tg.watch() as report:
+        step(tf.ones((3, 2)))
+    assert [event.kind.value for event in report.layers["twice"].events] == ["trace", "trace"]
+    lines = report.summary(full=True).splitlines()
+    second = lines.index("  #2 trace in step  (inputs=float32[3,2], training=None)")
+    assert lines[second - 2].startswith("     why: First trace of tf.function `step`")
+    assert " ".join(line.strip() for line in lines[second + 1:second + 3]) == (
+        "why: the same trace as #1: `step` calls this layer again (another run of its body, not another "
+        "trace).")
