@@ -32,7 +32,7 @@ from traceguard._record.log import event_of, normalize_kinds
 from traceguard._record.settings import STATE_ATTRIBUTE
 from traceguard._reports.html import render_html, write_document
 from traceguard._reports.html_tables import layers_html
-from traceguard._reports.problems import format_problems
+from traceguard._reports.problems import explanation_repr, format_problems
 from traceguard._reports.text import format_explanation, format_layer_table
 
 if TYPE_CHECKING:
@@ -350,44 +350,26 @@ class Explanation:
 
     def summary(self, full: bool = False, brief: bool | None = None,
                 fix_checks: FixChecks | None = None) -> str:
-        """The readable report.
-
-        By default the problems first, one block per cause, ranked by what it
-        cost, each with its call site and one fix, the layer runs it made
-        folded into one line; then the first traces every program pays, and the
-        tables. With `full`, every function trace and every layer run with its
-        reason (what `traceguard run --full` prints).
+        """The text report: the problems first, one per cause ranked by cost, then the tables.
 
         Args:
-            full: Boolean, whether to list every trace and layer run. Defaults
-                to `False`.
-            brief: Deprecated: `brief=True` is the default report,
-                `brief=False` the full one. Defaults to `None`.
-            fix_checks: The `FixChecks` of `verify_fixes()`: each problem
-                whose fix was replayed says whether it was proved. Defaults to
-                `None`.
+            full: Boolean, whether to list every trace and layer run instead. Defaults to `False`.
+            brief: Deprecated: `True` is the default report. Defaults to `None`.
+            fix_checks: `verify_fixes()`'s checks, to say which fixes were proved. Defaults to `None`.
         """
-        if brief is not None:
-            if not isinstance(brief, bool):
-                raise ValueError(f"`brief` expects a bool. Received: brief={brief!r}")
-            full = not brief
-        if not isinstance(full, bool):
-            raise ValueError(f"`full` expects a bool. Received: full={full!r}")
-        layers, functions = list(self.layers.values()), list(self.functions.values())
-        if full:
-            return format_explanation(self.title, layers, functions)
-        return format_problems(self.title, layers, functions, fix_checks or ())
+        full = full if brief is None else brief is False
+        if not isinstance(full, bool) or brief not in (None, True, False):
+            raise ValueError(f"`full` and `brief` expect a bool. Received: full={full!r}, brief={brief!r}")
+        texts = (self.title, list(self.layers.values()), list(self.functions.values()))
+        return format_explanation(*texts) if full else format_problems(*texts, fix_checks or ())
 
     def to_html(self, path: str | os.PathLike[str], axis: str = "time") -> pathlib.Path:
-        """Writes the report as one self-contained HTML file: the functions, a timeline per layer,
-        then tables.
+        """Writes the report as one self-contained HTML file: the functions, a timeline, then tables.
 
-        One row per layer and one mark per body run, coloured by kind, with
-        the reason, changes and fix as tooltip; then the counts by kind per
-        layer and the retraces with their fixes. No scripts and nothing
-        fetched: the file opens offline. `python -m traceguard run --html`,
-        `python -m traceguard report --html` and `TraceMonitor(html=...)`
-        write it.
+        A timeline row per function (a mark per trace) and per layer (a mark per body run), coloured
+        by kind, with the reason, changes and fix as tooltip; then the counts by kind per layer and
+        the retraces, one row per cause. Nothing fetched: the file opens offline. `traceguard run
+        --html`, `traceguard report --html` and `TraceMonitor(html=...)` write it.
 
         Args:
             path: File to write (str or path-like); its directory must exist.
@@ -408,22 +390,10 @@ class Explanation:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""
         return layers_html(self.layers, self.title, list(self.functions.values()))
 
-    def __str__(self) -> str:
-        return self.summary()
+    __str__ = summary
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        """IPython's plain-text display (a terminal, a notebook's text/plain): the report."""
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython's text display: the report.
         printer.text(repr(self) if cycle else self.summary())
 
     def __repr__(self) -> str:
-        functions = self.functions.values()
-        traces = sum(runs.traces for runs in functions)
-        layers = self.layers.values()
-        events = sum(len(runs.events) for runs in layers)
-        return (f"<Explanation {self.title!r}: {_plural(len(functions), 'function')} traced "
-                f"{_plural(traces, 'time')}; {_plural(events, 'layer event')} in "
-                f"{_plural(len(layers), 'layer')}>")
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+        return explanation_repr(self.title, list(self.functions.values()), list(self.layers.values()))

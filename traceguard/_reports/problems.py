@@ -210,4 +210,13 @@ def _expected_lines(functions: Sequence[Any], layers: Sequence[Any]) -> list[str
                                subsequent_indent="  ", break_on_hyphens=False)]
 
 
-__all__ = ["Problem", "format_problems"]
+def explanation_repr(title: str, functions: Sequence[Any], layers: Sequence[Any]) -> str:
+    """`repr()` of an `Explanation`: its functions' traces as well as its layers' events."""
+    traces = sum(runs.traces for runs in functions)
+    events = sum(len(runs.events) for runs in layers)
+    return (f"<Explanation {title!r}: {_plural(len(functions), 'function')} traced "
+            f"{_plural(traces, 'time')}; {_plural(events, 'layer event')} in "
+            f"{_plural(len(layers), 'layer')}>")
+
+
+__all__ = ["Problem", "explanation_repr", "format_problems"]
