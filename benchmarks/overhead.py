@@ -26,6 +26,7 @@ import contextlib
 import functools
 import gc
 import io
+import logging
 import os
 import platform
 import resource
@@ -688,6 +689,61 @@ def jax_misses(watched):
             step(jnp.ones((rows, 4))).block_until_ready()
 
 
+def jax_body_misses(watched):
+    """An eager `lax.scan` whose body is defined per call, called 50 times: 50 body traces (and 50
+    compilations of the loop), each a record under `watch()`."""
+    def run(xs):
+        def body(carry, x):  # A new function object per call: JAX's cache misses each time.
+            return carry * 0.5 + x, carry
+
+        return jax.lax.scan(body, jnp.float32(0), xs)[0]
+
+    xs = jnp.ones((8,), jnp.float32)
+    with _watching(watched):
+        for _ in range(SHAPES):
+            run(xs).block_until_ready()
+
+
+@contextlib.contextmanager
+def _jax_explaining():
+    """`jax_explain_cache_misses` on, its "TRACING CACHE MISS" lines kept by a handler that drops
+    them (formatted, as any handler formats them, but not printed)."""
+    logger = logging.getLogger("jax._src.interpreters.partial_eval")
+    handler, propagate = _Dropped(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with jax.explain_cache_misses(True):
+            yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+class _Dropped(logging.Handler):
+    def emit(self, record):
+        self.format(record)
+
+
+def explained(run):
+    """`run(False)` with JAX's own explanation of every miss on."""
+    with _jax_explaining():
+        run(False)
+
+
+def check_explanation_parity(table, timer):
+    """JAX: `watch()` against JAX's own explanation of the same misses (`jax_explain_cache_misses`,
+    unwatched): the issue's "costs no more than JAX's own explanation" (#38)."""
+    for name, run in [(f"watched jax.jit function, {SHAPES} misses, vs jax_explain_cache_misses",
+                       jax_misses),
+                      (f"watched eager lax.scan, body per call, {SHAPES} misses, vs jax_explain_cache_misses",
+                       jax_body_misses)]:
+        explained(run)  # Warm the backend's own caches and imports.
+        timer.compare(table, name, functools.partial(run, True), functools.partial(explained, run),
+                      functools.partial(explained, run), 1.05, 7, unit="ms", settle=gc.collect,
+                      statistic="fastest")
+
+
 @contextlib.contextmanager
 def own_work_timer(clock=time.perf_counter):
     """Times traceguard's own work on function traces in place: each entry point from the hooks
@@ -847,6 +903,8 @@ def main(argv=None):
         check_watched_time(table, timer)
     if "costs" in sections:
         check_cost_time(table, timer)
+        if _compat.BACKEND != "tensorflow":
+            check_explanation_parity(table, timer)
     if "memory" in sections:
         check_memory(table, arguments.events)
     print()

@@ -69,10 +69,42 @@ class _OtherBackendModule(pytest.Module):
                     f"Keras runs on {_compat.BACKEND} here")
 
 
+# --- Keras ---------------------------------------------------------------------------------
+# Where no Keras imports (plain JAX, TensorFlow without Keras), only the modules marked
+# `pytestmark = pytest.mark.without_keras` (read from the source, as the backend) and the
+# core tier run: the others are reported as skipped, never imported.
+HAS_KERAS = _compat.DEFAULT_FLAVOR is not None
+
+
+def runs_without_keras(path):
+    """Whether a test module runs where no Keras imports: the core tier, or marked `without_keras`."""
+    path = pathlib.Path(path).resolve()
+    if path.parent == TESTS / "core":
+        return True
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return any(isinstance(node, ast.Assign) and "without_keras" in ast.unparse(node.value)
+               and any(isinstance(target, ast.Name) and target.id == "pytestmark"
+                       for target in node.targets)
+               for node in tree.body)
+
+
+def _why_no_keras():
+    return _compat.KERAS_UNAVAILABLE or f"Keras is not installed here ({_compat.describe_versions()})"
+
+
+class _KerasModule(pytest.Module):
+    """A test module that needs Keras, where none imports: reported as skipped, never imported."""
+
+    def collect(self):
+        pytest.skip(f"needs Keras: {_why_no_keras()}")
+
+
 def pytest_pycollect_makemodule(module_path, parent):
     backends = backends_of_module(module_path)
     if backends is not None and _compat.BACKEND not in backends:
         return _OtherBackendModule.from_parent(parent, path=module_path)
+    if not HAS_KERAS and not runs_without_keras(module_path):
+        return _KerasModule.from_parent(parent, path=module_path)
     return None
 
 
@@ -85,28 +117,30 @@ def _skip_other_backends(items):
                 reason=f"needs {_needs(marker.args)}; Keras runs on {_compat.BACKEND} here"))
 
 
-# The Keras that `traceguard.TraceAwareLayer` follows (`tf.keras`).
+# The Keras that `traceguard.TraceAwareLayer` follows (`tf.keras`); None without Keras.
 keras = _compat.keras
 
 
-class SeedLayer(tg.TraceAwareLayer):
-    """The layer of the question "why does tf.function trace my layer twice?"."""
+if HAS_KERAS:
+    class SeedLayer(tg.TraceAwareLayer):
+        """The layer of the question "why does tf.function trace my layer twice?"."""
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.dense = keras.layers.Dense(32)
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(32)
 
-    def call(self, inputs):
-        return self.dense(inputs)
+        def call(self, inputs):
+            return self.dense(inputs)
 
+    class PlainSeedLayer(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(32)
 
-class PlainSeedLayer(keras.layers.Layer):
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.dense = keras.layers.Dense(32)
-
-    def call(self, inputs):
-        return self.dense(inputs)
+        def call(self, inputs):
+            return self.dense(inputs)
+else:  # Plain JAX or TensorFlow: the modules that import these are skipped.
+    SeedLayer = PlainSeedLayer = None
 
 
 @pytest.fixture
@@ -181,6 +215,8 @@ def _seed_classes(flavor_keras, base):
 
 def _available_flavors():
     """The default Keras, then any other one importable here (tf_keras, Keras 3)."""
+    if not HAS_KERAS:
+        return []
     flavors = [(_compat.DEFAULT_FLAVOR, tg.TraceAwareLayer)]
     try:
         import traceguard.keras2
@@ -203,7 +239,7 @@ def _available_flavors():
 
 FLAVORS = _available_flavors()
 # The Keras `tf.keras` is, for tests of features that follow it (watch, TraceMonitor, the CLI).
-DEFAULT = FLAVORS[0]
+DEFAULT = FLAVORS[0] if FLAVORS else None
 
 
 @pytest.fixture(params=FLAVORS, ids=str)
@@ -222,7 +258,7 @@ KERAS_3_ONLY = {
 
 def pytest_collection_modifyitems(config, items):
     _skip_other_backends(items)
-    if _compat.IS_KERAS_3:
+    if _compat.IS_KERAS_3 or not HAS_KERAS:
         return
     reason = (f"written against Keras 3; its Keras 2 expectations are not measured yet "
               f"(tf.keras is {_compat.DEFAULT_FLAVOR.describe()} here)")

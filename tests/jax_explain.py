@@ -14,7 +14,8 @@ fewest differences.
 
 `RUNNER` runs a program under `traceguard.watch(trace_file=...)` with the
 explanations on, and writes each one as a JSON line with the jitted function's
-parameters as JAX bound them (`PjitInfo.fun_signature`). `parity_gaps` then checks
+parameters as JAX bound them (`PjitInfo.fun_signature`; none for a body JAX
+traced below `jax.jit`, whose arguments JAX names by the body's parameters). `parity_gaps` then checks
 that the trace file's `function_trace` records name every difference JAX names.
 Nothing here imports JAX.
 """
@@ -50,6 +51,8 @@ class MissLog(logging.Handler):
                                          and frame.f_code.co_filename.endswith("partial_eval.py")):
             frame = frame.f_back
         caller = frame.f_back if frame is not None else None
+        while caller is not None and "/traceguard/" in caller.f_code.co_filename:  # Its hooks call JAX's.
+            caller = caller.f_back
         via = caller.f_code.co_name if caller is not None else None
         jit_info = caller.f_locals.get("ji") if via == "_trace_for_jit" else None
         signature = getattr(jit_info, "fun_signature", None)
@@ -284,7 +287,11 @@ def _type_expectations(difference: Difference, parameters: frozenset[str]) -> li
     else:
         found += [Expectation(difference.words, parameters, frozenset({"dim"}), axis, new)
                   for axis, (new, old) in enumerate(zip(now.dims, before.dims)) if new != old]
-    if not found:  # Only the sharding or memory space differs: traceguard keys neither.
+    both = f"{difference.now} {difference.before}"
+    if not found and ("@" in both or re.search(r"\(\{[A-Z]", both)):
+        # The sharding an abstract value carries (`f32[4@i]({Explicit: ('i',)})`).
+        found.append(Expectation(difference.words, parameters, frozenset({"sharding"})))
+    if not found:  # Only the memory space differs: traceguard does not key it.
         found.append(Expectation(difference.words, parameters, frozenset()))
     return found
 
@@ -300,11 +307,16 @@ def _tree_expectation(difference: Difference, parameters: Sequence[Sequence[str]
         else:
             keys = re.search(r"key sets: \{(.*)\}$", difference.because)
             names = frozenset(re.findall(r"'([^']*)'", keys[1])) if keys else None
-        return Expectation(words, names, frozenset({"added", "removed"}))
+        # An argument added or removed, or passed by keyword instead of positionally (`passed`).
+        return Expectation(words, names, frozenset({"added", "removed", "call_structure"}))
     static = re.search(r"with pytree metadata Static\(val=(.*)\)$", difference.now)
     if static and difference.because.startswith("the pytree node metadata"):
         # A static argument with another hash or `==`: by value, by identity, or of another kind.
         return Expectation(words, names, frozenset({"value", "identity", "structure"}), now=static[1])
+    if difference.because.startswith("the pytree node metadata"):  # A node's static field (aux data).
+        return Expectation(words, names, frozenset({"static_field", "structure"}))
+    if difference.because.startswith("the numbers of children"):  # A dict's keys: each one named.
+        return Expectation(words, names, frozenset({"added", "removed", "structure"}))
     return Expectation(words, names, frozenset({"structure"}))
 
 
@@ -361,9 +373,10 @@ def describe(record: dict[str, Any] | None) -> str:
 
 
 def is_in_scope(miss: Miss, via: str | None, cwd: str) -> bool:
-    """Whether traceguard reports the miss: a `jax.jit` miss of a function of the user's (defined
-    outside installed packages and the standard library), or of a Keras step (`train_step`)."""
-    return via == JIT_CALLER and _is_user_or_step(miss.function, miss.definition, cwd)
+    """Whether traceguard reports the miss: a miss of a function of the user's (defined outside
+    installed packages and the standard library), or of a Keras step (`train_step`); a `jax.jit`
+    miss (`via` `_trace_for_jit`) or one of a body JAX traced below it (a `lax.scan` body, ...)."""
+    return _is_user_or_step(miss.function, miss.definition, cwd)
 
 
 def _is_user_or_step(function: str | None, definition: str | None, cwd: str) -> bool:

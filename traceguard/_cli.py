@@ -82,14 +82,13 @@ def build_parser(prog: str = "traceguard") -> argparse.ArgumentParser:
                      help="the Python script to run; with -m, the module")
     run.add_argument("arguments", metavar="ARGS", nargs=argparse.REMAINDER,
                      help="arguments for the script or module")
-    run.set_defaults(run_usage_error=run.error)  # Prints `run`'s usage line, then the message.
     report = commands.add_parser(
         "report", help="render the reports of trace files written by `run --trace-file`, "
         "`watch(trace_file=...)` or `TraceMonitor(trace_file=...)`, without TensorFlow",
         description="Read one or more trace files (one per process or worker; with several, each "
         "function and layer is named after its file's label) and print the text report to stdout. "
-        "A last line cut short, as a killed process leaves it, is a warning; any other bad line is "
-        "an error naming the file and line.")
+        "A last line cut short, as a killed process leaves it, is a warning; any other bad line, "
+        "or a file that cannot be opened, is an error naming the file (exit code 2).")
     report.add_argument("files", metavar="FILE", nargs="+", help="the trace files")
     report.add_argument("--output", metavar="FILE", help="write the text report to FILE instead of stdout")
     report.add_argument("--full", action="store_true", help="report every function trace and every "
@@ -122,6 +121,8 @@ def build_parser(prog: str = "traceguard") -> argparse.ArgumentParser:
     compare.add_argument("--html", metavar="FILE", help="also write the comparison as a self-contained "
                          "HTML file")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of text")
+    for command in (demo, run, report, compare):  # A command's error prints its own usage line.
+        command.set_defaults(usage_error=command.error)
     return parser
 
 
@@ -134,9 +135,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "traceguard") -> int:
             script, `"python -m traceguard"` for `__main__.py`.
     """
     parser = build_parser(prog)
-    arguments = parser.parse_args(argv)
+    # A command's unknown option is its error, with its usage: argparse hands the arguments its
+    # subparser did not recognise back to the top-level parser, whose usage names no command.
+    arguments, unknown = parser.parse_known_args(argv)
+    if unknown:
+        arguments.usage_error(f"unrecognized arguments: {' '.join(unknown)}")
     if arguments.command == "run" and arguments.script is None:
-        arguments.run_usage_error("-m expects a MODULE" if arguments.module
+        arguments.usage_error("-m expects a MODULE" if arguments.module
                                   else "expects a SCRIPT, or -m MODULE")
     if arguments.command == "report":
         from traceguard._diagnosis.report_files import report_files

@@ -6,6 +6,7 @@ and at every graph execution.
 
 from __future__ import annotations
 
+import linecache
 import os
 from typing import TextIO
 
@@ -35,6 +36,64 @@ def _flavor_and_base(keras_version: int | None) -> tuple[object, type, str]:
     return flavor, base, "traceguard.TraceAwareMixin + keras.layers.Layer"
 
 
+# The demo where no Keras imports: a step fed batches of 8, 8, then 5 rows, run as the user's code
+# would be (traceguard reports its users' functions, and a function defined in its own package is
+# a library's). One program per engine; each traces the step once per batch size.
+PLAIN_PROGRAMS = {
+    "jax": """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(weights, inputs):
+    return jnp.tanh(inputs @ weights).sum()
+
+weights = jnp.ones((4, 3))
+for rows in (8, 8, 5):
+    step(weights, jnp.ones((rows, 4)))
+""",
+    "tensorflow": """\
+import tensorflow as tf
+
+@tf.function
+def step(weights, inputs):
+    return tf.reduce_sum(tf.tanh(inputs @ weights))
+
+weights = tf.ones((4, 3))
+for rows in (8, 8, 5):
+    step(weights, tf.ones((rows, 4)))
+""",
+}
+PLAIN_DEMO_FILE = "traceguard_demo.py"
+
+
+def run_plain_demo(out: TextIO) -> None:
+    """Runs the engine's `PLAIN_PROGRAMS` under `watch()`, and prints the program and its report."""
+    from traceguard import _compat
+    from traceguard._compat._backend import describe_engine
+    from traceguard._diagnosis.watch import watch  # It logs why Keras is not recorded, if installed.
+
+    def say(text: str = "") -> None:
+        print(text, file=out)
+
+    say(f"traceguard demo on {describe_engine()}, without Keras: plain {_compat.TRACER}")
+    say()
+    say(f"A step fed batches of 8, 8, then 5 rows ({PLAIN_DEMO_FILE}):")
+    say()
+    program = PLAIN_PROGRAMS[_compat.BACKEND]
+    for line in program.splitlines():
+        say(f"    {line}".rstrip())
+    say()
+    # Its source where `inspect` looks for it (AutoGraph converts `step` from it), as IPython does.
+    linecache.cache[PLAIN_DEMO_FILE] = (len(program), None, program.splitlines(True), PLAIN_DEMO_FILE)
+    with watch() as report:
+        exec(compile(program, PLAIN_DEMO_FILE, "exec"), {"__name__": "__main__"})  # noqa: S102
+    report.title = f"run {PLAIN_DEMO_FILE}"
+    say(f"{_compat.TRACER} traced `step` once per batch size; the second call of 8 rows hit its cache:")
+    say()
+    say(report.summary())
+
+
 def run_demo(out: TextIO, keras_version: int | None = None) -> None:
     """Runs the seed question's layer, prints its trace log, shows the fix, then routes its print.
 
@@ -48,9 +107,12 @@ def run_demo(out: TextIO, keras_version: int | None = None) -> None:
     """
     from traceguard import _compat
 
+    if _compat.DEFAULT_FLAVOR is None and keras_version is None:
+        return run_plain_demo(out)  # The installed stack has no Keras: its engine alone.
     if _compat.IS_JAX and keras_version != 2:
         from traceguard._demo_jax import run_jax_demo
 
+        _compat.keras3_flavor()  # Without Keras, `--keras 3` fails saying why.
         return run_jax_demo(out)
     import tensorflow as tf
 

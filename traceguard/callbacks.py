@@ -268,6 +268,10 @@ def _checked_log_dir(log_dir: object) -> str:
     return os.fspath(log_dir)
 
 
+if _compat.keras is None:  # Plain JAX, or TensorFlow alone: no Keras to call back.
+    _compat.keras3_flavor()  # Raises the ImportError that says why, and the fix.
+
+
 class TraceMonitor(TraceMonitorMixin, _compat.keras.callbacks.Callback):  # type: ignore[misc,name-defined]  # Keras is untyped.
     """Reports the layer traces made by `fit`, `evaluate` and `predict`, and warns of late retraces.
 

@@ -3,8 +3,8 @@
 `traceguard.TraceAwareLayer` subclasses `tf.keras.layers.Layer`, whichever Keras
 that is. This module's `TraceAwareLayer` subclasses Keras 2's `Layer` in any case:
 `tf_keras.layers.Layer` when the `tf_keras` package is installed
-(`pip install 'keras-traceguard[keras2]' 'tensorflow==2.X.*'`, naming your
-TensorFlow), else `tf.keras.layers.Layer` on TensorFlow 2.12-2.15, whose
+(`pip install 'tf_keras==2.X.*'`, naming your TensorFlow's minor version), else
+`tf.keras.layers.Layer` on TensorFlow 2.12-2.15, whose
 `tf.keras` is Keras 2. Importing it raises `ImportError`, naming
 what is installed and what to install, when neither is there. `TraceMonitor` is
 the callback for `fit`, `evaluate` and `predict` of Keras 2 models.

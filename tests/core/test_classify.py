@@ -88,9 +88,10 @@ def test_graph_without_function_name_reads_naturally():
     assert verdict.reason is Reason.SIGNATURE_CHANGED and verdict.function is None
 
 
-def test_same_signature_in_a_new_function_of_the_same_code_is_a_retrace():
+def test_same_signature_in_a_new_function_of_the_same_code_is_a_first_trace_of_the_object():
+    # The new object's cache is empty: its first trace is a `trace`, explained as the code made anew.
     verdict = classify(RunContext.GRAPH, A, "step", True, [], [EarlierTrace(A, True)])
-    assert verdict.kind is TraceKind.RETRACE
+    assert verdict.kind is TraceKind.TRACE
     assert texts(texts(verdict.changes)) == ("tf.function `step`: new object, same Python function",)
     assert verdict.changes[0].aspect is Aspect.FUNCTION_OBJECT
     assert verdict.reason is Reason.NEW_FUNCTION_OBJECT and verdict.hint is Hint.CREATE_FUNCTION_ONCE

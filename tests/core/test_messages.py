@@ -156,3 +156,21 @@ def test_snapshot_difference_names_the_count_the_kind_and_what_changed():
         "function `gone`: 1 -> 0 traces: no longer trace (x=1)",
     ]
     assert describe_changes(old, old) == []
+
+
+def test_a_tensorflow_retrace_with_an_unchanged_key_says_so_and_what_else_tensorflow_keys_on():
+    verdict = Verdict(TraceKind.RETRACE, (), Reason.SAME_ARGUMENTS, Hint.KEEP_OUTSIDE_VALUES_FIXED, "step",
+                      "tensorflow", of_function=True)
+    text = reason_text(verdict)
+    assert text.startswith("The tf.function `step` traced again, and its cache key shows no difference "
+                           "from its closest earlier trace kept")
+    assert "function context" in text and "captures by reference" in text
+    assert "is not part of the key: a new value does not retrace" in text
+    assert "something outside its arguments changed" not in text
+
+
+def test_a_new_function_object_s_trace_is_worded_as_a_first_trace_of_the_code_made_anew():
+    verdict = Verdict(TraceKind.TRACE, (), Reason.NEW_FUNCTION_OBJECT, Hint.CREATE_FUNCTION_ONCE, "step",
+                      "tensorflow", objects=3, of_function=True)
+    assert reason_text(verdict).startswith("First trace of tf.function `step` as a new function object "
+                                           "(#3 so far) from the same code as earlier ones: not a retrace")

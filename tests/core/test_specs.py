@@ -4,18 +4,21 @@ import pytest
 from helpers import tensor
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.signature import add_context, diff_contexts, diff_signatures
+from traceguard._core.signature import add_context, diff_contexts, diff_passing, diff_signatures
 from traceguard._core.specs import (
     MAX_ITEMS,
     ArgumentPath,
     MappingSpec,
+    NodeSpec,
     ObjectSpec,
     SequenceSpec,
     Site,
     TensorSpec,
     ValueSpec,
+    folded_text,
     mapping_spec,
     sequence_spec,
+    signature_line,
     value_spec,
 )
 
@@ -128,3 +131,76 @@ def test_contexts_are_kept_latest_last_once_each_and_bounded():
     first, second = (("mesh", RaisingEq()),), (("mesh", RaisingEq()),)
     kept = add_context((first,), second, 8)  # An `==` that raises is a difference: both are kept.
     assert len(kept) == 2 and kept[0] is first and kept[1] is second
+
+
+# A Keras step's state on JAX, as `train_step(state, data)` is keyed: trainable, non-trainable,
+# optimizer (Adam: an int32 iteration count, a learning rate, two slots per variable) and metrics.
+KERAS_JAX_STATE = sequence_spec("tuple", (
+    sequence_spec("list", tuple(tensor(*dims) for dims in ((8, 16), (16,), (16, 1), (1,), (1,)))),
+    sequence_spec("list", ()),
+    sequence_spec("list", (tensor(dtype="int32"), tensor()) + tuple(tensor(8, 16) for _ in range(12))),
+    sequence_spec("list", (tensor(), tensor())),
+))
+
+
+def test_folded_text_counts_long_lists_of_arrays_and_keeps_the_structure():
+    assert folded_text(KERAS_JAX_STATE) == "([5 arrays], [], [14 arrays], [float32[], float32[]])"
+    assert folded_text(sequence_spec("tuple", tuple(tensor(2) for _ in range(5)))) == "(5 arrays)"
+    short = sequence_spec("list", tuple(tensor(2) for _ in range(4)))  # Up to FOLDED_ITEMS: whole.
+    assert folded_text(short) == str(short) == "[float32[2], float32[2], float32[2], float32[2]]"
+    mixed = sequence_spec("list", (*(tensor(2) for _ in range(5)), ValueSpec("None")))
+    assert folded_text(mixed) == str(mixed)  # Not only arrays: each item is shown.
+    assert folded_text(mapping_spec((("'w'", KERAS_JAX_STATE[1][0]),))) == "{'w': [5 arrays]}"
+
+
+def test_signature_line_puts_the_folded_arguments_after_the_others():
+    data = sequence_spec("tuple", (tensor(32, 8), tensor(32, 1)))
+    assert signature_line({"state": KERAS_JAX_STATE, "data": data}) == (
+        "data=(float32[32,8], float32[32,1]), state=([5 arrays], [], [14 arrays], [float32[], float32[]])")
+    assert signature_line({"x": tensor(8, 4), "n": ValueSpec("3")}, ": ") == "x: float32[8,4], n: 3"
+    assert signature_line({}) == ""
+
+
+def _config(mode, weights=None):
+    weights = tensor(3) if weights is None else weights
+    return NodeSpec("Config", ((".weights", weights),), ((".mode", ValueSpec(repr(mode), None, True)),))
+
+
+def test_a_pytree_node_s_static_field_type_and_children_are_named():
+    assert str(_config("a")) == "Config(weights=float32[3], mode='a' (static))"
+    (field,) = diff_signatures({"cfg": _config("a")}, {"cfg": _config("b")})
+    assert (field.aspect, str(field), field.parameter) == (
+        Aspect.STATIC_FIELD, "cfg.mode: static field 'a' -> 'b'", "cfg")
+    (child,) = diff_signatures({"cfg": _config("a")}, {"cfg": _config("a", tensor(4))})
+    assert str(child) == "cfg.weights: dim 0 3 -> 4"
+    box = NodeSpec("Box", ((0, tensor(3)),), (("", ValueSpec("'x'", None, True)),))
+    (aux,) = diff_signatures({"b": box}, {"b": box._replace(static=(("", ValueSpec("'y'", None, True)),))})
+    assert str(aux) == "b: pytree auxiliary data 'x' -> 'y'"
+    (node,) = diff_signatures({"b": box}, {"b": SequenceSpec("tuple", (tensor(3),), 1)})
+    assert (node.aspect, str(node)) == (
+        Aspect.STRUCTURE, "b: pytree node Box -> tuple (Box(float32[3], aux data 'x') -> (float32[3],))")
+
+
+def test_a_mapping_s_keys_are_named_by_their_delta():
+    old = {"batch": mapping_spec((("'x'", tensor(2)), ("'old'", tensor(1))))}
+    new = {"batch": mapping_spec((("'x'", tensor(3)), ("'aux'", tensor(2))))}
+    assert [str(change) for change in diff_signatures(old, new)] == [
+        "batch['aux']: added (float32[2])", "batch['x']: dim 0 2 -> 3", "batch['old']: removed"]
+
+
+def test_an_argument_passed_another_way_is_named_only_when_both_calls_were_read():
+    signature = {"x": tensor(2), "y": ValueSpec("1")}
+    (change,) = diff_passing((), ("y",), signature, signature)
+    assert (change.aspect, str(change)) == (Aspect.CALL_STRUCTURE, "y: passed positionally -> by keyword")
+    (back,) = diff_passing(("x", "y"), ("y",), signature, signature)
+    assert str(back) == "x: passed by keyword -> positionally"
+    assert diff_passing(None, ("y",), signature, signature) == []
+    assert diff_passing((), ("y",), {"x": tensor(2)}, signature) == []  # `y` added: said once.
+
+
+def test_a_sharding_jax_keys_in_the_abstract_value_is_a_change_of_its_own():
+    sharded = TensorSpec("float32", (4,), sharding="P('i',) over i=2 (Explicit)")
+    assert str(sharded) == "float32[4] sharded P('i',) over i=2 (Explicit)"
+    (change,) = diff_signatures({"x": tensor(4)}, {"x": sharded})
+    assert (change.aspect, str(change)) == (
+        Aspect.SHARDING, "x: sharding unsharded -> P('i',) over i=2 (Explicit)")

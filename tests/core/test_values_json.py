@@ -8,7 +8,15 @@ from helpers import tensor
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.keras_names import KerasCall
 from traceguard._core.kinds import TraceKind
-from traceguard._core.specs import ArgumentPath, MappingSpec, ObjectSpec, SequenceSpec, Site, ValueSpec
+from traceguard._core.specs import (
+    ArgumentPath,
+    MappingSpec,
+    NodeSpec,
+    ObjectSpec,
+    SequenceSpec,
+    Site,
+    ValueSpec,
+)
 from traceguard._core.values_json import (
     change_from_json,
     change_json,
@@ -25,6 +33,9 @@ SIGNATURE = {
     "fn": ObjectSpec("function", "step", 140, Site("/src/t.py", 3), True),
     "batch": MappingSpec((("'ids'", SequenceSpec("tuple", (tensor(2, dtype="int32"),), 1)),), 1),
     ArgumentPath("rest", (0,)): ValueSpec("None"),
+    "sharded": tensor(4)._replace(sharding="P('i',) over i=2 (Explicit)"),
+    "cfg": NodeSpec("Config", ((".weights", tensor(3)), (0, ValueSpec("None"))),
+                    ((".mode", ValueSpec("'a'", None, True)),)),
 }
 
 
@@ -38,6 +49,9 @@ def test_a_signature_reads_back_as_written():
 
 @pytest.mark.parametrize("change", [
     Change(ArgumentPath("x"), Aspect.DIM, 32, 6, axis=0),
+    Change(ArgumentPath("cfg", (".mode",)), Aspect.STATIC_FIELD, ValueSpec("'a'", None, True),
+           ValueSpec("'b'", None, True)),
+    Change(ArgumentPath("y"), Aspect.CALL_STRUCTURE, "positional", "keyword"),
     Change(ArgumentPath("x", ("'ids'", 0)), Aspect.DTYPE, "int32", "int64"),
     Change(ArgumentPath("lr"), Aspect.WEAK_TYPE, tensor(weak_type=True), tensor()),
     Change(ArgumentPath("fn"), Aspect.IDENTITY, SIGNATURE["fn"], SIGNATURE["fn"]._replace(token=2)),

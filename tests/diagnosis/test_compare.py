@@ -21,9 +21,12 @@ from conftest import keras
 
 import traceguard as tg
 from traceguard import _compat
+from traceguard._core.signature import diff_signatures
+from traceguard._core.specs import ObjectSpec, SequenceSpec, Site, ValueSpec
 from traceguard._diagnosis import trace_file as trace_file_module
 from traceguard._diagnosis import trace_file_reader
 from traceguard._diagnosis.compare_files import compare_files
+from traceguard._diagnosis.compare_sources import portable_spec
 
 pytestmark = pytest.mark.backend("tensorflow")
 
@@ -348,9 +351,9 @@ def test_files_of_different_schema_versions_are_compared_with_a_note(tmp_path, m
      r":1: written with trace file schema version 99 .* Upgrade traceguard"),
     (lambda lines: [lines[0], lines[1][:20], *lines[2:]], r":2: not a JSON record"),
     (lambda lines: [*lines, '{"type": "layer_rn"}'], r":\d+: not a valid traceguard record"),
-    # A header claiming version 1 (values as text) over version 2's typed values.
-    (lambda lines: [lines[0].replace('"version": 2', '"version": 1'), *lines[1:]],
-     r":2: not a valid traceguard record"),
+    # Version 1, a development format no release wrote, is no longer read.
+    (lambda lines: [lines[0].replace('"version": 3', '"version": 1'), *lines[1:]],
+     r":1: written with trace file schema version 1 .* no released traceguard wrote"),
 ])
 def test_a_bad_file_is_an_error_naming_the_file_and_line_and_nothing_is_written(tmp_path, damage, message):
     good, bad = workers(tmp_path, [8], [8])
@@ -405,3 +408,14 @@ def test_files_labelled_host_pid_by_default_are_named_by_their_file(tmp_path):
     assert [source.label for source in comparison.sources] == ["run-1.jsonl", "run-2.jsonl"]
     assert str(comparison).splitlines()[0] == \
         "traceguard compare: run-2.jsonl against the baseline run-1.jsonl"
+
+
+def test_specs_of_two_processes_compare_without_the_tokens_only_one_process_knows():
+    def objects(token, name):
+        function = ObjectSpec("function", name, token, Site("train.py", 3))
+        return {"f": portable_spec(SequenceSpec("list", (function, ValueSpec("1")), 2))}
+
+    # The same function in two processes has two tokens; another function is another object.
+    assert diff_signatures(objects(4, "relu"), objects(9, "relu")) == []
+    [change] = diff_signatures(objects(4, "relu"), objects(4, "gelu"))
+    assert (str(change.argument), change.aspect.value) == ("f[0]", "identity")

@@ -28,7 +28,7 @@ def test_events_are_grouped_per_layer_and_ordered_by_start():
 
 
 def test_layer_keeps_its_newest_events_and_counts_dropped(monkeypatch):
-    monkeypatch.setattr(_explanation, "_EVENTS_PER_LAYER", 3)
+    monkeypatch.setattr(_explanation, "EVENTS_PER_LAYER", 3)
     layer = FakeLayer("busy")
     explanation = tg.Explanation("test")
     for index in range(1, 6):
@@ -46,7 +46,8 @@ def test_snapshots_do_not_change_with_later_runs():
     layers, events = explanation.layers, explanation.events
     Filler(explanation).record_event(layer, event(2, TraceKind.RETRACE, timestamp=1.0))
     assert len(layers["layer"].events) == 1 and len(events) == 1
-    assert explanation.count() == 2 and explanation.count("retrace") == 1
+    assert explanation.count(of="layers") == 2 and explanation.count("retrace", of="layers") == 1
+    assert explanation.count() == 0  # No function traced: count() counts function traces.
 
 
 def test_filter_by_kind_layer_and_function():
@@ -79,8 +80,8 @@ def test_text_shows_each_hint_once_per_layer():
 
 def test_empty_report_says_so():
     text = str(tg.Explanation("watch()"))
-    assert text.splitlines()[0] == ("traceguard report for watch(): 0 functions traced 0 times (0 retraces); "
-                                    "0 layers ran 0 times in traces")
+    assert text.splitlines()[0] == ("traceguard report for watch(): 0 functions traced; 0 layers: "
+                                    "0 layer runs; 0 eager layer runs")
     assert "No problems: nothing traced more than once." in text
     assert "(no Keras layer ran its `call` body)" in text
     assert repr(tg.Explanation("x")) == \

@@ -63,7 +63,7 @@ def test_tf_function_made_per_call_is_named_with_the_number_of_objects():
             tf.function(lambda x: x + 1)(tf.ones(2))
     runs, events = events_of(explanation, "<lambda>")
     assert runs.objects == 3
-    assert [event.kind.value for event in events] == ["trace", "retrace", "retrace"]
+    assert [event.kind.value for event in events] == ["trace", "trace", "trace"]
     assert str(events[2].changes[0]) == (
         "<lambda>: function object #2 -> #3 (a new function object from the same code)")
     assert "a new function object (#3 so far)" in events[2].reason
@@ -81,7 +81,7 @@ def test_model_rebuilt_per_iteration_names_the_new_step_objects_and_the_fix():
     assert step[0].events[-1].hint.startswith("Build the model once and reuse it")
     # Keras 2 also runs the shared layer on symbolic inputs as each new model is built.
     shared = [event for event in explanation.layers["shared"].events if event.kind.value != "symbolic"]
-    assert [event.kind.value for event in shared] == ["trace", "retrace", "retrace"]
+    assert [event.kind.value for event in shared] == ["trace", "trace", "trace"]
     assert "new function object (#3 so far)" in shared[-1].reason
     assert shared[-1].hint.startswith("Build the model once and reuse it")
     assert shared[-1].function_trace == step[0].events[-1].serial
@@ -220,7 +220,7 @@ def test_a_library_function_is_reported_once_its_code_traces_as_often_as_tensorf
             tf.vectorized_map(lambda x: x * 2, tf.ones((4, 3)))
     (runs,) = many.functions.values()
     assert runs.function == "f" and runs.objects == threshold + 1
-    assert [event.kind.value for event in runs.events] == ["trace"] + ["retrace"] * threshold
+    assert [event.kind.value for event in runs.events] == ["trace"] * (threshold + 1)
     assert texts(runs.events[-1].changes) == (f"f: function object #{threshold} -> #{threshold + 1} "
                                              "(a new function object from the same code)",)
     assert "call that API inside one tf.function of yours, defined once outside the loop" \

@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import keras
+from trace_file_parity import assert_same_report, schema_errors
 
 import traceguard as tg
 from traceguard._diagnosis.report_files import report_files
-from traceguard._diagnosis.trace_file import SCHEMA_VERSION
+from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA_VERSION
 from traceguard._diagnosis.trace_file_reader import (
     TraceFileError,
     merged_explanation,
@@ -106,14 +107,20 @@ def test_watch_trace_file_reads_back_as_the_report_it_wrote(tmp_path):
         step(tf.ones((3,)))
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     header = lines[0]
-    assert (header["type"], header["schema"], header["version"]) == ("header", "traceguard.trace-file", 2)
+    assert (header["type"], header["schema"], header["version"]) == ("header", "traceguard.trace-file", 3)
     assert (header["label"], header["pid"], header["backend"]) == ("worker-0", os.getpid(), "tensorflow")
     assert header["versions"]["tensorflow"] == tf.__version__ and header["traceguard"] == tg.__version__
     assert lines[-1]["type"] == "end"
     assert sum(line["type"] == "layer_run" for line in lines) == len(report.events)
-    # Each trace as it ends, and again with its costs when its call returns.
-    assert len({line["event"]["serial"] for line in lines if line["type"] == "function_trace"}) == \
-        sum(len(runs.events) for runs in report.functions.values())
+    # Each trace once, as it ends; what its miss cost once, when its call returns.
+    serials = [line["event"]["serial"] for line in lines if line["type"] == "function_trace"]
+    assert sorted(serials) == \
+        sorted(event.serial for runs in report.functions.values() for event in runs.events)
+    costs = [line["serial"] for line in lines if line["type"] == "function_cost"]
+    assert len(set(costs)) == len(costs) and set(costs) <= set(serials) and costs
+    assert all(lines.index(cost) > min(number for number, line in enumerate(lines)
+                                       if line.get("event", {}).get("serial") == cost["serial"])
+               for cost in lines if cost["type"] == "function_cost")
 
     trace_file = read_trace_file(str(path))
     assert trace_file.complete and trace_file.label == "worker-0"
@@ -221,7 +228,7 @@ def test_newer_schema_says_which_version_and_to_upgrade(tmp_path):
     header["version"] = SCHEMA_VERSION + 1
     path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     message = (rf"^{path}:1: written with trace file schema version {SCHEMA_VERSION + 1} .* "
-               rf"reads versions up to {SCHEMA_VERSION}\. Upgrade traceguard")
+               rf"reads versions 2 to {SCHEMA_VERSION}\. Upgrade traceguard")
     with pytest.raises(TraceFileError, match=message):
         read_trace_file(str(path))
 
@@ -240,7 +247,7 @@ def test_report_command_names_the_bad_file_and_writes_nothing(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n")
     html = tmp_path / "report.html"
-    assert report_files([str(good), str(bad)], sys.stdout, sys.stderr, html=str(html)) == 1
+    assert report_files([str(good), str(bad)], sys.stdout, sys.stderr, html=str(html)) == 2
     assert capsys.readouterr().err.startswith(f"traceguard report: {bad}:1: not a JSON record")
     assert not html.exists()
 
@@ -401,3 +408,70 @@ def test_a_trace_whose_call_never_returns_is_in_the_file_of_the_killed_process(t
     assert [(event.kind.value, {name: str(spec) for name, spec in event.signature.items()})
             for event in runs.events] == \
         [("trace", {"x": "float32[2]"})]
+
+
+def test_every_record_a_run_writes_is_the_documented_schema(tmp_path):
+    # A run that writes every record type and every kind of spec: Keras steps with their costs, a
+    # layer's eager runs, a tf.function keyed by Python values, a structure and a Python function, a
+    # retrace, a tf.data map function.
+    path = tmp_path / "schema.jsonl"
+    step = tf.function(lambda inputs, scale, activation: activation(inputs["x"]) * scale)
+    with tg.watch(trace_file=path):
+        model = fit_twice("documented")
+        model(np.ones((2, 8), "float32"))
+        for rows, scale in ((2, 1.0), (3, 2)):
+            step({"x": tf.ones((rows,)), "pair": [tf.ones(()), 1]}, scale, tf.nn.relu)
+        for _ in tf.data.Dataset.range(3).map(lambda value: value * 2):
+            pass
+    assert schema_errors(path) == []
+    types = {json.loads(line)["type"] for line in path.read_text().splitlines()}
+    assert types == {"header", *RECORD_TYPES}
+    specs = {spec["spec"] for line in path.read_text().splitlines() for record in [json.loads(line)]
+             if record["type"] == "function_trace" for _, spec in record["event"]["signature"]}
+    assert specs >= {"tensor", "value", "object", "mapping"}
+
+
+def test_the_documented_schema_rejects_a_field_it_does_not_list(tmp_path):
+    path = written_file(tmp_path)
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[1])
+    record["event"]["undocumented"] = 1
+    path.write_text("\n".join([lines[0], json.dumps(record)]) + "\n")
+    [error] = schema_errors(path)
+    assert "line 2" in error and "'undocumented'" in error
+
+
+def test_a_version_1_file_is_an_error_naming_the_version(tmp_path):
+    path = written_file(tmp_path)
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["version"] = 1
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    message = (rf"^{path}:1: written with trace file schema version 1 .* no released traceguard wrote; "
+               r"this traceguard reads versions 2 to 3")
+    with pytest.raises(TraceFileError, match=message):
+        read_trace_file(str(path))
+
+
+def test_a_version_2_file_reads_back_as_the_report_that_wrote_it(tmp_path):
+    # Version 2 wrote a function trace again, with its costs, where version 3 writes `function_cost`.
+    path = tmp_path / "three.jsonl"
+    with tg.watch(trace_file=path) as report:
+        fit_twice("version2")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records[0]["version"] = 2
+    traces = {record["event"]["serial"]: record for record in records if record["type"] == "function_trace"}
+    older = []
+    for record in records:
+        if record["type"] == "function_cost":
+            again = json.loads(json.dumps(traces[record["serial"]]))
+            again["event"].update({name: record[name]
+                                   for name in ("phases", "miss_s", "persistent_cache", "cache_saved_s")})
+            again.update(started=record["started"], call_started=record["call_started"])
+            record = again
+        older.append(record)
+    assert len(older) == len(records) and any(record["type"] == "function_cost" for record in records)
+    two = tmp_path / "two.jsonl"
+    two.write_text("".join(json.dumps(record) + "\n" for record in older))
+    assert read_trace_file(str(two)).version == 2
+    assert_same_report(report, two)

@@ -94,14 +94,16 @@ def test_explain_model_mixing_plain_and_trace_aware_layers():
     # The TraceAwareLayer also logged the run in its own trace_log: the very same event.
     assert doubler.trace_log[before:] == explanation.layers["doubler"].events
     assert [event.layer for event in explanation.events] == ["mixed", "hidden", "doubler", "head"]
-    assert explanation.count("trace") == 4 and explanation.count(layer="head") == 1
+    # One trace of the function, which ran each of the four layers once.
+    assert explanation.count("trace") == 1 and explanation.count("trace", of="layers") == 4
+    assert explanation.count(layer="head") == 1
 
 
 def test_report_text_has_totals_table_and_each_layer_explained():
     text = str(tg.explain(tf.function(mixed_model()), tf.ones((4, 8))))
     lines = text.splitlines()
-    assert lines[0] == ("traceguard report for explain(tf.function function): 1 function traced, 4 layers; "
-                        "4 trace; 0 eager runs")
+    assert lines[0] == ("traceguard report for explain(tf.function function): 1 function traced 1 time: "
+                        "1 trace; 4 layers: 4 layer runs; 0 eager layer runs")
     # The function traced (a tf.function wrapping a model is named `function`), then the layers.
     assert re.fullmatch(r"Functions \(1; misses took [\d.]+ s: .*[\d.]+ s tracing.*\):", lines[2])
     # A column per phase measured: the trace, and the first call that built the graph.

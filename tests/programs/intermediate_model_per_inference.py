@@ -19,6 +19,7 @@ Expected:
   fix_keywords: ["once", "reuse", "new function", "new model"]
   forbidden_keywords: ["drop_remainder"]
   traces: 12
+  kinds: ["trace", "trace", "trace", "trace", "trace", "trace", "trace", "trace", "trace", "trace", "trace", "trace"]
 """
 import os
 

@@ -25,6 +25,7 @@ Expected:
   fix_keywords: ["new function", "reuse", "new model", "model(x)", "predict_on_batch"]
   forbidden_keywords: ["drop_remainder"]
   traces: 6
+  kinds: ["trace", "trace", "trace", "trace", "trace", "trace"]
   note: traces counted per code location; each of the 6 predict_function objects is traced once
 """
 import os

@@ -22,6 +22,7 @@ Expected:
   fix_keywords: ["compile"]
   forbidden_keywords: ["drop_remainder", "reduce_retracing=True"]
   traces: 5
+  kinds: ["trace", "trace", "trace", "trace", "trace"]
   backend: tensorflow
   changes: [{"aspect": "function_object"}, "*"]
 """

@@ -19,6 +19,7 @@ Expected:
   fix_keywords: ["once", "outside", "new function", "reuse"]
   forbidden_keywords: ["drop_remainder"]
   traces: 10
+  kinds: ["trace", "trace", "trace", "trace", "trace", "trace", "trace", "trace", "trace", "trace"]
 """
 import os
 

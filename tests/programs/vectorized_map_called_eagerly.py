@@ -29,6 +29,7 @@ Expected:
   fix_keywords: ["once", "outside"]
   forbidden_keywords: ["drop_remainder", "input_signature", "jax.jit"]
   traces: 6
+  kinds: ["trace", "trace", "trace", "trace", "trace", "trace"]
   backend: tensorflow
   changes: [{"aspect": "function_object"}, "*"]
   note: pfor creates its tf.function with TensorFlow's internal def_function.function, which _trace_counts.py does not wrap (count mode sees 0); the 6 traces are what TensorFlow's own warning counts ("6 out of the last 6 calls to <function pfor.<locals>.f> triggered tf.function retracing")

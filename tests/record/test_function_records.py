@@ -218,4 +218,5 @@ def test_costs_total_the_tracing_time_per_function_most_expensive_first():
     first, second = records.costs()
     assert (first.qualname, first.traces, first.retraces, first.objects) == ("train_step", 3, 2, 1)
     assert first.seconds == pytest.approx(1.5)
+    assert first.cost_seconds == pytest.approx(1.5)  # No call returned: the misses cost their traces.
     assert (second.qualname, second.traces, second.seconds) == ("make_function.<locals>.step", 1, 0.25)

@@ -173,8 +173,8 @@ def test_console_script_runs_a_module_of_a_package_as_python_m_does(tmp_path):
     assert result.returncode == 3, result.stderr
     argv = [str(package / "train.py"), "--epochs", "3"]
     assert result.stdout == f"__main__ trainer.train {argv} from a relative import True\n"
-    assert result.stderr.startswith("\ntraceguard report for run -m trainer.train: 0 functions traced "
-                                    "0 times (0 retraces); 0 layers")
+    assert result.stderr.startswith("\ntraceguard report for run -m trainer.train: 0 functions traced; "
+                                    "0 layers:")
     assert result.stderr.endswith("traceguard: watched 0 functions and 0 layers; report above\n")
 
 
@@ -196,3 +196,76 @@ def test_options_after_the_script_or_module_belong_to_it():
     assert parser.parse_args(["run", "--summary", "train.py"]).full is False
     script = parser.parse_args(["run", "train.py", "-m", "x"])
     assert (script.module, script.script, script.arguments) == (False, "train.py", ["-m", "x"])
+
+
+@pytest.mark.parametrize("command", ["run", "demo", "report", "compare"])
+def test_an_unknown_option_of_a_command_prints_that_command_usage(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        _cli.main([command, "--bogus", "x.jsonl"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: traceguard {command} ")
+    unknown = "--bogus x.jsonl" if command == "demo" else "--bogus"  # demo takes no FILE.
+    assert err.endswith(f"traceguard {command}: error: unrecognized arguments: {unknown}\n")
+
+
+def test_run_of_a_directory_says_it_is_one_and_what_run_accepts(tmp_path, capsys):
+    assert _cli.main(["run", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"traceguard run: {str(tmp_path)!r} is a directory; SCRIPT is a Python file (train.py), "
+        "or run a package with -m MODULE (its __main__.py).\n")
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_file_that_cannot_be_opened_is_one_line_and_exit_2_for_report_and_compare(
+        command, tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    cases = [(tmp_path, f"{tmp_path}: a directory; give the trace files in it (written by "
+                        "--trace-file or trace_file=...)."),
+             (tmp_path / "missing.jsonl", f"{tmp_path / 'missing.jsonl'}: no such file."),
+             (bad, f"{bad}:1: not a JSON record")]
+    for path, message in cases:
+        assert _cli.main([command, str(path), str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"traceguard {command}: {message}")
+        assert err.count("\n") == 1
+
+
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_demo_keras_2_without_tf_keras_names_an_install_the_index_serves():
+    from traceguard import _compat
+
+    if not _compat.IS_KERAS_3:
+        pytest.skip("tf.keras is Keras 2 here: the demo runs")
+    code = ("import sys; sys.modules['tf_keras'] = None\n"  # As if tf_keras were not installed.
+            "from traceguard._cli import main\n"
+            "main(['demo', '--keras', '2'])\n")
+    result = python(code, TF_CPP_MIN_LOG_LEVEL="3")
+    assert result.returncode == 2
+    minor = "{}.{}".format(*_compat.TF_VERSION)
+    assert result.stderr.splitlines()[-1].startswith(
+        "traceguard: error: --keras 2: traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
+        f"(pip install 'tf_keras=={minor}.*')")
+    assert "keras-traceguard" not in result.stderr
+
+
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_demo_on_tensorflow_without_keras_runs_a_plain_tf_function():
+    from traceguard import _compat
+
+    if _compat.TF_VERSION < (2, 16) or os.environ.get("TF_USE_LEGACY_KERAS"):
+        pytest.skip("TensorFlow >= 2.16 routes tf.keras to the `keras` package, made absent here")
+    code = ("import sys; sys.modules['keras'] = None\n"  # As if Keras were not installed.
+            "from traceguard._cli import main\n"
+            "sys.exit(main(['demo']))\n")
+    result = python(code, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND=None)
+    assert result.returncode == 0, result.stderr
+    import tensorflow as tf
+
+    assert result.stdout.startswith(f"traceguard demo on TensorFlow {tf.__version__}, without Keras: "
+                                    "plain tf.function\n")
+    assert "Function `step` (defined at traceguard_demo.py:3): 2 traces: 1 trace, 1 retrace" \
+        in result.stdout
+    assert "changed: inputs: dim 0 8 -> 5" in result.stdout
+    assert result.stderr == ""  # AutoGraph found the program's source: no warning.

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.backend("tensorflow", "jax")
+pytestmark = [pytest.mark.backend("tensorflow", "jax"), pytest.mark.without_keras]
 
 TESTS = pathlib.Path(__file__).parent.parent
 

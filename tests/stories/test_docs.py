@@ -1,8 +1,12 @@
-"""The README and docs/ pages: every link resolves, and every install line installs this package."""
+"""The README and docs/ pages: every link resolves, every install line installs this package, and
+the notebook page's example is the output of a real run."""
 
 import ast
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -64,3 +68,35 @@ def test_api_page_has_a_reference_entry_for_every_public_name(module):
     missing = [f"{prefix}.{name}" for name in public_names(module)
                if f"::: {prefix}.{name}\n" not in api and f"{prefix}.{name}" not in DESCRIBED_IN_PROSE]
     assert not missing
+
+
+# The notebook page's example: the two cells it describes, run as the kernel runs them (the setup
+# compiled under the file name the kernel gave it), and the report `%%traceguard --summary` shows.
+NOTEBOOK_EXAMPLE = """\
+import pathlib, re, traceguard as tg
+source = pathlib.Path("examples/train_loop_partial_batch.py").read_text()
+setup = source[source.index("import os"):source.index("for _epoch in range(3):")]
+namespace = {"__name__": "__main__"}
+exec(compile(setup, "597575713.py", "exec"), namespace)
+with tg.watch() as report:
+    exec(compile("for epoch in range(3):\\n    for x_batch, y_batch in dataset:\\n"
+                 "        train_step(x_batch, y_batch)\\n", "cell", "exec"), namespace)
+report.title = "cell In[3]"
+print(report.summary(brief=True))
+"""
+
+
+def without_times(text):
+    """The text with every time as `T` and runs of spaces as one: what differs between runs."""
+    return re.sub(r" +", " ", re.sub(r"\d+\.\d+ s\b", "T", text)).strip()
+
+
+@pytest.mark.slow  # A Python process that imports TensorFlow.
+def test_notebook_page_example_is_the_report_of_a_real_run():
+    page = (ROOT / "docs" / "notebooks.md").read_text(encoding="utf-8")
+    shown = page[page.index("```text\ntraceguard report for cell In[3]") + len("```text\n"):]
+    shown = shown[:shown.index("```")]
+    result = subprocess.run([sys.executable, "-c", NOTEBOOK_EXAMPLE], capture_output=True, text=True,
+                            cwd=ROOT, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    assert without_times(result.stdout) == without_times(shown)

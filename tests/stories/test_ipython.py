@@ -144,7 +144,7 @@ def test_cell_output_and_last_value_come_first_then_the_report_as_html(notebook)
     assert "<code>inputs: dim 0 3 -&gt; 5</code>" in html
     # A front end without HTML shows the text report, not a bare repr.
     text = outputs["cell"][2]["data"]["text/plain"]
-    assert text.startswith(f"traceguard report for cell In[{number}]: 1 function traced 3 times (2 retraces)")
+    assert text.startswith(f"traceguard report for cell In[{number}]: 1 function traced 3 times: ")
 
 
 @pytest.mark.slow
@@ -169,8 +169,8 @@ def test_terminal_ipython_shows_the_report_and_the_repr_counts_functions(tmp_pat
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     start = next(number for number, line in enumerate(lines) if line.startswith("traceguard report for "))
-    assert re.match(r"traceguard report for cell In\[\d+\]: 1 function traced 3 times \(2 retraces\); "
-                    r"0 layers ran 0 times in traces$", lines[start]), lines[start]
+    assert re.match(r"traceguard report for cell In\[\d+\]: 1 function traced 3 times: 1 trace, 2 retrace; "
+                    r"0 layers: 0 layer runs; 0 eager layer runs$", lines[start]), lines[start]
     assert lines[start + 2] == "Problems (1), the most costly first:"
     assert lines[start + 3].startswith("1. `<lambda>`: 2 retraces (#2, #3), ")
     assert re.match(r"<Explanation 'cell In\[\d+\]': 1 function traced 3 times; 0 layer events in 0 layers>$",
@@ -184,8 +184,8 @@ def test_summary_option_shows_the_text_summary_and_writes_the_html_and_trace_fil
     # The trailing ";" silences the last value, as in any cell.
     (display, summary), (_, written) = shown(outputs["files"])
     assert display == "display_data"
-    assert summary.startswith(f"traceguard report for cell In[{counts['files']}]: 1 function traced "
-                              "1 time (0 retraces); 1 layer ran 1 time in traces\n")
+    assert summary.startswith(f"traceguard report for cell In[{counts['files']}]: 1 function traced 1 time: "
+                              "1 trace; 1 layer: 1 layer run; 0 eager layer runs\n")
     assert "why:" not in summary and "No problems" in summary
     assert written == (f"traceguard: HTML report written to {tmp / 'report.html'}; "
                        f"trace file written to {tmp / 'trace.jsonl'}")

@@ -21,6 +21,7 @@ from jax_explain import (
     Difference,
     Expectation,
     expectations,
+    function_traces,
     parameter_of_argument_name,
     parameter_of_input_path,
     parity_gaps,
@@ -138,6 +139,10 @@ MORE_POSITIONAL = _message("shapes.py:22 (<module>)", "g defined at shapes.py:18
 CONTEXT = _message("shapes.py:25:4 (<module>)", "g defined at shapes.py:18",
                    "  Tracing context doesn't match, e.g. due to config or context manager.",
                    "  * jax_default_matmul_precision differs: now float32 and before None")
+STATIC_FIELD = _message(  # jax 0.10.2, `f(Config(w, "b"), batch)` after `f(Config(w, "a"), batch)` (#38).
+    "dc.py:12 (<module>)", "f defined at dc.py:8", "  different input pytree:",
+    "  * at input path [0][0], now <class '__main__.Config'> with pytree metadata ('b',) and before "
+    "<class '__main__.Config'> with pytree metadata ('a',), so the pytree node metadata does not match")
 POSITIONAL = "POSITIONAL_OR_KEYWORD"
 
 
@@ -218,11 +223,13 @@ def test_expectations_name_the_parameter_aspect_axis_and_new_side():
     assert expectations(parse_miss(NONE_ARGUMENT), [["logits", "POSITIONAL_OR_KEYWORD"],
                                                     ["x_in", "POSITIONAL_OR_KEYWORD"]])[0][1:3] == (
         frozenset({"x_in", "arg1"}), frozenset({"structure"}))
-    assert expectations(parse_miss(DICT_KEYS), KW_PARAMETERS)[0].aspects == {"structure"}
+    assert expectations(parse_miss(DICT_KEYS), KW_PARAMETERS)[0].aspects == {"added", "removed", "structure"}
     more = expectations(parse_miss(MORE_POSITIONAL), [["a", POSITIONAL], ["b", POSITIONAL]])
-    assert more[0][1:3] == (frozenset({"b", "arg1"}), frozenset({"added", "removed"}))
+    assert more[0][1:3] == (frozenset({"b", "arg1"}), frozenset({"added", "removed", "call_structure"}))
     assert expectations(parse_miss(KW_MESSAGES[4]), KW_PARAMETERS)[0][1:3] == (
-        frozenset({"momentum"}), frozenset({"added", "removed"}))
+        frozenset({"momentum"}), frozenset({"added", "removed", "call_structure"}))
+    assert expectations(parse_miss(STATIC_FIELD), [["cfg", POSITIONAL], ["batch", POSITIONAL]])[0][1:3] == (
+        frozenset({"cfg", "arg0"}), frozenset({"static_field", "structure"}))
     assert expectations(parse_miss(CONTEXT), None) == [Expectation(
         "* jax_default_matmul_precision differs: now float32 and before None",
         frozenset({"jax_default_matmul_precision"}), frozenset({"context"}), now="float32")]
@@ -291,6 +298,36 @@ def test_a_tracing_context_difference_needs_the_context_value_by_name(tmp_path):
         ("jax_default_matmul_precision: context now float32", "#2 retrace: no changes")]
 
 
+# jax 0.10.2's messages for the body of an eager `lax.scan` started from a Python int carry (#38):
+#   def total(xs):
+#       def body(carry, x): return carry + x, carry
+#       return jax.lax.scan(body, 0, xs)
+#   total(jnp.ones(3, jnp.float32))  # twice
+BODY_FIRST = ("TRACING CACHE MISS at bodies.py:4:11 (total):\n  never seen function:\n"
+              "    body id=139703624454272 defined at bodies.py:3")
+BODY_CARRY = _message("bodies.py:4:11 (total)", "body defined at bodies.py:3", "  different input types:",
+                      "  * at carry, now f32[]{weak_type=False} and before i32[]{weak_type=True}"
+                      + _WEAK_TYPES)
+BODY_AGAIN = BODY_FIRST + ("\n  but seen another function defined on the same line; maybe the function is\n"
+                           "  being re-defined repeatedly, preventing caching?")
+
+
+def test_a_body_s_misses_are_held_against_its_records(tmp_path):
+    # JAX explains a body's miss from its control flow (`_create_jaxpr`), without a jitted
+    # signature: the argument names are the body's parameters.
+    logged = [{"message": message, "via": "_create_jaxpr", "parameters": None}
+              for message in (BODY_FIRST, BODY_CARRY, BODY_AGAIN, BODY_CARRY)]
+    dtype = {"argument": {"parameter": "carry", "keys": []}, "aspect": "dtype", "old": "int32",
+             "new": "float32", "axis": None, "text": "carry: dtype int32 -> float32"}
+    new_object = {"argument": {"parameter": "body", "keys": []}, "aspect": "function_object", "old": 1,
+                  "new": 2, "axis": None, "text": "body: function object #1 -> #2"}
+    records = _records([[], [dtype], [new_object], [dtype]], ["trace", "retrace", "retrace", "retrace"],
+                       "body", ("bodies.py", 3))
+    assert parity_gaps(logged, records, str(tmp_path)) == ([], [])
+    gaps, _ = parity_gaps(logged, records[:4], str(tmp_path))  # The header, 3 traces: one missing.
+    assert [(gap.function, gap.miss, gap.recorded) for gap in gaps] == [("body", 4, "no trace")]
+
+
 @dataclasses.dataclass
 class Run:
     logged: list
@@ -305,7 +342,7 @@ def _run(program, out_dir):
     source = str(pathlib.Path(traceguard.__file__).resolve().parent.parent)
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
                PYTHONPATH=os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")])))
-    script = str(program.relative_to(ROOT))
+    script = str(program.relative_to(ROOT)) if program.is_relative_to(ROOT) else str(program)
     command = [sys.executable, "-c", RUNNER, script, str(trace_file), str(misses_file)]
     try:
         completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
@@ -341,3 +378,88 @@ def test_traceguard_names_every_difference_jax_names(program, runs):
     explained = [line for line in run.logged if parse_miss(line["message"]).function in names]
     assert len(explained) == int(expected["traces"]), [line["message"] for line in run.logged]
     assert not gaps, "\n".join(str(gap) for gap in gaps)
+
+
+# What JAX keys besides abstract values (#38), each run as a program under JAX's explanation:
+# (program, the number of misses JAX explains for `f`, what traceguard records for each).
+KEY_PROGRAMS = {
+    "call_structure": ("""
+import jax
+@jax.jit
+def f(x, y=1):
+    return x + y
+f(1, 2)
+f(1, y=2)
+f(x=2, y=3)
+f(1, 2)
+""", 3, [[], ["y: passed positionally -> by keyword"], ["x: passed positionally -> by keyword"]]),
+    "static_field_and_dict_key": ("""
+import dataclasses, jax, jax.numpy as jnp
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Config:
+    weights: jax.Array
+    mode: str = dataclasses.field(metadata={"static": True})
+@jax.jit
+def f(cfg, batch):
+    return cfg.weights * 2 if cfg.mode == "a" else cfg.weights
+f(Config(jnp.ones(3), "a"), {"x": jnp.ones(2)})
+f(Config(jnp.ones(3), "b"), {"x": jnp.ones(2)})
+f(Config(jnp.ones(3), "b"), {"x": jnp.ones(2), "aux": jnp.ones(2)})
+""", 3, [[], ["cfg.mode: static field 'a' -> 'b'"], ["batch['aux']: added (float32[2])"]]),
+    "aux_data_and_node_type": ("""
+import jax, jax.numpy as jnp
+class Box:
+    def __init__(self, value, tag):
+        self.value, self.tag = value, tag
+jax.tree_util.register_pytree_node(Box, lambda b: ((b.value,), b.tag), lambda tag, kids: Box(kids[0], tag))
+@jax.jit
+def f(box):
+    return box.value if isinstance(box, Box) else box[0]
+f(Box(jnp.ones(3), "x"))
+f(Box(jnp.ones(3), "y"))
+f((jnp.ones(3),))
+""", 3, [[], ["box: pytree auxiliary data 'x' -> 'y'"],
+         ["box: pytree node Box -> tuple (Box(float32[3], aux data 'y') -> (float32[3],))"]]),
+    "committed_argument": ("""
+import jax, jax.numpy as jnp
+@jax.jit
+def f(x):
+    return x * 2
+f(jnp.ones(3))
+f(jax.device_put(jnp.ones(3), jax.devices()[0]))
+""", 1, [[], ["x: sharding uncommitted -> committed to cpu:0"]]),
+    "explicit_sharding": ("""
+import jax, jax.numpy as jnp
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+mesh = jax.make_mesh((1,), ("i",), axis_types=(AxisType.Explicit,))
+@jax.jit
+def f(x):
+    return x * 2
+f(jnp.ones(4))
+f(jax.device_put(jnp.ones(4), NamedSharding(mesh, P("i"))))
+""", 2, [[], ["x: sharding unsharded -> P('i',) over i=1 (Explicit)"]]),
+    "keras_jit_compile_false": ("""
+import numpy as np, keras
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse", jit_compile=False)
+model.fit(np.ones((64, 4)), np.ones((64, 1)), batch_size=16, verbose=0)
+""", 0, []),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(KEY_PROGRAMS))
+def test_traceguard_names_every_key_difference_jax_names(name, tmp_path):
+    source, misses, changes = KEY_PROGRAMS[name]
+    program = tmp_path / f"{name}.py"
+    program.write_text(source)
+    run = _run(program, tmp_path / "out")
+    assert run.status == 0, run.output[-3000:]
+    explained = [line for line in run.logged if parse_miss(line["message"]).function == "f"]
+    assert len(explained) == misses, [line["message"] for line in run.logged]
+    gaps, _ = parity_gaps(run.logged, run.records, str(ROOT))
+    assert not gaps, "\n".join(str(gap) for gap in gaps)
+    records = [record["event"] for record in function_traces(run.records)
+               if record["event"]["function"] == "f"]
+    assert [[change["text"] for change in event["changes"]] for event in records] == changes

@@ -68,9 +68,9 @@ def test_run_writes_the_report_to_output_file(tmp_path):
         f"traceguard: watched 1 function and 1 layer; report written to {output}\n")
     assert "traceguard report for" not in result.stderr
     text = output.read_text()
-    assert text.startswith("traceguard report for run script.py: 1 function traced, 1 layer; 1 trace, "
-                           "1 variable_retrace, "
-                           "1 retrace; 0 eager runs\n")
+    assert text.startswith("traceguard report for run script.py: 1 function traced 3 times: 1 trace, "
+                           "1 variable_retrace, 1 retrace; 1 layer: 3 layer runs, 2 of them in 2 retraces; "
+                           "0 eager layer runs\n")
     assert "  scripted #3 in function: inputs: dim 0 3 -> 5" in text
 
 
@@ -103,7 +103,7 @@ def test_exit_code_is_the_scripts(tmp_path, exit_call, code, printed):
     path = script(tmp_path, f"import sys\n{RETRACING}\n{exit_call}\n")
     result, err = run_in_process(path)
     assert result == code
-    assert "traceguard report for run script.py: 1 function traced, 1 layer;" in err
+    assert "traceguard report for run script.py: 1 function traced 3 times: " in err
     if printed:
         assert err.startswith(f"{printed}\n")
 
@@ -209,8 +209,9 @@ def test_run_module_reports_its_retrace_and_restores_argv_path_and_main(package)
     code, err = module_in_process(f"{package.name}.train", "--epochs", "2")  # The default report.
     assert code == 0, err
     assert (sys.argv, sys.path, sys.modules["__main__"]) == (saved_argv, saved_path, saved_main)
-    assert err.startswith(f"\ntraceguard report for run -m {package.name}.train: 1 function traced "
-                          "3 times (2 retraces); 1 layer ran 3 times in traces\n")
+    assert err.startswith(f"\ntraceguard report for run -m {package.name}.train: 1 function traced 3 times: "
+                          "1 trace, 1 variable_retrace, 1 retrace; 1 layer: 3 layer runs, 2 of them in 2 "
+                          "retraces; 0 eager layer runs\n")
     assert "   changed: args[0]: dim 0 3 -> 5" in err
 
 

@@ -9,7 +9,8 @@ instead of misclassifying silently.
 
 The modules, in the order they are imported:
 
-- `_backend`: which backend Keras runs on, decided before anything imports TensorFlow.
+- `_backend`: which backend is recorded, and whether Keras imports, found before anything imports
+  TensorFlow (plain JAX, or TensorFlow alone, has no Keras: `DEFAULT_FLAVOR` is None).
 - `_flavors`: the Kerases recorded (Keras 3, tf_keras, TF 2.12-2.15's Keras 2), their
   state, and the questions about layer classes and variables that any of them answers.
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
@@ -33,7 +34,7 @@ from that module: it exists there only.
 
 from typing import TYPE_CHECKING
 
-from traceguard._compat._backend import BACKEND, BACKENDS, IS_JAX, parse_version
+from traceguard._compat._backend import BACKEND, BACKENDS, IS_JAX, KERAS_UNAVAILABLE, parse_version
 from traceguard._compat._flavors import (
     KerasFlavor,
     backing_variable,
@@ -107,6 +108,8 @@ if TYPE_CHECKING:
         stop_creation_watch,
         tensor_spec_reader,
         traces_before,
+        uncached_setting,
+        uncached_transformation,
         variable_creation_watch,
         wrap_call,
     )
@@ -122,17 +125,19 @@ from traceguard._core.keras_names import (  # noqa: E402
     is_keras_step_function,
 )
 
-# The Keras `traceguard.TraceAwareLayer` follows.
-KERAS_FLAVOR = DEFAULT_FLAVOR.name  # noqa: F405
-IS_KERAS_3 = DEFAULT_FLAVOR.is_keras_3  # noqa: F405
-keras = DEFAULT_FLAVOR.keras  # noqa: F405
-LayerBase = DEFAULT_FLAVOR.layer_base  # noqa: F405
+# The Keras `traceguard.TraceAwareLayer` follows; all None when only the engine is here
+# (plain JAX, or TensorFlow without Keras): then only whole functions trace.
+KERAS_FLAVOR = DEFAULT_FLAVOR.name if DEFAULT_FLAVOR else None  # noqa: F405
+IS_KERAS_3 = DEFAULT_FLAVOR.is_keras_3 if DEFAULT_FLAVOR else False  # noqa: F405
+keras = DEFAULT_FLAVOR.keras if DEFAULT_FLAVOR else None  # noqa: F405
+LayerBase = DEFAULT_FLAVOR.layer_base if DEFAULT_FLAVOR else None  # noqa: F405
 
 # A literal list, which documentation tools read without running the code; it holds
 # `_interface.BACKEND_NAMES` (tests/compat/tensorflow/test_compat.py checks it).
 __all__ = [
     "BACKEND", "BACKENDS", "BACKEND_NAMES", "DEFAULT_FLAVOR", "DENSE_TENSOR_TYPES", "FunctionTracing",
-    "IS_JAX", "IS_KERAS_3", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KerasCall",
+    "IS_JAX", "IS_KERAS_3", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KERAS_UNAVAILABLE",
+    "KerasCall",
     "KerasFlavor", "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "add_trace_listener",
     "any_created_in_a_trace", "backing_variable", "built_by_keras_call", "calling_frame",
     "control_flow_of", "current_graph_name", "current_replica", "default_graph",
@@ -147,7 +152,7 @@ __all__ = [
     "remove_trace_listener", "retracing_warning_notes", "run_unconverted", "scratch_graph_outer",
     "signature_of", "spec_of",
     "start_creation_watch", "stop_creation_watch", "stops_trace", "symbolic_pass", "tensor_spec_reader",
-    "traces_before", "tracing_of_graph",
+    "traces_before", "tracing_of_graph", "uncached_setting", "uncached_transformation",
     "user_stacklevel",
     "variable_creation_watch", "variable_path", "variable_paths", "wrap_build", "wrap_call",
 ]

@@ -72,8 +72,8 @@ def describe_versions() -> str:
     """The installed stack, for error messages and reports."""
     default = DEFAULT_FLAVOR  # None while the default flavor loads.
     flavors = ([default] if default else []) + [f for f in _flavors.values() if f is not default]
-    return f"{describe_engine()}, " + ", ".join(
-        f"{flavor.describe()} ({flavor.name})" for flavor in flavors)
+    return f"{describe_engine()}, " + (", ".join(
+        f"{flavor.describe()} ({flavor.name})" for flavor in flavors) or "no Keras")
 
 
 def _check_default_mark(layer_base: type, name: str) -> None:
@@ -142,7 +142,7 @@ def loaded_layer_bases() -> tuple[type, ...]:
 
     Imports no Keras: a Keras the user has not imported has no layers to record.
     """
-    names = [DEFAULT_FLAVOR.name]
+    names = [DEFAULT_FLAVOR.name] if DEFAULT_FLAVOR else []
     if not IS_JAX:  # Keras 2 runs on TensorFlow only.
         if "tf_keras" in sys.modules:
             names.append("tf_keras")

@@ -5,10 +5,14 @@ and optimise the graph, or to lower and compile it, and runs it once; the dispat
 looked its cache up before. The backend's call-level hook (`_tf_calls`, `_jax_calls`)
 opens a `Call` when a traced function is called while listeners listen, and closes it
 when the call returns or raises. The traces made inside it (`_function_tracing.begin`)
-belong to it; when it closes, the last of them gets the whole call as its `miss`, and
-the backend's phases measured since it ended (`add_phase`), and each is completed:
-handed to the completion listeners (`_function_tracing.complete`), which see its
-phases final. A call that traced nothing closes at the cost of a clock reading.
+belong to it; when it closes, the last of them gets the whole call less what its
+earlier traces cost (their phases: TensorFlow's first trace that created variables)
+as its `miss`, and the backend's phases measured since it ended (`add_phase`), so
+each second of the call is counted once; and each is completed: handed to the
+completion listeners (`_function_tracing.complete`), which see its phases final. A
+trace of another function called inside one of these traces has a call of its own,
+and its seconds are in the enclosing trace's too. A call that traced nothing closes at
+the cost of a clock reading.
 
 Phases, each in seconds (`PHASES`):
 
@@ -126,17 +130,29 @@ def close_call(call: Call) -> None:
     if not call.tracings:
         return
     call.end = end
-    last = call.tracings[-1]
-    last.miss = end - call.start
+    # The call's own traces: those not made inside another of its traces (a concrete function
+    # asked for while tracing). The last of them gets the miss, less what the others cost (each
+    # its phases): TensorFlow's first trace that created variables, then the trace that call
+    # repeats without them. Every second of the call is counted once.
+    serials = {tracing.serial for tracing in call.tracings}
+    own = [tracing for tracing in call.tracings if tracing.parent not in serials]
+    last = own[-1] if own else call.tracings[-1]
+    earlier = sum(_cost(tracing) for tracing in own if tracing is not last)
     if call.phases:
         for phase, seconds in call.phases.items():
             last.phases[phase] = last.phases.get(phase, 0.0) + seconds
         if call.eager and call.phase_end is not None and "first_call" not in last.phases \
                 and "compile" in call.phases:
             last.phases["first_call"] = end - call.phase_end
+    last.miss = max(end - call.start - earlier, sum(last.phases.values()))
     if call.cache is not None:
         last.persistent_cache, last.cache_saved = call.cache, call.cache_saved
     for tracing in call.tracings:
         tracing.call_start = call.start
         _complete(tracing)
     call.tracings = []
+
+
+def _cost(tracing: Any) -> float:
+    """What a trace that is not its call's last cost: its phases (its trace, at least)."""
+    return sum(tracing.phases.values()) or tracing.duration

@@ -37,12 +37,14 @@ from typing import Any
 from traceguard._compat import _calling_code, _function_calls
 from traceguard._compat._backend import IS_JAX
 from traceguard._compat._keras_calls import keras_call
+from traceguard._core.functions import BODY_ORIGIN
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 
 Listener = Callable[["FunctionTracing"], None]
 # Where a trace's function came from: `tf.function` (a user's, or Keras's own
-# steps), a `tf.data` transformation's function, or `jax.jit`.
-ORIGINS = ("tf.function", "tf.data", "jax.jit")
+# steps), a `tf.data` transformation's function, `jax.jit`, or a function JAX traces
+# below `jax.jit` with the same cache (a `lax.scan` body, a `lax.cond` branch, ...; `_jax_bodies`).
+ORIGINS = ("tf.function", "tf.data", "jax.jit", BODY_ORIGIN)
 # The trace phases of a `tf.function` (see `_tf_function`): the first trace may
 # create variables; once it did, later traces may not.
 PHASES = ("variable_creation", "no_variable_creation")
@@ -73,6 +75,12 @@ class FunctionTracing:
     call_site: tuple[str, int] | None = None  # The first user frame: (file, line).
     caller: str | None = None  # That frame's function name.
     entry: str | None = None  # The library function the user called (`Model.fit`), if any.
+    # Traced because `get_concrete_function` asked for it (by the user or a library), not on a
+    # call's cache miss: TensorFlow's retracing warning does not count it.
+    requested: bool = False
+    # A function restored by `tf.saved_model.load` (TensorFlow's `RestoredFunction`): the user's
+    # saved function, though its Python body is TensorFlow's dispatcher to the saved graphs.
+    restored: bool = False
     relaxed: bool | None = None  # TF traced a generalised signature (`reduce_retracing`).
     raised: bool = False  # The trace raised an exception.
     function_text: str | None = None  # repr() of the function, as TF's retracing warning shows it.
@@ -91,6 +99,12 @@ class FunctionTracing:
     # TensorFlow: the `FunctionContext`'s fields), as (name, value) pairs compared with `==`; None
     # when not read.
     context: tuple[tuple[str, Any], ...] | None = None
+    # JAX: the arguments the call passed by keyword, sorted (`jax.jit` keys `(args, kwargs)`);
+    # None when not read (TensorFlow binds every argument to its parameter first).
+    keywords: tuple[str, ...] | None = None
+    # JAX: where each argument's arrays are placed (`_jax_keys.placements`), which the compiled
+    # executable is keyed by; None when not read.
+    placements: dict[Any, str] | None = None
     # With `relaxed`: the key TensorFlow traced instead (a dimension made None), as specs.
     relaxed_signature: dict[Any, Any] | None = None
     # "dataset" when the user's calling frame holds a `tf.data` dataset or iterator, else None.
@@ -111,6 +125,10 @@ class FunctionTracing:
     # The call's arguments as compiled (TensorFlow, XLA: a Keras step's batch), for the records.
     compiled_arguments: dict[str, Any] | None = None
     completed: bool = False
+    # A `jax.body` trace: what JAX traced it for (`debug_info.traced_for`: "scan", "while_body",
+    # "cond", ...), and the name of the function it is a body of (the one that called the control flow).
+    traced_for: str | None = None
+    body_of: str | None = None
 
     @property
     def duration(self) -> float:
@@ -193,10 +211,14 @@ def is_installed() -> bool:
 
 
 def begin(origin: str, name: str, function: Any, python_function: Any,
-          arguments: dict[str, Any], graph: Any = None, compilation: bool = False) -> FunctionTracing:
+          arguments: dict[str, Any], graph: Any = None, compilation: bool = False,
+          in_call: bool = True) -> FunctionTracing:
     """A trace starts on this thread: its record, now in progress. Called by the hooks.
 
     With `compilation`, an XLA compilation without a trace instead (see `FunctionTracing`).
+    Without `in_call`, it takes no part in the call in progress (a JAX body traced inside
+    a `jax.jit` trace: the call's lowering and compilation are the enclosing trace's), and
+    is completed as it ends.
     """
     global _serial
     stack = getattr(_local, "stack", None)
@@ -219,7 +241,7 @@ def begin(origin: str, name: str, function: Any, python_function: Any,
         serial, parent, origin, name, reference,
         id(python_function if function is None else function), python_function, arguments,
         time.perf_counter(), graph=None if graph is None else weakref.ref(graph), compilation=compilation)
-    call = _function_calls.current_call()
+    call = _function_calls.current_call() if in_call else None
     if call is not None:
         tracing.call = call
         call.tracings.append(tracing)
@@ -325,9 +347,13 @@ def tracing_of_graph(graph: Any) -> FunctionTracing | None:
 
 
 def innermost_tracing() -> FunctionTracing | None:
-    """The innermost function trace running on this thread (on JAX, the one to ask)."""
+    """The innermost whole-function trace running on this thread (on JAX, the one to ask): a
+    body JAX traces within it (`BODY_ORIGIN`) is part of it."""
     stack = getattr(_local, "stack", None)
-    return stack[-1] if stack else None
+    for tracing in reversed(stack or ()):
+        if tracing.origin != BODY_ORIGIN:
+            return tracing
+    return None
 
 
 def running_traces() -> tuple[FunctionTracing, ...]:

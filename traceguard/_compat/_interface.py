@@ -20,7 +20,7 @@ class Backend(Protocol):
 
     TRACER: str  # What traces a function, for messages: "tf.function" or "jax.jit".
     TF_VERSION: tuple[int, int] | None  # None on JAX.
-    DEFAULT_FLAVOR: KerasFlavor  # The Keras `traceguard.TraceAwareLayer` follows.
+    DEFAULT_FLAVOR: KerasFlavor | None  # The Keras `traceguard.TraceAwareLayer` follows; None without Keras.
 
     def keras2_flavor(self) -> KerasFlavor:
         """tf_keras or TF 2.12-2.15's Keras 2, loaded; fails where there is none."""
@@ -30,6 +30,15 @@ class Backend(Protocol):
 
     def executing_eagerly(self) -> bool:
         """Whether ops run one by one now (no graph or trace is being built)."""
+
+    def uncached_transformation(self) -> tuple[str, ...] | None:
+        """The transformations running now when none keeps a cache (JAX's autodiff or `vmap`
+        outside any `jax.jit`), outermost first: a body run under them is no trace. None
+        otherwise, and always on TensorFlow."""
+
+    def uncached_setting(self, frame: Any = None) -> tuple[str, str] | None:
+        """The Keras step and its setting that run it untraced (`("train_step",
+        "jit_compile=False")`), found on the stack from `frame`; None when none is."""
 
     def in_symbolic_build(self) -> bool:
         """Whether Keras runs `call` on symbolic inputs (build, output-shape inference)."""

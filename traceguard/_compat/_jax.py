@@ -13,6 +13,9 @@ has no trace for variable creation: Keras's `stateless_call` and its jitted
 steps take variables as arguments, so `creates_variables` is always None. The
 TensorFlow-only questions (save context, graph, replica, AutoGraph) have neutral
 answers.
+
+Plain JAX (no Keras, or a Keras that cannot import: `_backend.KERAS_UNAVAILABLE`)
+is recorded too: `DEFAULT_FLAVOR` is then None, and only `jax.jit` functions trace.
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ from typing import Any
 import jax
 from jax._src import core as _jax_core
 
-from traceguard._compat import _flavors, _frames, _function_tracing, _jax_traces, _keras_calls
+from traceguard._compat import _backend, _flavors, _frames, _function_tracing, _jax_traces, _keras_calls
 from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flavor
 from traceguard._compat._frames import TfFunctionFrame
 from traceguard._compat._interface import BACKEND_NAMES
+from traceguard._compat._jax_transforms import uncached_setting, uncached_transformation  # noqa: F401
 from traceguard._core.keras_names import KerasCall
 
 __all__ = list(BACKEND_NAMES)
@@ -38,19 +42,30 @@ __all__ = list(BACKEND_NAMES)
 TRACER = "jax.jit"  # What traces a function, for messages.
 TF_VERSION: tuple[int, int] | None = None
 
-# On JAX, `TraceAwareLayer` is Keras 3's `Layer`: the only Keras that runs there.
-DEFAULT_FLAVOR = _flavors.set_default_flavor(load_flavor("keras3"))
-_frames.hide_traceguard_frames_from_keras()  # From errors raised through the recorded `call`.
+# On JAX, `TraceAwareLayer` is Keras 3's `Layer`: the only Keras that runs there. `_backend`
+# imported Keras already when it imports; plain JAX has no layers to record.
+HAS_KERAS = "keras" in sys.modules and _backend.KERAS_UNAVAILABLE is None
+DEFAULT_FLAVOR: KerasFlavor | None = (_flavors.set_default_flavor(load_flavor("keras3"))
+                                      if HAS_KERAS else None)
+if HAS_KERAS:
+    _frames.hide_traceguard_frames_from_keras()  # From errors raised through the recorded `call`.
 
 
 def keras2_flavor() -> KerasFlavor:
     """Keras 2 never runs on JAX: ImportError."""
+    if not HAS_KERAS:
+        raise ImportError("Keras 2 runs on TensorFlow only, and this process records plain JAX. "
+                          f"Received: {_flavors.describe_versions()}.")
     raise ImportError("Keras 2 runs on TensorFlow only, and Keras 3 runs on JAX here. "
                       f"Received: KERAS_BACKEND='jax' ({_flavors.describe_versions()}).")
 
 
 def keras3_flavor() -> KerasFlavor:
-    """Keras 3, the default flavor on JAX."""
+    """Keras 3, the default flavor on JAX; ImportError saying why when Keras cannot run."""
+    if DEFAULT_FLAVOR is None:
+        raise ImportError(_backend.KERAS_UNAVAILABLE or (
+            "Keras is not installed: traceguard records plain jax.jit functions here "
+            "(pip install keras, and KERAS_BACKEND=jax, for Keras on JAX)."))
     return DEFAULT_FLAVOR
 
 
@@ -63,7 +78,7 @@ def executing_eagerly() -> bool:
 
 def in_symbolic_build() -> bool:
     """True while Keras runs `call` on symbolic inputs to infer shapes or build."""
-    return DEFAULT_FLAVOR.symbolic_scope()
+    return DEFAULT_FLAVOR is not None and DEFAULT_FLAVOR.symbolic_scope()
 
 
 def _find_jax_cache_miss_code() -> Any:

@@ -33,7 +33,7 @@ from jax._src import core as _core
 from jax._src import dispatch as _dispatch
 from jax._src import pjit as _pjit
 
-from traceguard._compat import _calling_code, _function_calls
+from traceguard._compat import _calling_code, _function_calls, _jax_keys
 from traceguard._compat._flavors import internal_missing
 
 _INFER_PARAMS = _pjit.__dict__.get("_infer_params")
@@ -98,6 +98,8 @@ def is_installed() -> bool:
 
 def _hooked_infer_params(fun: Any, ji: Any, args: Any, kwargs: Any) -> Any:
     call = _function_calls.open_call(fun, args, kwargs, _core.trace_state_clean())
+    # The jit's parameters, to read a compilation's key as a trace's (`_report_compilation`).
+    _local.jit_info = (fun, ji)
     pending = False
     try:
         result = _INFER_PARAMS(fun, ji, args, kwargs)
@@ -130,6 +132,7 @@ def _hooked_run_python_pjit(p: Any, args_flat: Any, fun: Any, args: Any, kwargs:
             if not call.tracings and call.phases and "compile" in call.phases:
                 _report_compilation(call, fun)
         finally:
+            _local.jit_info = None
             _function_calls.close_call(call)
 
 
@@ -140,6 +143,19 @@ def _report_compilation(call: Any, fun: Any) -> None:
     name = getattr(fun, "__name__", None) or type(fun).__name__
     tracing = _function_tracing.begin("jax.jit", name, fun, fun, _calling_code.bind_arguments(
         fun, call.args, call.kwargs), compilation=True)
+    try:  # The executable's key beside the trace's: committed devices and shardings.
+        tracing.placements = _jax_keys.placements(tracing.arguments)
+    except Exception:  # Not compared.
+        tracing.placements = None
+    fun_and_info, _local.jit_info = getattr(_local, "jit_info", None), None
+    if fun_and_info is not None and fun_and_info[0] is fun:  # The key as the trace read it.
+        info = fun_and_info[1]
+        try:
+            tracing.signature = _jax_keys.jit_signature(
+                info.fun_signature, tuple(call.args or ()), dict(call.kwargs or {}),
+                tuple(info.static_argnums), tuple(info.static_argnames))
+        except Exception:  # Read by value, as without it.
+            tracing.signature = None
     tracing.start = call.start
     frame, tracing.entry = _calling_code.user_frame(sys._getframe(2))
     if frame is not None:

@@ -1,23 +1,28 @@
 """A `jax.jit` call's tracing-cache key, read as JAX compares it.
 
 `jax.jit` traces a function once per key (jax/_src/pjit.py, `_infer_params`, and
-the cache of `partial_eval.trace_to_jaxpr`): the pytree structure of the
-arguments, each array argument's abstract value (shape, dtype and whether it is
-*weakly typed*: a Python scalar is traced as a weakly typed array, jax/_src/
-dtypes.py), and each static argument (`static_argnums`/`static_argnames`) by its
-hash and `==`: by value for a type that defines `__eq__`, by identity otherwise.
-Here each argument becomes a `_core.specs` value, read with public JAX API
-(`jax.api_util.shaped_abstractify`, `jax.tree_util`). Only traces read it: it
-costs nothing on a cache hit.
+the cache of `partial_eval.trace_to_jaxpr`): the pytree structure of the call's
+`(args, kwargs)` (so an argument passed by keyword is keyed apart from the same
+argument passed positionally), each pytree node's type and auxiliary data (a
+registered dataclass's static fields, compared with `==`), each array argument's
+abstract value (shape, dtype and whether it is *weakly typed*: a Python scalar is
+traced as a weakly typed array, jax/_src/dtypes.py), and each static argument
+(`static_argnums`/`static_argnames`) by its hash and `==`: by value for a type
+that defines `__eq__`, by identity otherwise. Here each argument becomes a
+`_core.specs` value, read with public JAX API (`jax.api_util.shaped_abstractify`,
+`jax.tree_util`: key paths and `PyTreeDef.node_data()`), and the names passed by
+keyword a sorted tuple. Only traces read it: it costs nothing on a cache hit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Mapping
 from typing import Any
 
 from jax import api_util as _api_util
+from jax import core as _core
 from jax import tree_util as _tree_util
 
 from traceguard._compat._objects import object_spec
@@ -27,6 +32,7 @@ from traceguard._core.specs import (
     TensorSpec,
     ValueSpec,
     mapping_spec,
+    node_spec,
     sequence_spec,
     value_spec,
 )
@@ -35,6 +41,16 @@ try:  # JAX's tracing context (`tracing_context`); None where a release moved it
     from jax._src import config as _config
 except ImportError:  # pragma: no cover (tests/compat/jax/test_jax_compat.py checks it is there)
     _config = None
+
+
+_MISSING = object()
+
+
+def keywords_of(kwargs: dict) -> tuple[str, ...]:
+    """The names a call passed by keyword, sorted: `jax.jit` keys a call's `(args, kwargs)`
+    pytree, so `f(1, 2)`, `f(1, y=2)` and `f(x=1, y=2)` are three keys (jax/_src/pjit.py,
+    `_infer_params`; its explanation names "the lengths do not match" at `[0]`)."""
+    return tuple(sorted(kwargs))
 
 
 def jit_signature(signature: inspect.Signature | None, args: tuple, kwargs: dict,
@@ -128,12 +144,109 @@ def array_spec(value: Any) -> Spec:
     except TypeError:
         aval = None
     if aval is not None:
-        return TensorSpec(str(aval.dtype), tuple(_dim(d) for d in aval.shape), "", bool(aval.weak_type))
-    # A pytree node of another type (a named tuple, a registered dataclass): its children.
-    children, _ = _tree_util.tree_flatten(value, is_leaf=lambda node: node is not value)
-    if len(children) == 1 and children[0] is value:  # A leaf JAX cannot trace: the call raises.
+        return TensorSpec(str(aval.dtype), tuple(_dim(d) for d in aval.shape), "", bool(aval.weak_type),
+                          _sharding(aval))
+    return _node_spec(value)
+
+
+def _node_spec(value: Any) -> Spec:
+    """A pytree node of another type (a named tuple, a registered dataclass): its type, its
+    children by key, and its auxiliary data, which JAX compares with `==`
+    (`PyTreeDef.node_data()`, jaxlib's pytree.cc; `tree_util._equality_errors` words a
+    difference of it as "the pytree node metadata does not match")."""
+    def is_child(node: Any) -> bool:
+        return node is not value
+
+    children = _tree_util.tree_flatten_with_path(value, is_leaf=is_child)[0]
+    if len(children) == 1 and children[0][1] is value:  # A leaf JAX cannot trace: the call raises.
         return value_spec(value)
-    return sequence_spec(type(value).__name__, tuple(array_spec(child) for child in children))
+    keyed = tuple((_child_key(path[0]), array_spec(child)) for path, child in children)
+    node_data = _tree_util.tree_structure(value, is_leaf=is_child).node_data()
+    aux = None if node_data is None else node_data[1]
+    return node_spec(type(value).__name__, keyed, () if aux is None else _static_fields(value, aux, keyed))
+
+
+def _child_key(key: Any) -> int | str:
+    """A child's `ArgumentPath` key: `.name` for a field, its index, or a mapping key's repr."""
+    if isinstance(key, _tree_util.GetAttrKey):
+        return f".{key.name}"
+    if isinstance(key, _tree_util.SequenceKey):
+        return key.idx
+    if isinstance(key, _tree_util.FlattenedIndexKey):
+        return key.key
+    if isinstance(key, _tree_util.DictKey):
+        return repr(key.key)
+    return str(key)
+
+
+def _static_fields(value: Any, aux: Any, children: tuple) -> tuple[tuple[str, Spec], ...]:
+    """The auxiliary data by field: a dataclass's fields that are no child, each holding one item
+    of a tuple `aux` (`register_dataclass`'s `meta_fields`, flax's `pytree_node=False`); else
+    the whole auxiliary data, unnamed."""
+    if dataclasses.is_dataclass(value) and isinstance(aux, tuple):
+        child_names = {key[1:] for key, _ in children if isinstance(key, str) and key.startswith(".")}
+        remaining = [field.name for field in dataclasses.fields(value) if field.name not in child_names]
+        named = []
+        for item in aux:
+            owners = [name for name in remaining if getattr(value, name, _MISSING) is item]
+            if len(owners) != 1:
+                break
+            remaining.remove(owners[0])
+            named.append((f".{owners[0]}", static_spec(item)))
+        else:
+            return tuple(named)
+    return (("", static_spec(aux)),)
+
+
+def placements(arguments: Mapping[Any, Any] | None) -> dict[Any, str] | None:
+    """Where each argument's arrays are placed, which a compiled executable is keyed by and a trace
+    is not (jax/_src/pjit.py: an uncommitted array follows the computation; a committed one,
+    `jax.device_put` to a device or any array with a sharding, fixes the executable's input
+    sharding; `jax.Array.committed`, `.sharding`): `"uncommitted"`, `"committed to cpu:0"`,
+    one text per argument (per leaf when its leaves differ). None when not read."""
+    if arguments is None:
+        return None
+    found = {}
+    for name, value in arguments.items():
+        leaves = [_placement(leaf) for leaf in _tree_util.tree_leaves(value)]
+        leaves = [leaf for leaf in leaves if leaf is not None]
+        if leaves:
+            found[name] = leaves[0] if len(set(leaves)) == 1 else ", ".join(leaves[:MAX_LEAVES])
+    return found
+
+
+MAX_LEAVES = 8  # Leaves whose placement an argument's text lists when they differ.
+
+
+def _placement(leaf: Any) -> str | None:
+    if isinstance(leaf, _core.Tracer):  # Traced inside another trace: no executable of its own.
+        return None
+    committed = getattr(leaf, "committed", None)
+    if committed is None:  # A NumPy array or Python scalar: placed as an uncommitted array.
+        return "uncommitted" if hasattr(leaf, "shape") or isinstance(leaf, (int, float, complex)) else None
+    if not committed:
+        return "uncommitted"
+    sharding = leaf.sharding
+    devices = sorted(sharding.device_set, key=lambda device: device.id)
+    if len(devices) == 1:
+        return f"committed to {devices[0].platform}:{devices[0].id}"
+    spec = getattr(sharding, "spec", None)
+    return f"committed to {type(sharding).__name__}{'' if spec is None else f' {spec}'} " \
+           f"over {len(devices)} devices"
+
+
+def _sharding(aval: Any) -> str:
+    """The sharding an abstract value carries, which JAX keys a trace by (`ShapedArray.sharding`: a
+    `NamedSharding` over an `AbstractMesh`, empty for an array on one device; JAX's explanation
+    shows it as `f32[4@i]({Explicit: ('i',)})`): `"P('i',) over i=2 (Explicit)"`, or `""`."""
+    sharding = getattr(aval, "sharding", None)
+    mesh = getattr(sharding, "mesh", None)
+    if mesh is None or getattr(mesh, "empty", True):
+        return ""
+    axes = ", ".join(f"{name}={size}" for name, size in zip(mesh.axis_names, mesh.axis_sizes))
+    types = ", ".join(getattr(kind, "name", str(kind)) for kind in mesh.axis_types)
+    memory = f" in {sharding.memory_kind}" if getattr(sharding, "memory_kind", None) else ""
+    return f"{sharding.spec} over {axes} ({types}){memory}"
 
 
 def _dim(dim: Any) -> int | None:
@@ -143,4 +256,4 @@ def _dim(dim: Any) -> int | None:
         return None
 
 
-__all__ = ["array_spec", "jit_signature", "static_spec", "tracing_context"]
+__all__ = ["array_spec", "jit_signature", "keywords_of", "placements", "static_spec", "tracing_context"]

@@ -1,4 +1,4 @@
-"""The hook that sees every `jax.jit` trace (a tracing-cache miss).
+"""The hook that sees every `jax.jit` trace (a tracing-cache miss); `_jax_bodies` sees the rest.
 
 `jax.jit` looks its caches up in `pjit._infer_params` on every call that leaves the
 C++ fast path, and on a miss of the first calls `pjit._trace_for_jit(fun, ji,
@@ -40,7 +40,14 @@ from jax._src import source_info_util as _source_info_util
 from jax._src import util as _util
 from jax._src.interpreters import partial_eval as _partial_eval
 
-from traceguard._compat import _calling_code, _function_tracing, _graph_fingerprint, _jax_calls, _jax_keys
+from traceguard._compat import (
+    _calling_code,
+    _function_tracing,
+    _graph_fingerprint,
+    _jax_bodies,
+    _jax_calls,
+    _jax_keys,
+)
 from traceguard._compat._flavors import internal_missing
 
 _PARAMETERS = ("fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs")
@@ -76,6 +83,7 @@ def install() -> None:
     global _previous_listener
     _pjit._trace_for_jit = _hooked
     _jax_calls.install()
+    _jax_bodies.install()
     if _util.test_event_listener is not _on_test_event:
         _previous_listener = _util.test_event_listener
         _util.test_event_listener = _on_test_event
@@ -86,6 +94,7 @@ def uninstall() -> None:
     global _previous_listener
     _pjit._trace_for_jit = _ORIGINAL
     _jax_calls.uninstall()
+    _jax_bodies.uninstall()
     if _util.test_event_listener is _on_test_event:
         _util.test_event_listener = _previous_listener
     _previous_listener = None
@@ -103,7 +112,8 @@ def _on_test_event(name: str, *args: Any) -> None:
 
 
 def is_installed() -> bool:
-    return _pjit.__dict__["_trace_for_jit"] is not _ORIGINAL or _jax_calls.is_installed()
+    return _pjit.__dict__["_trace_for_jit"] is not _ORIGINAL or _jax_calls.is_installed() \
+        or _jax_bodies.is_installed()
 
 
 def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:
@@ -148,8 +158,13 @@ def _read_key(tracing: _function_tracing.FunctionTracing, ji: Any, args: Any, kw
     try:
         tracing.signature = _jax_keys.jit_signature(ji.fun_signature, tuple(args), dict(kwargs or {}),
                                                     tuple(ji.static_argnums), tuple(ji.static_argnames))
+        tracing.keywords = _jax_keys.keywords_of(dict(kwargs or {}))
     except Exception:  # Read by value, as the records do without it.
         tracing.signature = None
+    try:  # What the executable is keyed by besides the trace: committed devices, shardings.
+        tracing.placements = _jax_keys.placements(tracing.arguments)
+    except Exception:  # Not compared.
+        tracing.placements = None
     try:
         tracing.context = _jax_keys.tracing_context()
     except Exception:  # Not compared, as on TensorFlow.

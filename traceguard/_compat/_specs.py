@@ -90,8 +90,8 @@ def spec_of(value: Any, _enclosing: tuple[int, ...] = ()) -> Spec:
     if known is not None:  # Tensors are the usual argument.
         label, read = known
         if read is not None:
-            return _new_tuple(TensorSpec, (*read(value), label, False))
-        return _new_tuple(TensorSpec, (_dtype_name(value.dtype), _dims(value.shape), label, False))
+            return _new_tuple(TensorSpec, (*read(value), label, False, ""))
+        return _new_tuple(TensorSpec, (_dtype_name(value.dtype), _dims(value.shape), label, False, ""))
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return _value_spec(value)
     is_sequence, is_mapping = isinstance(value, (list, tuple)), isinstance(value, Mapping)
@@ -146,7 +146,7 @@ def signature_of(function: Callable[..., Any], args: tuple, kwargs: dict) -> dic
         if not kwargs and len(args) == len(names) == 1:  # `call(self, inputs)` given a tensor.
             known = _tensor_types.get(type(args[0]))
             if known is not None and known[1] is not None:
-                return {names[0]: _new_tuple(TensorSpec, (*known[1](args[0]), known[0], False))}
+                return {names[0]: _new_tuple(TensorSpec, (*known[1](args[0]), known[0], False, ""))}
         if not kwargs and len(args) == len(positional) == len(names):  # All given by position.
             return {name: spec_of(value) for name, value in zip(names, args)}
         if len(args) <= len(positional) and all(

@@ -34,12 +34,17 @@ TRACER = "tf.function"  # What traces a function, for messages.
 TF_VERSION: tuple[int, int] = parse_version(tf.__version__)
 # Each tf_keras release requires its own TensorFlow minor version: without the pin, pip would
 # upgrade TensorFlow to the newest one to satisfy the newest tf_keras.
-KERAS2_INSTALL = ("pip install 'keras-traceguard[keras2]' "
-                  f"'tensorflow=={TF_VERSION[0]}.{TF_VERSION[1]}.*'")
+# tf_keras is on the package index (keras-traceguard is not yet): this line works anywhere.
+KERAS2_INSTALL = f"pip install 'tf_keras=={TF_VERSION[0]}.{TF_VERSION[1]}.*'"
 
 
 # --- which Keras `tf.keras` is ----------------------------------------------------------
-def _flavor_following_tf_keras() -> KerasFlavor:
+def _flavor_following_tf_keras() -> KerasFlavor | None:
+    """The Keras `tf.keras` is, or None for TensorFlow >= 2.16 without Keras (plain `tf.function`)."""
+    legacy = os.environ.get("TF_USE_LEGACY_KERAS") in ("true", "True", "1")
+    # TensorFlow >= 2.16 routes `tf.keras` to the `keras` package (lazy_loader.py).
+    if TF_VERSION >= (2, 16) and not legacy and importlib.util.find_spec("keras") is None:
+        return None
     try:
         layer_base = tf.keras.layers.Layer
     except (ImportError, AttributeError) as error:
@@ -58,7 +63,8 @@ def _flavor_following_tf_keras() -> KerasFlavor:
 
 # Decided before the modules imported below check their internals, so that a missing
 # one is reported with the Keras installed (`_flavors.describe_versions()`).
-DEFAULT_FLAVOR: KerasFlavor = _flavors.set_default_flavor(_flavor_following_tf_keras())
+_FOLLOWED = _flavor_following_tf_keras()
+DEFAULT_FLAVOR: KerasFlavor | None = _flavors.set_default_flavor(_FOLLOWED) if _FOLLOWED else None
 
 # The backend's answers that live in its own modules (re-exported: `__all__`).
 from traceguard._compat import _function_tracing, _tf_traces  # noqa: E402
@@ -92,17 +98,29 @@ from traceguard._compat._tf_traces import traces_before  # noqa: E402, F401
 _function_tracing.set_hook(_tf_traces)
 
 
+def _describe_default() -> str:
+    return DEFAULT_FLAVOR.describe() if DEFAULT_FLAVOR is not None else "no Keras"
+
+
+def uncached_transformation() -> None:
+    return None  # A tf.function traces under every transformation: its cache keys it.
+
+
+def uncached_setting(frame: Any = None) -> None:
+    return None
+
+
 def keras2_flavor() -> KerasFlavor:
     """The Keras 2 of `traceguard.keras2`: `tf_keras`, else `tf.keras` on TF <= 2.15."""
     if importlib.util.find_spec("tf_keras") is not None:
         return load_flavor("tf_keras")
-    if not DEFAULT_FLAVOR.is_keras_3:
+    if DEFAULT_FLAVOR is not None and not DEFAULT_FLAVOR.is_keras_3:
         return DEFAULT_FLAVOR
     raise ImportError(
         "traceguard's Keras 2 support needs Keras 2: install `tf_keras` "
         f"({KERAS2_INSTALL}), or use TensorFlow 2.12-2.15, whose `tf.keras` "
         f"is Keras 2. Received: TensorFlow {tf.__version__} with "
-        f"{DEFAULT_FLAVOR.describe()} and no tf_keras."
+        f"{_describe_default()} and no tf_keras."
     )
 
 
@@ -112,8 +130,8 @@ def keras3_flavor() -> KerasFlavor:
     if TF_VERSION >= (2, 16) and importlib.util.find_spec("keras") is not None:
         return load_flavor("keras3")
     raise ImportError("Keras 3 needs TensorFlow >= 2.16 and the `keras` 3 package "
-                      "(pip install 'keras-traceguard' 'tensorflow>=2.16'). "
-                      f"Received: TensorFlow {tf.__version__} with {DEFAULT_FLAVOR.describe()}.")
+                      "(pip install 'keras>=3' 'tensorflow>=2.16'). "
+                      f"Received: TensorFlow {tf.__version__} with {_describe_default()}.")
 
 
 def distributed_process() -> tuple[int, int] | None:
@@ -297,7 +315,9 @@ def print_at_each_execution(inputs: list[Any], stream: Any, sep: str, end: str) 
 
 
 # --- errors raised through the recorded `call` read as from a plain layer -----------------
-if DEFAULT_FLAVOR.is_keras_3:
+if DEFAULT_FLAVOR is None:  # TensorFlow without Keras: no Keras traceback filter to join.
+    pass
+elif DEFAULT_FLAVOR.is_keras_3:
     _frames.hide_traceguard_frames_from_keras()
 else:
     _keras2_traceback_utils = _frames.hide_traceguard_frames_from_keras2(DEFAULT_FLAVOR.layer_base)

@@ -125,3 +125,66 @@ def current_replica(graph: Any = None) -> int | None:
     # A constant tensor inside tf.function; `get_static_value` gives a 0-d array.
     replica = tf.get_static_value(context.replica_id_in_sync_group)
     return None if replica is None else int(replica)
+
+
+class ContextValue:
+    """A field of a tf.function call's function context, compared as TensorFlow compares it (its
+    value's own `==` and hash: device functions and ops by identity), read as text a person
+    knows: a device `/job:localhost/replica:0/task:0/device:CPU:1`, a graph's name, an op's name.
+
+    TensorFlow's `EagerContext` (function_context.py, TF 2.12-2.21) holds the graph a call is
+    made from, the device functions (`MergeDevice` objects, or the user's device functions) and
+    the colocation stack (ops) of a graph being built: their `repr` is an object address.
+    """
+
+    __slots__ = ("value", "text")
+
+    def __init__(self, value: Any, text: str) -> None:
+        self.value, self.text = value, text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ContextValue) and bool(self.value == other.value)
+
+    def __hash__(self) -> int:
+        try:
+            return hash(self.value)
+        except TypeError:
+            return id(self.value)
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+
+def _device_text(device_function: Any) -> str:
+    # `MergeDevice` keeps its `DeviceSpec` as `_spec` (tensorflow/python/framework/device.py,
+    # TF 2.12-2.21); a device function of the user's is a callable, named by its qualified name.
+    spec = getattr(device_function, "_spec", None)
+    to_string = getattr(spec, "to_string", None)
+    if callable(to_string):
+        return to_string() or "(no device)"
+    if isinstance(device_function, str):
+        return device_function or "(no device)"
+    name = getattr(device_function, "__qualname__", None) or type(device_function).__name__
+    return f"device function {name}"
+
+
+def _graph_text(graph: Any) -> str:
+    if graph is None:
+        return "eager"
+    name = getattr(graph, "name", None)
+    return f"graph '{name}'" if name else "the global graph"
+
+
+def readable_context_value(name: str, value: Any) -> Any:
+    """`value` of the function-context field `name`, as a `ContextValue` where its `repr` is an
+    object's address (a graph, device functions, ops); other values (booleans, numbers, the
+    variable policy) as they are."""
+    if name == "parent_graph" and value is not None:
+        return ContextValue(value, _graph_text(value))
+    if name == "device_functions" and isinstance(value, tuple):
+        return ContextValue(value, ", ".join(map(_device_text, value)) or "none")
+    if name == "colocation_stack" and isinstance(value, tuple):
+        return ContextValue(value, ", ".join(str(getattr(op, "name", op)) for op in value) or "none")
+    return value

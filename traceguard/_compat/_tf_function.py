@@ -15,6 +15,7 @@ from typing import Any
 
 from tensorflow.python.distribute import mirrored_run as _mirrored_run
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _tf_function
+from tensorflow.python.saved_model import function_deserialization as _function_deserialization
 from tensorflow.python.saved_model import save_context as _save_context
 
 from traceguard._compat import _flavors, _keras_calls
@@ -269,3 +270,30 @@ def in_save_context(graph: Any = None) -> bool:
     if facts is not None:
         facts.exporting = exporting
     return exporting
+
+
+# `tf.saved_model.load` restores each saved tf.function as a `RestoredFunction`, a `Function` whose
+# Python body dispatches to the concrete functions saved (saved_model/function_deserialization.py,
+# TF 2.12-2.21); it cannot trace a signature that was not saved.
+_RESTORED_FUNCTION = getattr(_function_deserialization, "RestoredFunction", None)
+if not isinstance(_RESTORED_FUNCTION, type) or not issubclass(_RESTORED_FUNCTION, _tf_function.Function):
+    raise internal_missing("saved_model.function_deserialization.RestoredFunction")
+
+
+def is_restored(function: Any) -> bool:
+    """Whether `function` is a tf.function restored by `tf.saved_model.load`."""
+    return isinstance(function, _RESTORED_FUNCTION)
+
+
+def restored_name(function: Any) -> str:
+    """The saved name of a `RestoredFunction` (`f`), read from its concrete functions' names,
+    `__inference_<name>_<uid>` (TensorFlow names every traced graph's function so); its own
+    `name` is its dispatcher's, `restored_function_body`, for every restored function."""
+    for concrete in getattr(function, "concrete_functions", None) or ():
+        name = getattr(concrete, "name", b"")
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        if name.startswith("__inference_"):
+            base = name[len("__inference_"):].rsplit("_", 1)
+            if len(base) == 2 and base[1].isdigit() and base[0]:
+                return base[0]
+    return function.name

@@ -39,6 +39,7 @@ from traceguard._compat import (
     _graph_fingerprint,
     _keras_optimizers,
     _tf_calls,
+    _tf_context,
     _tf_data_elements,
     _tf_function,
     _tf_trace_types,
@@ -270,7 +271,10 @@ def context_pairs(function_context: Any) -> tuple[tuple[str, Any], ...] | None:
     its cache by them beside the arguments. None when not read."""
     context = getattr(function_context, "context", None)
     fields = getattr(context, "_fields", None)
-    return tuple(zip(fields, context)) if fields else None
+    if not fields:
+        return None
+    readable = _tf_context.readable_context_value
+    return tuple((name, readable(name, value)) for name, value in zip(fields, context))
 
 
 def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: Callable[..., Any],
@@ -315,7 +319,7 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
            phase: str | None, compiler: Any = None) -> _function_tracing.FunctionTracing | None:
     """Walks up from the hook once: the tf.function, tf.data's wrapper, the user's frame."""
     function = data_frame = entry = None
-    exporting = False
+    exporting = requested = False
     export_dirs = _flavors._KERAS_EXPORT_DIRS
     frame = caller
     while frame is not None:
@@ -327,6 +331,8 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
             candidate = frame.f_locals.get("self")
             if function is None and candidate is not None and owns(candidate):
                 function = candidate
+                # Found in `get_concrete_function`'s frame: asked for, not a call's miss.
+                requested = code is _FUNCTION_CODES[1]
         elif code is _STRUCTURED_INIT_CODE:
             factory = frame.f_locals.get("fn_factory")
             if getattr(factory, "__self__", None) is (compiler if function is None else function):
@@ -348,17 +354,28 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
             "tf.data", getattr(owner, "_name", "tf.data"), owner, python_function,
             _data_arguments(python_function, element_spec), func_graph)
     else:
-        wrapped = function.python_function
-        tracing = _function_tracing.begin(
-            "tf.function", function.name, function, _unwrap(wrapped),
-            _calling_code.bind_arguments(wrapped, given.get("args"), given.get("kwargs")), func_graph)
-        tracing.function_text = _calling_code.function_text(wrapped)
+        tracing = _begin_function(function, given, func_graph)
     tracing.phase = phase
+    tracing.requested = requested
     # TF's save context, or Keras's `export` tracing before it enters it (see
     # `_tf_function.in_save_context`), seen between here and the user's frame.
     tracing.saving = exporting or _save_context.in_save_context()
     if frame is not None:
         _note_caller(tracing, frame, entry, given)
+    return tracing
+
+
+def _begin_function(function: Any, given: dict[str, Any],
+                    func_graph: Any) -> _function_tracing.FunctionTracing:
+    """The trace of a `tf.function` begins; a function `tf.saved_model.load` restored is the user's."""
+    wrapped, restored = function.python_function, _tf_function.is_restored(function)
+    tracing = _function_tracing.begin(
+        "tf.function", _tf_function.restored_name(function) if restored else function.name, function,
+        _unwrap(wrapped), _calling_code.bind_arguments(wrapped, given.get("args"), given.get("kwargs")),
+        func_graph)
+    tracing.function_text = _calling_code.function_text(wrapped)
+    if restored:  # The user's saved function, not TensorFlow's dispatcher.
+        tracing.restored, tracing.library_function, tracing.keras_call = True, False, None
     return tracing
 
 

@@ -33,6 +33,17 @@ class Aspect(str, enum.Enum):
     # `jax.config` option or a context manager such as `jax.default_matmul_precision`;
     # TensorFlow: a field of the call's function context); `argument` is its name.
     CONTEXT = "context"
+    # JAX: an argument passed positionally at one call and by keyword at the other (`jax.jit`
+    # keys the call's `(args, kwargs)`); old and new are "positional" or "keyword".
+    CALL_STRUCTURE = "call_structure"
+    # JAX: a pytree node's auxiliary data (a static field: `argument` ends in `.field`, or the
+    # node's whole auxiliary data), keyed by `==`; old and new are its specs.
+    STATIC_FIELD = "static_field"
+    # JAX: an array's sharding, as texts: the one its abstract value carries (a mesh's axes and a
+    # `PartitionSpec`, "unsharded" for none), which a trace is keyed by; or, for a compilation
+    # without a trace, where it is placed ("uncommitted", "committed to cpu:0"), which a compiled
+    # executable is keyed by.
+    SHARDING = "sharding"
 
     def __str__(self) -> str:
         return self.value
@@ -76,6 +87,7 @@ _TEXTS = {
     Aspect.ADDED: "{argument}: added ({new})",
     Aspect.REMOVED: "{argument}: removed",
     Aspect.CONTEXT: "{argument}: {old} -> {new} (tracing context)",
+    Aspect.SHARDING: "{argument}: sharding {old} -> {new}",
 }
 
 
@@ -85,6 +97,9 @@ def change_text(change: Change) -> str:
     text = _TEXTS.get(aspect)
     if text is not None:
         return text.format(argument=argument, axis=change.axis, old=old, new=new)
+    keyed = _pytree_text(change, argument)
+    if keyed is not None:
+        return keyed
     if aspect is Aspect.RANK:
         return f"{argument}: rank {_rank(old)} -> {_rank(new)} ({old} -> {new})"
     if aspect is Aspect.ITEMS_PAST_CUT:
@@ -101,6 +116,32 @@ def change_text(change: Change) -> str:
     if old_text == new_text:  # Values that differ past their shortened repr.
         return f"{argument}: {old_text} -> {new_text} (they differ past the part shown)"
     return f"{argument}: {old_text} -> {new_text}"
+
+
+def _pytree_text(change: Change, argument: str) -> str | None:
+    """The text of what JAX keys in a call's pytree: how an argument was passed, a node's static
+    field or auxiliary data, a node's type; None for another change."""
+    aspect, old, new = change.aspect, change.old, change.new
+    if aspect is Aspect.CALL_STRUCTURE:
+        words = {"keyword": "by keyword", "positional": "positionally"}
+        return f"{argument}: passed {words.get(old, old)} -> {words.get(new, new)}"
+    if aspect is Aspect.STATIC_FIELD:
+        field = change.argument.keys[-1] if change.argument.keys else None
+        if isinstance(field, str) and field.startswith("."):
+            return f"{argument}: static field {old} -> {new}"
+        return f"{argument}: pytree auxiliary data {old} -> {new}"
+    if aspect is Aspect.STRUCTURE and _node_type(old) != _node_type(new) \
+            and "NodeSpec" in (type(old).__name__, type(new).__name__):
+        return f"{argument}: pytree node {_node_type(old)} -> {_node_type(new)} ({old} -> {new})"
+    return None
+
+
+def _node_type(spec: Any) -> str:
+    """The pytree node type of a spec, as JAX names it: `Cfg`, `tuple`, `dict`, a leaf."""
+    name = type(spec).__name__
+    if name == "NodeSpec":
+        return spec.type_name
+    return {"SequenceSpec": getattr(spec, "kind", ""), "MappingSpec": "dict"}.get(name, "leaf")
 
 
 def _rank(spec: Any) -> str:

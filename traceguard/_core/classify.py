@@ -115,9 +115,9 @@ def classify_run(seen: Observation) -> Verdict:
             enclosing.reason is not Reason.SIGNATURE_CHANGED or not enclosing.changes):
         return verdict  # The function's own trace says it is the variable retrace.
     if enclosing.reason is Reason.NEW_FUNCTION_OBJECT:
-        # One kind per situation: the function's own trace is a retrace (of its code), and so is
-        # every layer run in it, whether or not the layer traced before.
-        return Verdict(TraceKind.RETRACE, enclosing.changes, Reason.NEW_FUNCTION_OBJECT,
+        # One kind per situation: the function's own trace is the first trace of a new object (its
+        # cache was empty, whatever its code did before), and so is every layer run in it.
+        return Verdict(TraceKind.TRACE, enclosing.changes, Reason.NEW_FUNCTION_OBJECT,
                        new_object_hint(seen.keras_step, enclosing.same_model), seen.function,
                        seen.backend, keras_call=seen.keras_call, objects=enclosing.objects)
     if verdict.reason is not Reason.FIRST_TRACE and enclosing.changes:
@@ -142,8 +142,9 @@ def _classify_layer_run(seen: Observation, control_flow: str | None) -> Verdict:
         if same_origin:
             same_origin = [past for past in same_origin if past.trace is None or past.trace != trace]
     if not earlier and same_origin and any(past.signature == signature for past in same_origin):
+        # A new function object's first trace, of a signature another object of its code traced.
         change = Change(ArgumentPath(f"tf.function `{function}`"), Aspect.FUNCTION_OBJECT)
-        return Verdict(TraceKind.RETRACE, (change,), Reason.NEW_FUNCTION_OBJECT,
+        return Verdict(TraceKind.TRACE, (change,), Reason.NEW_FUNCTION_OBJECT,
                        Hint.CREATE_FUNCTION_ONCE, function, backend)
     if not earlier:
         return Verdict(TraceKind.TRACE, (), Reason.FIRST_TRACE, None, function, backend,

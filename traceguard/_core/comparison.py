@@ -127,6 +127,9 @@ class Step:
             (`Change`s, or their text).
         phases: Seconds per phase of the miss (tracing, lowering, compiling), when
             the source records them; else None.
+        specs: Argument name to its spec (`_core.specs`), as another process's can
+            be compared with it (an object's token, which only its process knows, 0):
+            what `changes` between two sources are computed from.
     """
 
     number: int
@@ -136,6 +139,7 @@ class Step:
     serial: int = 0
     changes: tuple[Any, ...] = ()
     phases: Mapping[str, float] | None = None
+    specs: Mapping[Any, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def same_trace(self, other: Step) -> bool:
         """Whether `other` is the same trace: kind, signature and graph."""

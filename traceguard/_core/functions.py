@@ -13,25 +13,35 @@ from typing import Any
 
 from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
-from traceguard._core.kinds import TraceKind
+from traceguard._core.kinds import RETRACE_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
 from traceguard._core.verdicts import Reason
 
 # A function trace's kind and the reason that tells them apart: the function's first
 # trace; a trace by an object that traced before, for a new signature (or the same
-# one, when a Python value outside the arguments changed); the first trace of a new
-# object whose code traced before; the trace `tf.function` repeats, without variable
-# creation, after its first trace created variables; an XLA compilation for new input shapes
-# without a trace (or JAX's compilation without one).
+# one, when a Python value outside the arguments changed): a miss of that object's own
+# cache, its tracing count moved (`experimental_get_tracing_count()`); the first trace of a
+# new object whose code traced before, a `trace` of that object (its cache was empty: the
+# same code made anew is a problem of the code, not a retrace of the object); the trace
+# `tf.function` repeats, without variable creation, after its first trace created variables;
+# an XLA compilation for new input shapes without a trace (or JAX's compilation without one); a
+# body JAX traced as part of the trace of the function it is a body of (not a retrace of its own).
 FUNCTION_TRACE_KINDS: dict[Reason, TraceKind] = {
     Reason.FIRST_TRACE: TraceKind.TRACE,
     Reason.SIGNATURE_CHANGED: TraceKind.RETRACE,
     Reason.SAME_ARGUMENTS: TraceKind.RETRACE,
-    Reason.NEW_FUNCTION_OBJECT: TraceKind.RETRACE,
+    Reason.NEW_FUNCTION_OBJECT: TraceKind.TRACE,
     Reason.VARIABLE_RETRACE: TraceKind.VARIABLE_RETRACE,
     Reason.XLA_COMPILE: TraceKind.COMPILE,
     Reason.RECOMPILE: TraceKind.COMPILE,
+    Reason.PART_OF_TRACE: TraceKind.TRACE,
 }
+
+
+# The origin of a function JAX traced below `jax.jit`, with the same tracing cache: a control-flow
+# body (`lax.scan`, `lax.while_loop`, `lax.fori_loop`), a `lax.cond` branch, a `jax.checkpoint`ed
+# function, run under `jax.jit` or eagerly.
+BODY_ORIGIN = "jax.body"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +51,7 @@ class FunctionTrace:
     index: int  # 0, 1, ... in the order the traces ended, in its `FunctionRecords`.
     serial: int  # The hook's serial of the trace: layer runs made during it name it.
     parent: int | None  # The serial of the trace this one ran inside, if any.
-    origin: str  # "tf.function", "tf.data" or "jax.jit".
+    origin: str  # "tf.function", "tf.data", "jax.jit" or "jax.body" (a body JAX traced below jax.jit).
     name: str  # The backend's name for the function (`one_step_on_data`).
     qualname: str  # The Python function's qualified name.
     definition: Site | None  # Where its `def` is.
@@ -89,16 +99,39 @@ class FunctionTrace:
     xla_functions: tuple[str, ...] = ()  # The `jit_compile=True` functions its graph runs.
     started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
     call_started: float | None = None  # When the call that made it started, likewise.
+    # Traced because `get_concrete_function` asked for it (the user, or a library such as
+    # `tf.data`'s multi-device iterator), not on a call's cache miss.
+    requested: bool = False
+    # A function restored by `tf.saved_model.load`: it runs only the concrete functions saved.
+    restored: bool = False
+    # A "jax.body" trace: what JAX traced it for ("scan", "while_body", "cond", ...), and the name of
+    # the function it is a body of (that called the control flow).
+    traced_for: str | None = None
+    body_of: str | None = None
 
     @property
     def backend(self) -> str:
-        """The backend that traced it: `"jax"` for `jax.jit`, else `"tensorflow"`."""
-        return "jax" if self.origin == "jax.jit" else "tensorflow"
+        """The backend that traced it: `"jax"` for `jax.jit` and the bodies below it, else
+        `"tensorflow"`."""
+        return "jax" if self.origin.startswith("jax.") else "tensorflow"
+
+    @property
+    def cost(self) -> float:
+        """What its miss cost, in seconds: `miss` when measured, else its phases, else its trace."""
+        if self.miss is not None:
+            return self.miss
+        return sum(self.phases.values()) or self.duration
 
     @property
     def is_first(self) -> bool:
         """Whether it is the function's first trace (of its code, by any object)."""
         return self.reason is Reason.FIRST_TRACE
+
+    @property
+    def is_retrace(self) -> bool:
+        """Whether it is a miss of its own function object's cache (a `retrace` or
+        `variable_retrace`), not the first trace of an object."""
+        return self.kind in RETRACE_KINDS
 
     def with_costs(self, **costs: Any) -> FunctionTrace:
         """A copy with `costs` (`phases`, `miss`, `persistent_cache`, `cache_saved`, `started`,
@@ -117,6 +150,9 @@ class FunctionCost:
     qualname: str
     definition: Site | None
     traces: int
-    retraces: int  # Every trace but the first: retraces, new objects, variable retraces.
+    retraces: int  # Misses of an object's own cache: retraces and variable retraces.
     objects: int
-    seconds: float
+    seconds: float  # Spent tracing.
+    # What the misses cost, each second once: each trace's whole miss (less the earlier traces of
+    # its call), else its phases; the tracing alone until the calls that traced return.
+    cost_seconds: float = 0.0

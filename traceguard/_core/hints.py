@@ -8,7 +8,7 @@ from __future__ import annotations
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.keras_names import KerasCall
 from traceguard._core.signature import Signature
-from traceguard._core.specs import SequenceSpec, ValueSpec
+from traceguard._core.specs import MappingSpec, SequenceSpec, ValueSpec
 from traceguard._core.verdicts import Hint
 
 # Keras 2's `fit` creates the optimizer's variables (slots, iteration count) in the
@@ -69,7 +69,7 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
         return Hint.TRAINING_VALUE, name
     keyed = _hint_by_key(change)
     if keyed is not None:
-        return keyed, name
+        return keyed, str(change.argument) if aspect is Aspect.STATIC_FIELD else name
     if aspect is Aspect.DIM:
         dimension = _dimension_hint(change, keras_step, jax, keras_call, relaxed)
         if dimension is not None:
@@ -99,6 +99,12 @@ def _hint_by_key(change: Change) -> Hint | None:
         return Hint.WEAK_TYPE
     if aspect is Aspect.CONTEXT:
         return Hint.TRACING_CONTEXT
+    if aspect is Aspect.STATIC_FIELD:
+        return Hint.STATIC_FIELD
+    if aspect is Aspect.CALL_STRUCTURE:
+        return Hint.CALL_STRUCTURE
+    if aspect is Aspect.SHARDING:
+        return Hint.ONE_SHARDING
     if aspect is Aspect.IDENTITY:
         return Hint.STATIC_IDENTITY if static else Hint.OBJECT_IDENTITY
     if aspect is Aspect.VALUE and static:
@@ -119,6 +125,29 @@ def _dimension_hint(change: Change, keras_step: bool, jax: bool, keras_call: Ker
     if change.axis:
         return Hint.VARYING_LENGTH
     return None
+
+
+def body_retrace_hint(changes: tuple[Change, ...], old: Signature) -> tuple[Hint, str] | None:
+    """The fix of a body JAX traced again: when an argument weakly typed before (a Python scalar
+    as a loop's initial carry) changed type, JAX promoted it to the type the body returned and
+    traced the body once more (jax/_src/lax/control_flow/loops.py, `_promote_weak_typed_input`)."""
+    for change in changes:
+        spec = _spec_at(old.get(change.parameter), change.argument.keys)
+        if getattr(spec, "weak_type", False) and change.aspect in (Aspect.DTYPE, Aspect.WEAK_TYPE):
+            return Hint.WEAK_CARRY, str(change.argument)
+    return None
+
+
+def _spec_at(spec: object, keys: tuple) -> object:
+    """The spec at `keys` into `spec` (an item of a sequence by index, of a mapping by key)."""
+    for key in keys:
+        if isinstance(spec, SequenceSpec) and isinstance(key, int) and key < len(spec.items):
+            spec = spec.items[key]
+        elif isinstance(spec, MappingSpec):
+            spec = dict(spec.items).get(key if isinstance(key, str) else repr(key))
+        else:
+            return None
+    return spec
 
 
 def new_object_hint(keras_step: bool, same_model: bool | None, library: bool = False) -> Hint:
@@ -165,5 +194,6 @@ def function_variable_retrace_hint(owners: set[str], function: str, keras_step: 
     return Hint.CREATE_VARIABLES_FIRST
 
 
-__all__ = ["KERAS2_TRAIN_FUNCTION", "REQUESTING_METHODS", "function_variable_retrace_hint",
-           "layer_variable_retrace_hint", "new_object_hint", "requested", "retrace_hint"]
+__all__ = ["KERAS2_TRAIN_FUNCTION", "REQUESTING_METHODS", "body_retrace_hint",
+           "function_variable_retrace_hint", "layer_variable_retrace_hint", "new_object_hint", "requested",
+           "retrace_hint"]

@@ -11,10 +11,14 @@ class TraceKind(str, enum.Enum):
     - `eager`: TensorFlow ran the body op by op, outside any graph.
     - `symbolic`: Keras ran the body on symbolic inputs to build the layer or
       infer its output shapes (no graph is kept).
-    - `trace`: the first trace of a `tf.function` for this signature.
+    - `trace`: the first trace of a function object for this signature; a new
+      object of code that traced before (a new model's step, a `tf.function`
+      made per call) starts with an empty cache, so its first trace is one too.
     - `variable_retrace`: the same function traced the same signature again
       because its first trace created variables.
-    - `retrace`: the function traced again for a new signature.
+    - `retrace`: the same function object traced again, a miss of its own cache
+      (TensorFlow's `experimental_get_tracing_count()` moved): a new signature,
+      or a key that differs elsewhere (the tracing context).
     - `save`: traced by SavedModel saving or `model.export`.
     - `compile`: a whole function only, never a layer's run: XLA compiled the
       function for new input shapes without a trace (`jit_compile=True` with a
@@ -48,6 +52,8 @@ GRAPH_TRACE_KINDS = frozenset({TraceKind.TRACE, TraceKind.VARIABLE_RETRACE, Trac
 RETRACE_KINDS = (TraceKind.VARIABLE_RETRACE, TraceKind.RETRACE)
 # The function events a guard fails after warm-up: the retraces, and the compilations without one.
 MISS_KINDS = (*RETRACE_KINDS, TraceKind.COMPILE)
+# What `Explanation.count(of=...)` counts: whole functions' traces, or layers' body runs.
+COUNT_UNITS = ("functions", "layers")
 
-__all__ = ["FUNCTION_KINDS", "GRAPH_TRACE_KINDS", "MISS_KINDS", "RETRACE_KINDS", "RUN_KINDS", "TRACE_KINDS",
-           "TraceKind"]
+__all__ = ["COUNT_UNITS", "FUNCTION_KINDS", "GRAPH_TRACE_KINDS", "MISS_KINDS", "RETRACE_KINDS", "RUN_KINDS",
+           "TRACE_KINDS", "TraceKind"]

@@ -13,6 +13,7 @@ from traceguard._core.changes import Aspect, Change
 from traceguard._core.specs import (
     ArgumentPath,
     MappingSpec,
+    NodeSpec,
     ObjectSpec,
     SequenceSpec,
     Spec,
@@ -40,15 +41,73 @@ def diff_specs(path: ArgumentPath, old: Spec, new: Spec, accepts_unknown: bool =
         changes = [change for index, (a, b) in enumerate(zip(old.items, new.items))
                    for change in diff_specs(path.child(index), a, b, accepts_unknown)]
         return changes + _cut_changed(path, old, new)
+    if isinstance(old, MappingSpec) and isinstance(new, MappingSpec) and old.rest is new.rest is None:
+        return _mapping_changes(path, old, new, accepts_unknown)
     if isinstance(old, MappingSpec) and isinstance(new, MappingSpec) and old.length == new.length \
             and [key for key, _ in old.items] == [key for key, _ in new.items]:
         changes = [change for (key, a), (_, b) in zip(old.items, new.items)
                    for change in diff_specs(path.child(key), a, b, accepts_unknown)]
         return changes + _cut_changed(path, old, new)
+    if isinstance(old, NodeSpec) and isinstance(new, NodeSpec) and old.type_name == new.type_name \
+            and [key for key, _ in old.children] == [key for key, _ in new.children] \
+            and [key for key, _ in old.static] == [key for key, _ in new.static]:
+        return _node_changes(path, old, new, accepts_unknown)
     if isinstance(old, ObjectSpec) and isinstance(new, ObjectSpec):
         return [Change(path, Aspect.IDENTITY, old, new)]
     aspect = Aspect.VALUE if isinstance(old, ValueSpec) and isinstance(new, ValueSpec) else Aspect.STRUCTURE
     return [Change(path, aspect, old, new)]
+
+
+def _mapping_changes(path: ArgumentPath, old: MappingSpec, new: MappingSpec,
+                     accepts_unknown: bool) -> list[Change]:
+    """A mapping's changes key by key: each key added or removed, each kept key's own changes
+    (JAX and TensorFlow key a dict by its keys and each value)."""
+    before, now = dict(old.items), dict(new.items)
+    changes = []
+    for key, spec in new.items:
+        if key in before:
+            changes.extend(diff_specs(path.child(key), before[key], spec, accepts_unknown))
+        else:
+            changes.append(Change(path.child(key), Aspect.ADDED, None, spec))
+    changes.extend(Change(path.child(key), Aspect.REMOVED, spec, None) for key, spec in old.items
+                   if key not in now)
+    return changes
+
+
+def _node_changes(path: ArgumentPath, old: NodeSpec, new: NodeSpec, accepts_unknown: bool) -> list[Change]:
+    """A pytree node's changes of one type and fields: each static field JAX compares with `==`,
+    then each child's."""
+    changes = [Change(path.child(key) if key else path, Aspect.STATIC_FIELD, a, b)
+               for (key, a), (_, b) in zip(old.static, new.static) if a != b]
+    changes += [change for (key, a), (_, b) in zip(old.children, new.children)
+                for change in diff_specs(path.child(key), a, b, accepts_unknown)]
+    if old.rest != new.rest:
+        changes.append(Change(path, Aspect.ITEMS_PAST_CUT, old.rest, new.rest))
+    return changes
+
+
+def diff_passing(old_keywords: tuple[str, ...] | None, new_keywords: tuple[str, ...] | None,
+                 old: Signature, new: Signature) -> list[Change]:
+    """The arguments of both signatures passed by keyword at one call and positionally at the
+    other (JAX keys a call's `(args, kwargs)`: `f(1, 2)` and `f(1, y=2)` are two keys); nothing
+    when either call's keywords were not read."""
+    if old_keywords is None or new_keywords is None or old_keywords == new_keywords:
+        return []
+    changes = []
+    for name in new:
+        if name in old and isinstance(name, str) and (name in old_keywords) != (name in new_keywords):
+            before, now = ("keyword", "positional") if name in old_keywords else ("positional", "keyword")
+            changes.append(Change(ArgumentPath(name), Aspect.CALL_STRUCTURE, before, now))
+    return changes
+
+
+def diff_placements(old: Mapping[Any, str] | None, new: Mapping[Any, str] | None) -> list[Change]:
+    """The arguments whose arrays are placed otherwise (JAX: committed to a device or sharding, or
+    not), which a compiled executable is keyed by; nothing when either call's was not read."""
+    if old is None or new is None:
+        return []
+    return [Change(argument_path(name), Aspect.SHARDING, old[name], place)
+            for name, place in new.items() if name in old and old[name] != place]
 
 
 def _tensor_changes(path: ArgumentPath, old: TensorSpec, new: TensorSpec,
@@ -58,6 +117,9 @@ def _tensor_changes(path: ArgumentPath, old: TensorSpec, new: TensorSpec,
         changes.append(Change(path, Aspect.DTYPE, old.dtype, new.dtype))
     elif old.weak_type != new.weak_type:  # JAX: a Python scalar's weak type, or a typed value.
         changes.append(Change(path, Aspect.WEAK_TYPE, old, new))
+    if old.sharding != new.sharding:  # JAX: an abstract value's mesh and partitioning.
+        changes.append(Change(path, Aspect.SHARDING, old.sharding or "unsharded",
+                              new.sharding or "unsharded"))
     old_dims, new_dims = old.dims, new.dims
     if accepts_unknown and old_dims is None:
         return changes
@@ -139,4 +201,5 @@ def argument_path(name: str | ArgumentPath) -> ArgumentPath:
     return name if isinstance(name, ArgumentPath) else ArgumentPath(name)
 
 
-__all__ = ["Signature", "add_context", "argument_path", "diff_contexts", "diff_signatures", "diff_specs"]
+__all__ = ["Signature", "add_context", "argument_path", "diff_contexts", "diff_passing", "diff_placements",
+           "diff_signatures", "diff_specs"]

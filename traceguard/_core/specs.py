@@ -30,19 +30,23 @@ class TensorSpec(NamedTuple):
         type_name: `""` for a dense tensor or array; else its class, e.g.
             `"RaggedTensor"`, `"SparseTensor"`, `"TensorSpec"`.
         weak_type: Whether JAX keys it as weakly typed (a Python scalar's type).
+        sharding: The sharding JAX keys its abstract value by (a `PartitionSpec` over a
+            mesh's axes and their types, `"P('i',) over i=2 (Explicit)"`); `""` for none.
     """
 
     dtype: str
     dims: tuple[int | None, ...] | None
     type_name: str = ""
     weak_type: bool = False
+    sharding: str = ""
 
     def __str__(self) -> str:
         dims = self.dims
         shape = "[?]" if dims is None else "[" + ",".join("None" if d is None else str(d) for d in dims) + "]"
         prefix = f"{self.type_name} " if self.type_name else ""
         weak = "weakly typed " if self.weak_type else ""
-        return f"{weak}{prefix}{self.dtype}{shape}"
+        sharded = f" sharded {self.sharding}" if self.sharding else ""
+        return f"{weak}{prefix}{self.dtype}{shape}{sharded}"
 
     @property
     def rank(self) -> int | None:
@@ -124,6 +128,40 @@ class MappingSpec(NamedTuple):
         return "{" + ", ".join(f"{key}: {item}" for key, item in self.items) + more + "}"
 
 
+class NodeSpec(NamedTuple):
+    """A registered pytree node other than a list, tuple, dict or None (JAX): a dataclass of
+    `jax.tree_util.register_dataclass` or `flax.struct`, a `register_pytree_node` class, a named
+    tuple. JAX keys it by its type, its auxiliary data (`==`) and its children.
+
+    Attributes:
+        type_name: Its class's name.
+        children: `(key, spec)` per child, the key as an `ArgumentPath` key: `".w"` for a
+            field, else its index.
+        static: `(key, spec)` per static field (a field that is auxiliary data, not a child:
+            a dataclass's `meta_fields`, flax's `pytree_node=False`), the key `".mode"`; or one
+            `("", spec)` for auxiliary data not split by field; `()` for none.
+        rest: A fingerprint of the children past the first `MAX_ITEMS`, else None.
+    """
+
+    type_name: str
+    children: tuple[tuple[int | str, Spec], ...]
+    static: tuple[tuple[str, Spec], ...] = ()
+    rest: int | None = None
+
+    def __str__(self) -> str:
+        parts = [f"{key[1:]}={spec}" if isinstance(key, str) and key.startswith(".") else str(spec)
+                 for key, spec in self.children]
+        parts += [f"{key[1:]}={spec} (static)" if key else f"aux data {spec}" for key, spec in self.static]
+        return f"{self.type_name}({', '.join(parts)})"
+
+
+def node_spec(type_name: str, children: tuple[tuple[int | str, Spec], ...],
+              static: tuple[tuple[str, Spec], ...] = ()) -> NodeSpec:
+    """The spec of a pytree node: its first `MAX_ITEMS` children, and a fingerprint of the rest."""
+    rest = children[MAX_ITEMS:]
+    return NodeSpec(type_name, children[:MAX_ITEMS], static, hash(rest) if rest else None)
+
+
 def sequence_spec(kind: str, items: tuple[Spec, ...]) -> SequenceSpec:
     """The spec of a sequence of these items' specs: the first `MAX_ITEMS`, and a fingerprint of
     the rest."""
@@ -148,8 +186,8 @@ def value_spec(value: object, static: bool = False, fingerprint: int | None = No
     return ValueSpec(text[: MAX_REPR - 3] + "...", hash(text) if fingerprint is None else fingerprint, static)
 
 
-Spec = Union[TensorSpec, ValueSpec, ObjectSpec, SequenceSpec, MappingSpec]  # noqa: UP007 (3.10 runs it)
-SPEC_TYPES = (TensorSpec, ValueSpec, ObjectSpec, SequenceSpec, MappingSpec)
+Spec = Union[TensorSpec, ValueSpec, ObjectSpec, SequenceSpec, MappingSpec, NodeSpec]  # noqa: UP007 (3.10 runs it)
+SPEC_TYPES = (TensorSpec, ValueSpec, ObjectSpec, SequenceSpec, MappingSpec, NodeSpec)
 
 
 class Site(NamedTuple):
@@ -173,15 +211,17 @@ class Site(NamedTuple):
 class ArgumentPath(NamedTuple):
     """Where in a call's arguments a value is: a parameter and the keys into it.
 
-    `str()` reads `"inputs"`, `"inputs[0]"`, `"features['ids'][1]"`: an index as
-    itself, a mapping key as the repr of the key.
+    `str()` reads `"inputs"`, `"inputs[0]"`, `"features['ids'][1]"`, `"cfg.mode"`: an
+    index as itself, a mapping key as the repr of the key, a pytree node's field as
+    `".name"`.
     """
 
     parameter: str
     keys: tuple[int | str, ...] = ()
 
     def __str__(self) -> str:
-        return self.parameter + "".join(f"[{key}]" for key in self.keys)
+        return self.parameter + "".join(key if isinstance(key, str) and key.startswith(".") else f"[{key}]"
+                                        for key in self.keys)
 
     def child(self, key: int | str) -> ArgumentPath:
         return ArgumentPath(self.parameter, (*self.keys, key))
@@ -192,11 +232,48 @@ def format_spec(spec: Spec) -> str:
     return str(spec)
 
 
+FOLDED_ITEMS = 4  # A list or tuple of more arrays than this reads as their count in a one-line text.
+
+
+def folded_text(spec: Any) -> str:
+    """`str(spec)`, with each list or tuple of more than `FOLDED_ITEMS` arrays as their count.
+
+    A Keras step on JAX takes its whole state as one argument (`train_step(state, data)`:
+    trainable, non-trainable, optimizer and metrics variables): `([6 arrays], [], [14 arrays],
+    [float32[], float32[]])` keeps its structure, and what changed in it is in the changes.
+    """
+    if isinstance(spec, SequenceSpec):
+        if spec.length > FOLDED_ITEMS and all(isinstance(item, TensorSpec) for item in spec.items):
+            return f"[{spec.length} arrays]" if spec.kind == "list" else f"({spec.length} arrays)"
+        inner = ", ".join(folded_text(item) for item in spec.items)
+        inner += f", ... {spec.length} items" if spec.length > len(spec.items) else ""
+        return f"[{inner}]" if spec.kind == "list" else f"({inner}{',' if spec.length == 1 else ''})"
+    if isinstance(spec, MappingSpec):
+        more = f", ... {spec.length} items" if spec.length > len(spec.items) else ""
+        return "{" + ", ".join(f"{key}: {folded_text(item)}" for key, item in spec.items) + more + "}"
+    return str(spec)
+
+
+def signature_line(signature: Any, separator: str = "=") -> str:
+    """A signature on one line: `name=spec` each, the arguments `folded_text` folds after the rest.
+
+    So a Keras step on JAX reads `(data=(float32[32,8], float32[32,1]), state=([6 arrays], ...))`:
+    the batch first, not after some thirty shapes of variables.
+    """
+    whole: list[str] = []
+    folded: list[str] = []
+    for name, spec in signature.items():
+        text = folded_text(spec)
+        (whole if text == str(spec) else folded).append(f"{name}{separator}{text}")
+    return ", ".join(whole + folded)
+
+
 def format_signature(signature: Any) -> dict[str, str]:
     """A signature's specs as text, by argument name."""
     return {name: str(spec) for name, spec in signature.items()}
 
 
-__all__ = ["MAX_ITEMS", "MAX_REPR", "SPEC_TYPES", "ArgumentPath", "MappingSpec", "ObjectSpec",
-           "SequenceSpec", "Site", "Spec", "TensorSpec", "ValueSpec", "format_signature", "format_spec",
-           "mapping_spec", "sequence_spec", "value_spec"]
+__all__ = ["FOLDED_ITEMS", "MAX_ITEMS", "MAX_REPR", "SPEC_TYPES", "ArgumentPath", "MappingSpec", "NodeSpec",
+           "ObjectSpec", "SequenceSpec", "Site", "Spec", "TensorSpec", "ValueSpec", "folded_text",
+           "format_signature", "format_spec", "mapping_spec", "node_spec", "sequence_spec", "signature_line",
+           "value_spec"]

@@ -1,4 +1,4 @@
-"""The `_core` values as JSON data, and back: what trace files (schema version 2) hold.
+"""The `_core` values as JSON data, and back: what trace files (schema versions 2 and 3) hold.
 
 Each value becomes a dict tagged by its type, so that a reader without the backend
 rebuilds the very values the recorder made (`spec_from_json(spec_json(s)) == s`), and
@@ -17,6 +17,7 @@ from traceguard._core.kinds import TraceKind
 from traceguard._core.specs import (
     ArgumentPath,
     MappingSpec,
+    NodeSpec,
     ObjectSpec,
     SequenceSpec,
     Site,
@@ -27,7 +28,7 @@ from traceguard._core.specs import (
 from traceguard._core.verdicts import Hint, Reason, Verdict
 
 _SPEC_TAGS: dict[type, str] = {TensorSpec: "tensor", ValueSpec: "value", ObjectSpec: "object",
-                               SequenceSpec: "sequence", MappingSpec: "mapping"}
+                               SequenceSpec: "sequence", MappingSpec: "mapping", NodeSpec: "node"}
 _SPEC_TYPES = {tag: type_ for type_, tag in _SPEC_TAGS.items()}
 
 
@@ -40,10 +41,16 @@ def spec_json(spec: Spec) -> dict[str, Any]:
     elif isinstance(spec, MappingSpec):
         result.update(items=[[key, spec_json(item)] for key, item in spec.items], length=spec.length,
                       rest=spec.rest)
+    elif isinstance(spec, NodeSpec):
+        result.update(type_name=spec.type_name,
+                      children=[[key, spec_json(item)] for key, item in spec.children],
+                      static=[[key, spec_json(item)] for key, item in spec.static], rest=spec.rest)
     elif isinstance(spec, ObjectSpec):
         result.update(spec._asdict(), site=None if spec.site is None else site_json(spec.site))
     else:
         result.update(spec._asdict())
+        if isinstance(spec, TensorSpec) and not spec.sharding:  # JAX's sharded arrays only.
+            del result["sharding"]
     return result
 
 
@@ -55,6 +62,9 @@ def spec_from_json(data: Mapping[str, Any]) -> Spec:
         fields["items"] = tuple(spec_from_json(item) for item in fields["items"])
     elif type_ is MappingSpec:
         fields["items"] = tuple((str(key), spec_from_json(item)) for key, item in fields["items"])
+    elif type_ is NodeSpec:
+        fields["children"] = tuple((key, spec_from_json(item)) for key, item in fields["children"])
+        fields["static"] = tuple((str(key), spec_from_json(item)) for key, item in fields["static"])
     elif type_ is TensorSpec and fields.get("dims") is not None:
         fields["dims"] = tuple(fields["dims"])
     elif type_ is ObjectSpec:
@@ -126,6 +136,7 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
             "created": list(verdict.created), "data": verdict.data,
             "relaxed_to": None if verdict.relaxed_to is None else spec_json(verdict.relaxed_to),
             "of_function": verdict.of_function, "xla_functions": list(verdict.xla_functions),
+            "body_of": verdict.body_of,
             "optimizers": [[build.optimizer, build.variables] for build in verdict.optimizers]}
 
 
@@ -138,6 +149,7 @@ def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> V
                    data.get("objects"), tuple(data.get("created", ())), data.get("data"),
                    None if data.get("relaxed_to") is None else spec_from_json(data["relaxed_to"]),
                    bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())),
+                   data.get("body_of"),
                    tuple(OptimizerBuild(*build) for build in data.get("optimizers", ())))
 
 

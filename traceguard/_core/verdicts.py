@@ -45,6 +45,9 @@ class Reason(enum.Enum):
     # it again for a signature it had traced.
     XLA_COMPILE = "xla_compile"
     RECOMPILE = "recompile"
+    # A body JAX traced below `jax.jit` (a `lax.scan` body, ...), as part of the trace of the
+    # function it is a body of: that trace's kind says whether it was a retrace.
+    PART_OF_TRACE = "part_of_trace"
 
 
 class SymbolicPass(enum.Enum):
@@ -106,6 +109,12 @@ class Hint(enum.Enum):
     WEAK_TYPE = "weak_type"
     # JAX: a static argument (`static_argnums`/`static_argnames`) took a new value.
     STATIC_VALUE = "static_value"
+    # JAX: a pytree node's static field (its auxiliary data) took a new value.
+    STATIC_FIELD = "static_field"
+    # JAX: an array's sharding (its abstract value's mesh and partitioning) changed.
+    ONE_SHARDING = "one_sharding"
+    # JAX: an argument passed by keyword at one call and positionally at another.
+    CALL_STRUCTURE = "call_structure"
     # JAX: a static argument whose type has no `__eq__`: a new object is a new key.
     STATIC_IDENTITY = "static_identity"
     # The call ran in another context the backend keys traces by (JAX: a `jax.config` value or
@@ -124,6 +133,13 @@ class Hint(enum.Enum):
     XLA_BATCH_DIVIDES = "xla_batch_divides"  # fit/evaluate on arrays: a batch size that divides.
     XLA_PREDICT_PAD = "xla_predict_pad"  # predict: pad the last batch, or one batch size.
     RECOMPILE_SAME_SIGNATURE = "recompile_same_signature"  # JAX: a new device, sharding or cache.
+    # TensorFlow: a function restored by `tf.saved_model.load`, which serves the concrete functions
+    # saved with it only: save it with an `input_signature`, or call its serving signature.
+    RESTORED_FUNCTION = "restored_function"
+    # JAX: a control-flow body made anew per call of the function that runs it eagerly.
+    DEFINE_BODY_ONCE = "define_body_once"
+    # JAX: a loop's weakly typed initial carry (a Python scalar) promoted to the body's output type.
+    WEAK_CARRY = "weak_carry"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +170,9 @@ class Verdict:
     # Whether the verdict is a whole function's trace (else a layer's body run).
     of_function: bool = False
     xla_functions: tuple[str, ...] = ()  # For a compilation: the `jit_compile=True` functions run.
+    # For a body JAX traced below `jax.jit` (`control_flow` is what for: "scan", "while_body", ...):
+    # the function it is a body of.
+    body_of: str | None = None
     # For a Keras step's variable retrace: the optimizers that own the variables lifted, when found.
     optimizers: tuple[OptimizerBuild, ...] = ()
 

@@ -37,7 +37,6 @@ from traceguard._diagnosis.compare_sources import (
     matched_functions,
     source_notes,
 )
-from traceguard._diagnosis.signature_texts import read_signature
 
 UNNAMED_WORKERS = ("name no worker (a file written under tf.distribute's TF_CONFIG or jax.distributed names "
                    "its worker in its header; a label such as `worker-0` names one too).")
@@ -266,7 +265,7 @@ def _divergence(label: str, traces: FunctionTraces, sequence: tuple[Step, ...], 
             (Difference.SIGNATURE, dict(mine.signature) != dict(theirs.signature)),
             (Difference.KIND, mine.kind != theirs.kind),
             (Difference.GRAPH, mine.same_graph_as != theirs.same_graph_as)) if differs)
-        changes = tuple(diff_signatures(read_signature(theirs.signature), read_signature(mine.signature)))
+        changes = tuple(diff_signatures(theirs.specs, mine.specs))
         return Divergence(label, traces.function, number + 1, differences, mine, theirs, others, changes,
                           traces=counts)
     if number < len(sequence):
@@ -284,7 +283,7 @@ def _closest(candidates: Sequence[Step], step: Step) -> tuple[Step | None, tuple
     best: tuple[Step | None, tuple[Any, ...]] = (None, ())
     best_key: tuple[int, bool] | None = None
     for candidate in candidates:
-        changes = tuple(diff_signatures(read_signature(candidate.signature), read_signature(step.signature)))
+        changes = tuple(diff_signatures(candidate.specs, step.specs))
         key = (len(changes), candidate.kind != step.kind)
         if best_key is None or key <= best_key:
             best, best_key = (candidate, changes), key

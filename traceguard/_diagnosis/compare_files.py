@@ -17,6 +17,7 @@ from typing import TextIO
 
 from traceguard._diagnosis.compare import UNNAMED_WORKERS, Comparison, ModeUndecided, compare
 from traceguard._diagnosis.run import check_output_file
+from traceguard._diagnosis.trace_file_reader import unreadable
 
 _NAME = "traceguard compare"
 
@@ -65,7 +66,10 @@ def compare_files(paths: Sequence[str], out: TextIO, err: TextIO, baseline: str 
                   f"another: {', '.join(error.unnamed)} {UNNAMED_WORKERS} Compare them as workers with "
                   "--workers, or as runs with --baseline FILE.", file=err)
             return 2
-        except (ValueError, OSError) as error:  # TraceFileError is a ValueError naming the file and line.
+        except OSError as error:
+            print(f"{_NAME}: {unreadable(error.filename, error)}", file=err)
+            return 2
+        except ValueError as error:  # TraceFileError is a ValueError naming the file and line.
             print(f"{_NAME}: {error}", file=err)
             return 2
     for warning in caught:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from traceguard._core.comparison import Function, FunctionTraces, Note, NoteKind, Source, Step
-from traceguard._core.specs import Site
+from traceguard._core.specs import MappingSpec, ObjectSpec, SequenceSpec, Site, Spec
 from traceguard._diagnosis.explanation import Explanation
 from traceguard._diagnosis.function_runs import FunctionRuns
 from traceguard._diagnosis.trace_file_reader import TraceFile, read_trace_file, unique_labels
@@ -95,11 +95,24 @@ def steps_of(runs: FunctionRuns) -> tuple[Step, ...]:
     """The function's traces in one source, numbered from 1; `same_graph_as` as a number too."""
     numbers = {event.serial: number for number, event in enumerate(runs.events, start=1)}
     # Compared as text: a spec's text is what two processes can agree on (an object's identity is
-    # its own process's), and files of each schema version give it.
+    # its own process's); their differences from the specs without that identity.
     return tuple(Step(number, event.kind, {name: str(spec) for name, spec in event.signature.items()},
                       numbers.get(event.same_graph_as),  # type: ignore[arg-type]
-                      event.serial, tuple(event.changes), getattr(event, "phases", None) or None)
+                      event.serial, tuple(event.changes), getattr(event, "phases", None) or None,
+                      {name: portable_spec(spec) for name, spec in event.signature.items()})
                  for number, event in enumerate(runs.events, start=1))
+
+
+def portable_spec(spec: Spec) -> Spec:
+    """`spec` as a spec of another process compares with it: each object's token, which tells
+    objects apart within one process only, set to 0."""
+    if isinstance(spec, ObjectSpec):
+        return spec._replace(token=0)
+    if isinstance(spec, SequenceSpec):
+        return spec._replace(items=tuple(portable_spec(item) for item in spec.items))
+    if isinstance(spec, MappingSpec):
+        return spec._replace(items=tuple((key, portable_spec(item)) for key, item in spec.items))
+    return spec
 
 
 def site(definition: Site | None) -> str | None:

@@ -26,6 +26,7 @@ from traceguard._diagnosis.function_runs import (
     LibraryTraces,
     add_cost,
     add_record,
+    count_traces,
     function_key,
 )
 from traceguard._record.log import event_of, normalize_kinds
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 # `fix_checks` (which imports TensorFlow) is imported when fixes are checked, so that
 # `python -m traceguard report` rebuilds an `Explanation` without the backend.
 
-_EVENTS_PER_LAYER = 1000
+EVENTS_PER_LAYER = 1000
 _SIGNATURES_KEPT = 10_000
 
 
@@ -100,7 +101,7 @@ class Explanation:
     ```python
     explanation = traceguard.explain(tf.function(model), x)
     print(explanation)
-    explanation.count("retrace")
+    explanation.count("retrace")  # The functions' retraces; of="layers": the layers' runs.
     explanation.layers["dense"].events[0].reason
     ```
     """
@@ -126,6 +127,9 @@ class Explanation:
         self._fix_functions: dict[str, Any] = {}
         self._trace_file: TraceFileWriter | None = None  # Given each record, when writing one.
         self._library = LibraryTraces()
+        # JAX transformations that keep no cache, seen running layers eagerly -> the Keras step
+        # and setting that ran them so (`("train_step", "jit_compile=False")`), or None.
+        self._uncached: dict[tuple[str, ...], tuple[str, str] | None] = {}
 
     # --- written by the recorder, from any thread ---
     def _runs_of(self, layer: Any) -> LayerRuns:
@@ -163,7 +167,7 @@ class Explanation:
                 entry = event_of(entry)  # A trace file is written as the runs happen.
             known = self._layer_by_id.get(id(layer))
             runs = known[1] if known is not None and known[0]() is layer else self._runs_of(layer)
-            if len(runs.events) >= _EVENTS_PER_LAYER:
+            if len(runs.events) >= EVENTS_PER_LAYER:
                 self._order.pop(id(runs.events.pop(0)), None)
                 runs.dropped += 1
             runs.events.append(entry)
@@ -188,6 +192,18 @@ class Explanation:
                     self._order[id(event)] = self._order.pop(id(entry))
         self._unmade = False
 
+    def _add_uncached(self, transformations: tuple[str, ...], setting: tuple[str, str] | None) -> None:
+        with self._lock:
+            self._uncached.setdefault(transformations, setting)
+
+    @property
+    def uncached(self) -> dict[tuple[str, ...], tuple[str, str] | None]:
+        """The JAX transformations that ran layers with no cache to miss (`("grad",)`: autodiff
+        outside any `jax.jit`), each with the Keras step and the setting that ran it so
+        (`("train_step", "jit_compile=False")`), or None; their runs count as `eager`."""
+        with self._lock:
+            return dict(self._uncached)
+
     def _add_eager(self, layer: Any) -> None:
         with self._lock:
             self._runs_of(layer).eager_calls += 1
@@ -203,24 +219,23 @@ class Explanation:
                 old = None if shown.closest is None else self._signatures.get(shown.closest)
                 key, runs, event = add_record(self._functions, shown, old)
                 if self._trace_file is not None:
-                    # Written now, and again with its costs when the call returns: a call that never
-                    # returns (a collective waiting for a diverged worker, a kill) keeps its trace.
+                    # Written now, its costs when the call returns: a call that never returns (a
+                    # collective waiting for a diverged worker, a kill) keeps its trace in the file.
                     self._trace_file.function_trace(key, runs, shown, event)
             if record.origin == "tf.function" and not record.library_function:
                 key = function_key(record)
                 kept = self._fix_records.setdefault(key, [])
                 kept.append(record)
-                del kept[:-_EVENTS_PER_LAYER]
+                del kept[:-EVENTS_PER_LAYER]
                 self._fix_functions[key] = function or self._fix_functions.get(key)
 
     def _add_function_cost(self, record: FunctionTrace) -> None:
         """Completes a function trace's event with its phases and whole miss, as the call that
-        made it returns; a trace file gets the trace again, with them."""
+        made it returns; a trace file gets them as a record of their own."""
         with self._lock:
             found = add_cost(self._functions, record) if self._library.completed(record) else None
             if found is not None and self._trace_file is not None:
-                key, runs, event = found
-                self._trace_file.function_trace(key, runs, record, event)
+                self._trace_file.function_cost(record, found[2])
 
     def _restore(self, layers: list[LayerRuns], functions: dict[str, FunctionRuns]) -> None:
         """Fills an empty report with runs read back from trace files, layers in the given order."""
@@ -336,9 +351,19 @@ class Explanation:
                 if (kinds is None or event.kind in kinds)
                 and (function is None or event.function == function)]
 
-    def count(self, kind: Any = None, layer: str | None = None) -> int:
-        """How many events are of the given kind(s) and layer; all when None."""
-        return len(self.filter(kind, layer))
+    def count(self, kind: Any = None, layer: str | None = None, of: str | None = None) -> int:
+        """How many function traces (by default), or layer runs, are of the given kind(s).
+
+        Args:
+            kind: A `TraceKind`, its name, or a collection of them. Defaults to `None`, any.
+            layer: A layer name, as in `layers`: count its runs. Defaults to `None`.
+            of: One of `{"functions", "layers"}`: whole functions' traces (what the backend
+                and the report's headline count), or layers' body runs (`filter()`'s events;
+                a step's trace runs every layer). Defaults to `"layers"` with `layer`, else
+                `"functions"`.
+        """
+        traces = count_traces(self.functions.values(), kind, layer, of)
+        return len(self.filter(kind, layer)) if traces is None else traces
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The events, in order, as JSON-serialisable dicts keyed by field name."""
@@ -361,7 +386,8 @@ class Explanation:
         if not isinstance(full, bool) or brief not in (None, True, False):
             raise ValueError(f"`full` and `brief` expect a bool. Received: full={full!r}, brief={brief!r}")
         texts = (self.title, list(self.layers.values()), list(self.functions.values()))
-        return format_explanation(*texts) if full else format_problems(*texts, fix_checks or ())
+        return format_explanation(*texts, uncached=self.uncached) if full else \
+            format_problems(*texts, fix_checks or (), uncached=self.uncached)
 
     def to_html(self, path: str | os.PathLike[str], axis: str = "time") -> pathlib.Path:
         """Writes the report as one self-contained HTML file: the functions, a timeline, then tables.

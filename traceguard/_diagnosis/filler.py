@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from traceguard import _compat
 from traceguard._core.events import TraceEvent
 from traceguard._core.functions import FunctionTrace
 from traceguard._diagnosis.explanation import Explanation
@@ -37,6 +38,11 @@ class Filler:
 
     def record_eager(self, layer: Any) -> None:
         self.report._add_eager(layer)
+
+    def record_uncached(self, transformations: tuple[str, ...]) -> None:
+        """Said once per transformations: the Keras step and setting that run them (a stack walk)."""
+        if transformations not in self.report._uncached:
+            self.report._add_uncached(transformations, _compat.uncached_setting())
 
     def record_function(self, record: FunctionTrace) -> None:
         self.report._add_function_trace(record, traced_function(record))

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from traceguard._core.changes import Change
-from traceguard._core.function_rules import classify_function_trace
+from traceguard._core.function_rules import classify_function_trace, is_avoidable
+from traceguard._core.hints import requested
 from traceguard._core.keras_names import is_keras_step_function
-from traceguard._core.kinds import FUNCTION_KINDS, TraceKind
+from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, MISS_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
 from traceguard._core.verdicts import Verdict
 from traceguard._reports.messages import hint_text, reason_text
@@ -32,8 +33,9 @@ class FunctionEvent:
     Attributes:
         serial: The trace's number in this process; a layer's `TraceEvent`
             made during the trace has it as `function_trace`.
-        kind: The `TraceKind`: `trace` (its first), `retrace` (a new signature,
-            or a new function object from the same code), `variable_retrace`,
+        kind: The `TraceKind`: `trace` (the first of its function object, a new
+            object of the same code included), `retrace` (the same object
+            missed its cache: a new signature), `variable_retrace`,
             `save`, or `compile`: no trace, but XLA compiled the function for
             input shapes it had not run (`jit_compile=True` with a relaxed
             signature, a Keras step's new batch shape); then `signature` holds
@@ -71,8 +73,10 @@ class FunctionEvent:
             before the device finishes.
         miss_s: Seconds from the call's entry to its return (the dispatcher's
             cache lookup and bookkeeping, the trace, and the phases after it),
-            on the last trace that call made; None for another trace of the
-            same call (its time is in that one's) or when the call was not seen.
+            less the earlier traces the same call made, on the last trace that
+            call made; None for an earlier trace of the same call (a first
+            trace that created variables: its cost is its phases) or when the
+            call was not seen. The traces of a call add up to the call.
         persistent_cache: JAX's persistent compilation cache for this
             compilation: `"hit"` (read from the cache) or `"miss"` (compiled
             and written); None without such a cache.
@@ -106,10 +110,20 @@ class FunctionEvent:
 
     @property
     def cost_s(self) -> float:
-        """What the miss cost, in seconds: the whole call when measured, else its phases."""
+        """What the miss cost, in seconds, each second once: the whole call when measured (less
+        the earlier trace the same call made), else its phases. A trace made while another
+        function traced is in that one's cost too."""
         if self.miss_s is not None:
             return self.miss_s
         return sum(self.phases.values()) if self.phases else self.duration_s
+
+    @property
+    def avoidable(self) -> bool:
+        """Whether a fix removes this miss: a retrace or compilation with a fix (not a first
+        trace, a save, or a one-time cost such as metrics' state)."""
+        if self.verdict is None:  # Read back without its codes.
+            return self.kind in MISS_KINDS
+        return is_avoidable(self.kind, self.verdict.hint, self.verdict.reason)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names: specs, changes and sites as
@@ -147,7 +161,10 @@ class FunctionRuns:
         kind_counts: Events per kind name, over all of them.
         phase_seconds: Seconds per phase (`FunctionEvent.phases`), over all.
         cost_seconds: What its misses cost, in seconds, over all (each event's
-            `cost_s`).
+            `cost_s`): each second once; a function's traces made while
+            another function traced are in that one's too.
+        avoidable_seconds: The part of `cost_seconds` a fix removes: its
+            retraces and compilations that have one (`FunctionEvent.avoidable`).
         cache_counts: JAX's persistent compilation cache: compilations per
             outcome (`"hit"`: read from the cache, `"miss"`: compiled and written).
         cache_saved_seconds: The seconds the cache's hits saved, over all.
@@ -163,6 +180,7 @@ class FunctionRuns:
     kind_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     phase_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     cost_seconds: float = 0.0
+    avoidable_seconds: float = 0.0
     cache_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     cache_saved_seconds: float = 0.0
 
@@ -212,6 +230,8 @@ class FunctionRuns:
         for phase, seconds in (event.phases or {"trace": event.duration_s}).items():
             self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + sign * seconds
         self.cost_seconds += sign * event.cost_s
+        if event.avoidable:
+            self.avoidable_seconds += sign * event.cost_s
         if event.persistent_cache is not None:
             outcome = event.persistent_cache
             self.cache_counts[outcome] = self.cache_counts.get(outcome, 0) + sign
@@ -222,6 +242,34 @@ class FunctionRuns:
         return dataclasses.replace(self, events=list(self.events), kind_counts=dict(self.kind_counts),
                                    phase_seconds=dict(self.phase_seconds),
                                    cache_counts=dict(self.cache_counts))
+
+
+def count_traces(functions: Any, kind: Any = None, layer: str | None = None,
+                 of: str | None = None) -> int | None:
+    """`Explanation.count`: how many traces (and compilations) of `functions` (`FunctionRuns`)
+    are of the given kind(s), dropped events included (all when None); None when it counts layer
+    runs instead (`of="layers"`, or by default when `layer` is named)."""
+    if of is None:
+        of = "layers" if layer is not None else "functions"
+    if of not in COUNT_UNITS:
+        raise ValueError(f"`of` expects one of {', '.join(COUNT_UNITS)}. Received: of={of!r}")
+    if of == "layers":
+        return None
+    if layer is not None:
+        raise ValueError("A layer's runs are counted with `of=\"layers\"`, not as function traces. "
+                         f"Received: of={of!r}, layer={layer!r}")
+    names = None if kind is None else [kind] if isinstance(kind, (str, TraceKind)) else list(kind)
+    valid = {kind.value for kind in FUNCTION_KINDS}
+    if names is not None:
+        names = [getattr(name, "value", name) for name in names]
+        wrong = [name for name in names if name not in valid]
+        if wrong:
+            raise ValueError(
+                f"`kind` of a function's trace expects one of {', '.join(sorted(valid))}, or a "
+                f"collection of them; {wrong[0]!r} is none of them (eager and symbolic runs are a "
+                f"layer's: count them with `of=\"layers\"`). Received: kind={kind!r}")
+    return sum(count for runs in functions for name, count in runs.kind_counts.items()
+               if names is None or name in names)
 
 
 def is_reported(record: FunctionTrace) -> bool:
@@ -250,7 +298,11 @@ class LibraryTraces:
         """The records a report shows now that `record` ended: it, the ones held with it, or none."""
         if is_reported(record):
             return [record]
-        if record.origin != "tf.function" or record.parent is not None or record.saving:
+        # TensorFlow's warning counts the traces of eager `__call__`s only: not a nested function's,
+        # nor one `get_concrete_function` asked for (`tf.data`'s multi-device iterator builds its
+        # functions that way each time a distributed dataset is iterated, as documented).
+        if record.origin != "tf.function" or record.parent is not None or record.saving \
+                or record.requested or requested(record.entry):
             return []
         key = function_key(record)
         if key in self._reported:

@@ -66,10 +66,11 @@ def close_session(log_eager: bool) -> None:
 def layer_classes(bases: tuple[type, ...] | None = None) -> list[type]:
     """Every class derived from the `Layer` classes `bases`, bases included, each once.
 
-    `bases` defaults to `tf.keras`'s `Layer`.
+    `bases` defaults to `tf.keras`'s `Layer` (none without Keras).
     """
     found: dict[type, None] = {}
-    pending = list(bases or (_compat.LayerBase,))
+    pending = list(bases if bases is not None else
+                   (_compat.LayerBase,) if _compat.LayerBase is not None else ())
     while pending:
         cls = pending.pop()
         if cls not in found:

@@ -18,6 +18,7 @@ from traceguard._diagnosis.trace_file_reader import (
     merged_explanation,
     read_trace_file,
     unique_labels,
+    unreadable,
 )
 from traceguard._reports.trace_events import trace_events
 
@@ -36,7 +37,8 @@ def report_files(paths: Sequence[str], out: TextIO, err: TextIO, output: str | N
         trace_events_path: Path of the Trace Event Format JSON to write; None for none.
 
     Returns:
-        0, or 1 when a file cannot be read (the message names it), 2 for a bad argument.
+        0, or 2 when a file cannot be read (one line names it) or for a bad argument,
+        as `traceguard compare`.
     """
     for option, path in (("--output", output), ("--html", html), ("--trace-events", trace_events_path)):
         directory = os.path.dirname(os.path.abspath(path)) if path is not None else ""
@@ -51,8 +53,9 @@ def report_files(paths: Sequence[str], out: TextIO, err: TextIO, output: str | N
             try:
                 trace_files.append(read_trace_file(path))
             except (TraceFileError, OSError) as error:
-                print(f"traceguard report: {error}", file=err)
-                return 1
+                message = unreadable(path, error) if isinstance(error, OSError) else error
+                print(f"traceguard report: {message}", file=err)
+                return 2
         for warning in caught:
             print(f"traceguard report: warning: {warning.message}", file=err)
         if not trace_files[-1].complete:

@@ -59,6 +59,10 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
     Returns:
         The exit code `python SCRIPT` would have had; 2 for a usage error.
     """
+    if os.path.isdir(script):
+        print(f"traceguard run: {script!r} is a directory; SCRIPT is a Python file (train.py), "
+              "or run a package with -m MODULE (its __main__.py).", file=err)
+        return 2
     if not os.path.isfile(script):
         print(f"traceguard run: no such file: {script!r}", file=err)
         return 2

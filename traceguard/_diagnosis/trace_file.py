@@ -30,16 +30,17 @@ from traceguard._version import __version__
 SCHEMA = "traceguard.trace-file"
 # Raised when a record's fields change meaning or a field a reader needs is added;
 # a new optional field keeps the version (readers ignore what they do not know).
-# Version 2: signatures, changes, sites and verdicts as typed values (`_core.values_json`);
-# version 1 held their text (and each change's fields as `change_fields`).
-SCHEMA_VERSION = 2
-RECORD_TYPES = ("header", "layer_run", "function_trace", "eager_runs", "end")
+# Version 2: signatures, changes, sites and verdicts as typed values (`_core.values_json`).
+# Version 3: each record written once: a function trace as its trace ends, what its miss cost
+# as a `function_cost` record when its call returns (version 2 wrote the trace again).
+SCHEMA_VERSION = 3
+RECORD_TYPES = ("header", "layer_run", "function_trace", "function_cost", "eager_runs", "end")
 # The files this process's writers have open: two writers of one file (`run --trace-file` over a
 # script with its own `watch(trace_file=...)` of the same path) would interleave their lines.
 _OPEN_PATHS: set[str] = set()
 _OPEN_PATHS_LOCK = threading.Lock()
 _PACKAGES = ("tensorflow", "keras", "tf_keras", "jax")
-_ENDED_KEPT = 1024  # Lines of traces whose calls have not returned, kept to write again.
+_COSTS_KEPT = 1024  # Costs of traces whose calls have not returned, kept to compare.
 
 
 def event_json(event: Any) -> dict[str, Any]:
@@ -62,6 +63,10 @@ def event_json(event: Any) -> dict[str, Any]:
         if name in result:
             result[name] = site_json(result[name])
     return result
+
+
+def _costs_of(event: Any, call_started: float | None) -> tuple[Any, ...]:
+    return (dict(event.phases), event.miss_s, event.persistent_cache, event.cache_saved_s, call_started)
 
 
 def check_trace_file_path(path: object, label: object, caller: str | None,
@@ -111,7 +116,13 @@ class TraceFileWriter:
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
         self._failed = False  # Opening failed: records are dropped (logged once).
-        self._ended: dict[int, dict[str, Any]] = {}  # Serial -> the line written as its trace ended.
+        # Records that could not be made (a value without a JSON form): counted, and said in the end
+        # line, so that a reader knows its report is short rather than silently disagreeing.
+        self.unwritten = 0
+        self._unwritten_kinds: set[str] = set()
+        self._unwritten_serials: set[int] = set()
+        # Serial -> the costs its `function_trace` line holds, until `function_cost` completes them.
+        self._costs: dict[int, tuple[Any, ...]] = {}
         # One encoder for every line, without the check for cycles (records are trees).
         self._encode = json.JSONEncoder(default=str, check_circular=False).encode
 
@@ -150,41 +161,80 @@ class TraceFileWriter:
 
     def layer_run(self, runs: Any, event: Any) -> None:
         """Writes one layer body run: its layer (`LayerRuns`) and its `TraceEvent`."""
-        self._write({"type": "layer_run", "layer": runs.name, "class_name": runs.class_name,
-                     "trace_aware": runs.trace_aware, "event": event_json(event)})
+        try:
+            record = {"type": "layer_run", "layer": runs.name, "class_name": runs.class_name,
+                      "trace_aware": runs.trace_aware, "event": event_json(event)}
+        except Exception:  # noqa: BLE001 (recording never fails the user's call)
+            self._unwritten("a layer run")
+            return
+        self._write(record)
+
+    def _unwritten(self, what: str) -> None:
+        """Counts a record that could not be made, logging the first failure of each kind."""
+        # The reader imports no backend, so neither does the writer: no `_compat.describe_versions`.
+        with self._lock:
+            self.unwritten += 1
+            first = what not in self._unwritten_kinds
+            self._unwritten_kinds.add(what)
+        if first:
+            logging.getLogger("traceguard").exception(
+                "traceguard failed while writing %s to the trace file %r; the record is left out and "
+                "the file's end line counts it (reported once). Please report this.", what, self.path)
 
     def function_trace(self, key: str, runs: Any, record: Any, event: Any) -> None:
-        """Writes one function trace: its `FunctionRuns` (`key` in `Explanation.functions`), its
-        `FunctionTrace` and the `FunctionEvent` made of it. Called as the trace ends, and again
-        (the same `serial`) when the call that traced returns, the event's phases final: a reader
-        keeps the later line."""
-        written = self._ended.pop(event.serial, None)
-        if written is not None:  # Its line as the trace ended: only the costs changed since.
-            written.update(objects=runs.objects, call_started=record.call_started,
-                           started=written["started"] if record.started is None else record.started)
-            written["event"].update(phases=dict(event.phases), miss_s=event.miss_s,
-                                    persistent_cache=event.persistent_cache,
-                                    cache_saved_s=event.cache_saved_s)
-            self._write(written)
+        """Writes one function trace, once: its `FunctionRuns` (`key` in `Explanation.functions`),
+        its `FunctionTrace` and the `FunctionEvent` made of it, as the trace ends. What the miss
+        cost is known when the call that traced returns: `function_cost` writes it then."""
+        try:
+            line = self._function_trace_line(key, runs, record, event)
+        except Exception:  # noqa: BLE001 (recording never fails the user's call)
+            self._unwritten("a function trace")
+            with self._lock:  # Its costs would reference a trace the file lacks: left out too.
+                self._unwritten_serials.add(event.serial)
             return
+        with self._lock:
+            if len(self._costs) >= _COSTS_KEPT:  # Calls that never returned: forgotten, oldest first.
+                self._costs.pop(next(iter(self._costs)))
+            self._costs[event.serial] = _costs_of(event, record.call_started)
+        self._write(line)
+
+    @staticmethod
+    def _function_trace_line(key: str, runs: Any, record: Any, event: Any) -> dict[str, Any]:
         keras_call = record.keras_call
         started = record.started if record.started is not None else time.time() - record.duration
-        line = {
+        return {
             "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
             "objects": runs.objects, "started": started, "call_started": record.call_started,
             "event": event_json(event),
             "trace": {"index": record.index, "origin": record.origin, "kind": record.kind.value,
                       "reason": record.reason.value,
                       "closest": record.closest, "caller": record.caller, "entry": record.entry,
+                      "requested": record.requested, "restored": record.restored,
                       "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,
                       "raised": record.raised, "library_function": record.library_function,
                       "lifted_variables": list(record.lifted_variables),
-                      "keras_call": None if keras_call is None else vars(keras_call).copy()}}
-        if record.call_started is None and not event.phases.keys() - {"trace"}:
-            # As the trace ends: kept to write again with the costs (a few, while calls run).
-            if len(self._ended) >= _ENDED_KEPT:
-                self._ended.pop(next(iter(self._ended)))
-            self._ended[event.serial] = line
+                      "keras_call": None if keras_call is None else vars(keras_call).copy(),
+                      "traced_for": record.traced_for, "body_of": record.body_of}}
+
+    def function_cost(self, record: Any, event: Any) -> None:
+        """Writes what a function trace's miss cost (its `FunctionEvent` with `phases` and `miss_s`
+        final), when the call that traced returns; nothing when that is what its trace's line says
+        already (a call the hooks did not see: the trace was the whole miss)."""
+        costs = _costs_of(event, record.call_started)
+        with self._lock:
+            if self._costs.pop(event.serial, None) == costs:
+                return
+            if event.serial in self._unwritten_serials:
+                self._unwritten_serials.discard(event.serial)
+                return
+        try:
+            line = {"type": "function_cost", "serial": event.serial, "started": record.started,
+                    "call_started": record.call_started, "phases": dict(event.phases),
+                    "miss_s": event.miss_s, "persistent_cache": event.persistent_cache,
+                    "cache_saved_s": event.cache_saved_s}
+        except Exception:  # noqa: BLE001 (recording never fails the user's call)
+            self._unwritten("a function's costs")
+            return
         self._write(line)
 
     def mark_end(self, layers: Any) -> None:
@@ -197,7 +247,10 @@ class TraceFileWriter:
             if runs.eager_calls:
                 self._write({"type": "eager_runs", "layer": runs.name, "class_name": runs.class_name,
                              "trace_aware": runs.trace_aware, "count": runs.eager_calls})
-        self._write({"type": "end", "ended": time.time()})
+        end: dict[str, Any] = {"type": "end", "ended": time.time()}
+        if self.unwritten:
+            end["unwritten"] = self.unwritten
+        self._write(end)
 
     def close(self, layers: Any) -> None:
         """Marks the end (see `mark_end`) and closes the file."""

@@ -1,10 +1,12 @@
 """Reading trace files back: one `Explanation` from the records of one or many files.
 
 Imports neither TensorFlow nor JAX: a trace file holds the events with their typed
-values and words (schema version 2; version 1 files held the values' text, read as
-text-only values), so the text and HTML reports (`_reports`) render them as they
-would in the process that wrote them. Bad input is reported by file and line: a line that is not JSON, a
-record that is not one of `RECORD_TYPES`, a file of a newer schema. The one
+values and words, so the text and HTML reports (`_reports`) render them as they
+would in the process that wrote them. Schema version 3 writes each record once (a
+function trace, then what its miss cost); version 2, which wrote a function trace
+again with its costs (the later line of a serial wins), is read too. Bad input is
+reported by file and line: a line that is not JSON, a record that is not one of
+`RECORD_TYPES`, a file of a newer schema or of version 1. The one
 exception is a cut last line, what a killed process leaves: it is reported as a
 warning and the lines before it are kept.
 """
@@ -18,20 +20,21 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from traceguard._core.changes import Aspect, Change
 from traceguard._core.events import TraceEvent, TraceKind
-from traceguard._core.specs import ArgumentPath, Site, ValueSpec
 from traceguard._core.values_json import (
     change_from_json,
     signature_from_json,
     site_from_json,
     verdict_from_json,
 )
-from traceguard._diagnosis.explanation import Explanation, LayerRuns
+from traceguard._diagnosis.explanation import EVENTS_PER_LAYER, Explanation, LayerRuns
 from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
-from traceguard._diagnosis.signature_texts import read_signature
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
 from traceguard._diagnosis.workers import Worker
+
+# The schema versions read: version 1 was a development format, never written by a release.
+READ_VERSIONS = (2, SCHEMA_VERSION)
+_VERSION_2_TYPES = ("layer_run", "function_trace", "eager_runs", "end")
 
 
 class TraceFileError(ValueError):
@@ -64,6 +67,8 @@ class TraceFile:
     call_starts: dict[int, float] = dataclasses.field(default_factory=dict)
     complete: bool = False
     worker: Worker | None = None
+    # `FunctionEvent.serial` to its function's key, for the `function_cost` records that follow.
+    function_of: dict[int, str] = dataclasses.field(default_factory=dict)
 
     @property
     def version(self) -> int:
@@ -73,6 +78,15 @@ class TraceFile:
     @property
     def label(self) -> str:
         return str(self.header.get("label") or os.path.basename(self.path))
+
+
+def unreadable(path: str, error: OSError) -> str:
+    """One line naming `path` and why it could not be opened: what `report` and `compare` print."""
+    if isinstance(error, IsADirectoryError):
+        return f"{path}: a directory; give the trace files in it (written by --trace-file or trace_file=...)."
+    if isinstance(error, FileNotFoundError):
+        return f"{path}: no such file."
+    return f"{path}: cannot be read ({error.strerror or error})."
 
 
 def read_trace_file(path: str) -> TraceFile:
@@ -125,8 +139,13 @@ def _checked_header(record: Any, path: str) -> dict[str, Any]:
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise TraceFileError(
             f"{path}:1: written with trace file schema version {version!r} (traceguard "
-            f"{record.get('traceguard', '?')}); this traceguard reads versions up to {SCHEMA_VERSION}. "
-            "Upgrade traceguard to read it.")
+            f"{record.get('traceguard', '?')}); this traceguard reads versions {READ_VERSIONS[0]} to "
+            f"{SCHEMA_VERSION}. Upgrade traceguard to read it.")
+    if version < READ_VERSIONS[0]:
+        raise TraceFileError(
+            f"{path}:1: written with trace file schema version {version} (traceguard "
+            f"{record.get('traceguard', '?')}), a development format that no released traceguard wrote; "
+            f"this traceguard reads versions {READ_VERSIONS[0]} to {SCHEMA_VERSION}. Write the file again.")
     return record
 
 
@@ -143,30 +162,65 @@ def _worker(header: dict[str, Any], path: str) -> Worker | None:
 def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
     kind = record["type"]
     trace_file.complete = kind == "end"
-    version = trace_file.header["version"]
     if kind == "layer_run":
-        event = _trace_event(record["event"], version, record.get("change_fields"))
-        _layer(trace_file, record).events.append(event)
+        runs = _layer(trace_file, record)
+        if len(runs.events) >= EVENTS_PER_LAYER:  # As the live report keeps them.
+            runs.events.pop(0)
+            runs.dropped += 1
+        runs.events.append(_trace_event(record["event"]))
     elif kind == "eager_runs":
         runs = _layer(trace_file, record)
         runs.eager_calls = max(runs.eager_calls, int(record["count"]))  # Each line counts from the start.
     elif kind == "function_trace":
-        function_event = _function_event(record["event"], version, record.get("change_fields"))
-        # The line's own `started`: a trace's later line (with its costs) updates it, not the event's.
-        function_event = dataclasses.replace(function_event, started=float(record["started"]))
-        function = trace_file.functions.get(record["key"])
-        if function is None:
-            function = trace_file.functions[record["key"]] = FunctionRuns(
-                record["qualname"], function_event.function, function_event.definition,
-                bool(record["keras_step"]))
-        if not function.replace(function_event):  # A later line of a trace: the one with its costs.
-            function.add(function_event)
-        function.objects = max(function.objects, int(record["objects"]))
-        trace_file.function_starts[function_event.serial] = float(record["started"])
-        if record.get("call_started") is not None:
-            trace_file.call_starts[function_event.serial] = float(record["call_started"])
+        _add_function_trace(trace_file, record)
+    elif kind == "function_cost" and trace_file.version >= 3:
+        _add_function_cost(trace_file, record)
+    elif kind == "end" and record.get("unwritten"):
+        warnings.warn(f"{trace_file.path}: {record['unwritten']} record(s) could not be written when the "
+                      "file was made (traceguard logged why in that process); this file's report is "
+                      "short by them.", UserWarning, stacklevel=4)
     elif kind != "end":
-        raise ValueError(f"unknown record type {kind!r}; one of {', '.join(RECORD_TYPES[1:])} expected")
+        types = RECORD_TYPES[1:] if trace_file.version >= 3 else _VERSION_2_TYPES
+        raise ValueError(f"unknown record type {kind!r}; one of {', '.join(types)} expected")
+
+
+def _add_function_trace(trace_file: TraceFile, record: dict[str, Any]) -> None:
+    # The line's `started` (a trace's later cost line updates it), as the live event holds it.
+    event = dataclasses.replace(_function_event(record["event"]), started=float(record["started"]))
+    function = trace_file.functions.get(record["key"])
+    if function is None:
+        function = trace_file.functions[record["key"]] = FunctionRuns(
+            record["qualname"], event.function, event.definition, bool(record["keras_step"]))
+    # Version 2 wrote a trace again with its costs: the later line replaces the first.
+    if trace_file.version >= 3 or not function.replace(event):
+        function.add(event)
+    function.objects = max(function.objects, int(record["objects"]))
+    trace_file.function_of[event.serial] = record["key"]
+    trace_file.function_starts[event.serial] = float(record["started"])
+    if record.get("call_started") is not None:
+        trace_file.call_starts[event.serial] = float(record["call_started"])
+
+
+def _add_function_cost(trace_file: TraceFile, record: dict[str, Any]) -> None:
+    """Completes the event of an earlier `function_trace` line with what its miss cost."""
+    serial = int(record["serial"])
+    key = trace_file.function_of.get(serial)
+    if key is None:
+        raise ValueError(f"the cost of function trace {serial}, which no earlier `function_trace` "
+                         "record holds")
+    function = trace_file.functions[key]
+    event = next((event for event in reversed(function.events) if event.serial == serial), None)
+    if event is None:  # Dropped past the events kept, as in the live report.
+        return
+    function.replace(dataclasses.replace(
+        event, phases={str(phase): float(seconds) for phase, seconds in record["phases"].items()},
+        miss_s=record["miss_s"], persistent_cache=record["persistent_cache"],
+        cache_saved_s=record["cache_saved_s"],
+        started=event.started if record["started"] is None else float(record["started"])))
+    if record["started"] is not None:
+        trace_file.function_starts[serial] = float(record["started"])
+    if record["call_started"] is not None:
+        trace_file.call_starts[serial] = float(record["call_started"])
 
 
 def _layer(trace_file: TraceFile, record: dict[str, Any]) -> LayerRuns:
@@ -177,53 +231,28 @@ def _layer(trace_file: TraceFile, record: dict[str, Any]) -> LayerRuns:
     return runs
 
 
-def _typed(fields: dict[str, Any], version: int, change_fields: Any) -> dict[str, Any]:
-    """The typed values of an event's fields: as written (version 2), or from version 1's text."""
-    if version >= 2:
-        changes = tuple(change_from_json(change) for change in fields["changes"])
-        verdict = fields.get("verdict")
-        return {"signature": signature_from_json(fields["signature"]), "changes": changes,
-                "verdict": None if verdict is None else verdict_from_json(verdict, changes),
-                **{name: site_from_json(fields[name])
-                   for name in ("call_site", "definition") if name in fields}}
-    return {"signature": read_signature(fields["signature"]),
-            "changes": _version1_changes(fields["changes"], change_fields), "verdict": None,
-            **{name: Site.parse(fields[name]) for name in ("call_site", "definition") if name in fields}}
+def _typed(fields: dict[str, Any]) -> dict[str, Any]:
+    """The typed values of an event's fields."""
+    changes = tuple(change_from_json(change) for change in fields["changes"])
+    verdict = fields.get("verdict")
+    return {"signature": signature_from_json(fields["signature"]), "changes": changes,
+            "verdict": None if verdict is None else verdict_from_json(verdict, changes),
+            **{name: site_from_json(fields[name]) for name in ("call_site", "definition") if name in fields}}
 
 
-def _version1_changes(texts: list[str], fields: list[dict[str, Any] | None] | None) -> tuple[Change, ...]:
-    """Version 1's changes: their fields where the file has them (`change_fields`), with the values
-    it wrote as text; else the text alone, as one value changing."""
-    if not fields or len(fields) != len(texts):
-        fields = [None] * len(texts)
-    changes = []
-    for text, made in zip(texts, fields):
-        if made is None:
-            argument, _, rest = text.partition(": ")
-            old, _, new = rest.partition(" -> ")
-            changes.append(Change(ArgumentPath(argument), Aspect.VALUE, ValueSpec(old), ValueSpec(new)))
-            continue
-        aspect = Aspect(made["aspect"])
-        parts: tuple[Any, Any] = (made["old"], made["new"])
-        if aspect not in (Aspect.DIM, Aspect.DTYPE, Aspect.FUNCTION_OBJECT, Aspect.ITEMS_PAST_CUT):
-            parts = tuple(None if part is None else ValueSpec(str(part)) for part in parts)  # type: ignore[assignment]
-        changes.append(Change(ArgumentPath(made["argument"]), aspect, *parts, made["axis"]))
-    return tuple(changes)
-
-
-def _trace_event(fields: dict[str, Any], version: int, change_fields: Any = None) -> TraceEvent:
+def _trace_event(fields: dict[str, Any]) -> TraceEvent:
     known = {field.name for field in dataclasses.fields(TraceEvent)}
     values = {name: value for name, value in fields.items() if name in known}  # Newer optional fields.
-    values.update(_typed(fields, version, change_fields), kind=TraceKind(fields["kind"]),
+    values.update(_typed(fields), kind=TraceKind(fields["kind"]),
                   created_variables=tuple(fields["created_variables"]),
                   messages=tuple(fields.get("messages", ())))
     return TraceEvent(**values)
 
 
-def _function_event(fields: dict[str, Any], version: int, change_fields: Any = None) -> FunctionEvent:
+def _function_event(fields: dict[str, Any]) -> FunctionEvent:
     known = {field.name for field in dataclasses.fields(FunctionEvent)}
     values = {name: value for name, value in fields.items() if name in known}
-    values.update(_typed(fields, version, change_fields), kind=TraceKind(fields["kind"]),
+    values.update(_typed(fields), kind=TraceKind(fields["kind"]),
                   created_variables=tuple(fields["created_variables"]),
                   phases={str(phase): float(seconds)
                           for phase, seconds in (fields.get("phases") or {}).items()})

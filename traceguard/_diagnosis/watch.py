@@ -9,6 +9,8 @@ restores every Keras layer class.
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,8 +22,18 @@ from traceguard._diagnosis.trace_file import TraceFileWriter, check_trace_file_p
 from traceguard._record.observers import observing
 
 
+@functools.cache
+def _say_keras_unavailable() -> None:
+    """Logs, once per process, why Keras is not recorded though installed: its backend is missing."""
+    from traceguard import _compat
+
+    if _compat.KERAS_UNAVAILABLE:
+        logging.getLogger("traceguard").warning(_compat.KERAS_UNAVAILABLE)
+
+
 @contextlib.contextmanager
 def _session(explanation: Explanation, log_eager: bool) -> Iterator[Explanation]:
+    _say_keras_unavailable()
     _instrument.open_session(log_eager)
     try:
         with observing(Filler(explanation)):

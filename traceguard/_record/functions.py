@@ -25,8 +25,14 @@ from typing import Any
 
 from traceguard import _compat
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.functions import FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
-from traceguard._core.signature import add_context, diff_contexts, diff_signatures
+from traceguard._core.functions import BODY_ORIGIN, FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
+from traceguard._core.signature import (
+    add_context,
+    diff_contexts,
+    diff_passing,
+    diff_placements,
+    diff_signatures,
+)
 from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Site, Spec, TensorSpec
 from traceguard._core.verdicts import EnclosingTrace, Reason
 from traceguard._record.function_identity import code_key, definition_site
@@ -37,18 +43,24 @@ _MAX_COMPARED = 256
 _TIES_COMPARED = 8
 # Tracing contexts kept per signature (JAX), to compare a new one with the closest.
 _MAX_CONTEXTS = 8
+# The pair that keys a call's keyword arguments, beside its signature's (JAX).
+_KEYWORDS = ("(passed by keyword)",)
 
 
 class _Compared:
-    """A signature as compared: its (name, spec) pairs and names, as sets; and the tracing
-    contexts it was traced in (JAX; latest last), or none when not read."""
+    """A signature as compared: its (name, spec) pairs and names, as sets; the tracing
+    contexts it was traced in (JAX; latest last), or none when not read; and the arguments
+    passed by keyword (JAX keys them apart: one more pair), or None when not read."""
 
-    __slots__ = ("index", "signature", "pairs", "names", "contexts")
+    __slots__ = ("index", "signature", "pairs", "names", "contexts", "keywords", "placements")
 
     def __init__(self, index: int, signature: dict[str, Spec],
-                 contexts: tuple[tuple[tuple[str, Any], ...], ...] = ()) -> None:
-        self.index, self.signature, self.contexts = index, signature, contexts
-        self.pairs = frozenset(signature.items())
+                 contexts: tuple[tuple[tuple[str, Any], ...], ...] = (),
+                 keywords: tuple[str, ...] | None = None, placements: dict[Any, str] | None = None) -> None:
+        self.index, self.signature, self.contexts, self.keywords = index, signature, contexts, keywords
+        self.placements = placements  # JAX: what the executable compiled for it is keyed by besides.
+        pairs = signature.items() if keywords is None else (*signature.items(), (_KEYWORDS, keywords))
+        self.pairs = frozenset(pairs)
         self.names = frozenset(signature)
 
     def differing_arguments(self, new: _Compared) -> int:
@@ -98,6 +110,8 @@ class FunctionRecords:
         # records made but not yet completed (`on_complete`), by serial.
         self._compiled: dict[Any, OrderedDict[frozenset, _Compared]] = {}
         self._pending: dict[int, tuple[int, Any, _Compared]] = {}
+        # Per JAX body object (`BODY_ORIGIN`): the serial of the trace its last trace ran inside.
+        self._body_parents: dict[Any, int | None] = {}
 
     def __len__(self) -> int:
         return len(self._records)
@@ -140,7 +154,7 @@ class FunctionRecords:
             if getattr(tracing, "compilation", False):
                 same_model = None
                 reason, changes, closest, number, objects, lifted = self._compilation(
-                    key, signature, object_key)
+                    key, signature, object_key, getattr(tracing, "placements", None))
             else:
                 same_model = self._same_model(key, object_key, tracing)
                 reason, changes, closest, number, objects, lifted = self._diagnose(
@@ -165,9 +179,12 @@ class FunctionRecords:
                 data=tracing.data, same_model=same_model,
                 phases=types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
                 xla_functions=tuple(getattr(tracing, "xla_functions", ())),
-                started=_epoch(tracing.start))
+                started=_epoch(tracing.start), requested=getattr(tracing, "requested", False),
+                restored=getattr(tracing, "restored", False),
+                traced_for=getattr(tracing, "traced_for", None), body_of=getattr(tracing, "body_of", None))
             self._records.append(record)
-            self._pending[tracing.serial] = (index, object_key, _Compared(index, signature))
+            self._pending[tracing.serial] = (index, object_key, _Compared(
+                index, signature, placements=getattr(tracing, "placements", None)))
             if len(self._pending) > self.limit:
                 self._pending.pop(next(iter(self._pending)))
             self._code_of[index] = key
@@ -214,19 +231,23 @@ class FunctionRecords:
                 call_started=None if tracing.call_start is None else offset + tracing.call_start)
         return record
 
-    def _compilation(self, key: tuple, signature: dict[str, Spec], object_key: Any) -> tuple:
-        """`_diagnose` for a compilation: what differs from the closest signature compiled.
+    def _compilation(self, key: tuple, signature: dict[str, Spec], object_key: Any,
+                     placements: dict[Any, str] | None = None) -> tuple:
+        """`_diagnose` for a compilation: what differs from the closest signature compiled (then,
+        on JAX, where its arrays are placed).
 
         Called with the lock held.
         """
         index = self._next_index
         self._next_index += 1
-        compared = _Compared(index, signature)
+        compared = _Compared(index, signature, placements=placements)
         code = self._codes.get(key) or _Code()
         number = code.objects.get(object_key, len(code.objects) + 1)
         closest = _closest(self._compiled.get(object_key, OrderedDict()), compared)
         changes = diff_signatures(closest.signature, signature) if closest is not None else []
         reason = Reason.XLA_COMPILE if changes else Reason.RECOMPILE
+        if closest is not None:
+            changes += diff_placements(closest.placements, placements)
         return reason, changes, closest, number, max(len(code.objects), number), ()
 
     @staticmethod
@@ -250,7 +271,8 @@ class FunctionRecords:
         """
         index = self._next_index
         context = tracing.context
-        compared = _Compared(index, signature, () if context is None else (context,))
+        keywords = getattr(tracing, "keywords", None)
+        compared = _Compared(index, signature, () if context is None else (context,), keywords)
         code = self._codes.get(key) or _Code()
         own = self._object_traces.get(object_key) if object_key in code.objects else None
         number = code.objects.get(object_key, len(code.objects) + 1)
@@ -264,6 +286,7 @@ class FunctionRecords:
             # The context first: JAX keys (context, arguments) and names a context difference first.
             changes = diff_contexts(closest.contexts, context)
             changes += diff_signatures(closest.signature, signature, accepts_unknown=True)
+            changes += diff_passing(closest.keywords, keywords, closest.signature, signature)
         reason = self._reason(own or [], objects, compared, tracing.phase, bool(changes))
         # A variable retrace: the variables the object's earlier, creating trace made.
         lifted = own[-1][2] if reason is Reason.VARIABLE_RETRACE and own else ()
@@ -272,7 +295,14 @@ class FunctionRecords:
             if closest is not None:
                 earlier = self._number_of_index(code, closest.index, earlier)
             changes.insert(0, Change(ArgumentPath(tracing.name), Aspect.FUNCTION_OBJECT, earlier, number))
+        body = tracing.origin == BODY_ORIGIN
+        if body and tracing.parent is not None and reason is not Reason.FIRST_TRACE \
+                and not (own and self._body_parents.get(object_key) == tracing.parent):
+            # Traced as part of the enclosing trace (its first, or its retrace), not again inside it.
+            reason = Reason.PART_OF_TRACE
         if register:
+            if body:
+                self._body_parents[object_key] = tracing.parent
             self._next_index += 1
             self._codes[key] = code
             code.objects[object_key] = number
@@ -282,7 +312,8 @@ class FunctionRecords:
             # What the backend keyed: with `reduce_retracing`, TensorFlow keeps the relaxed
             # signature (`float32[None]`), which later calls are looked up against.
             relaxed = tracing.relaxed_signature
-            kept = compared if relaxed is None else _Compared(index, dict(relaxed), compared.contexts)
+            kept = compared if relaxed is None \
+                else _Compared(index, dict(relaxed), compared.contexts, keywords)
             earlier = own_signatures.get(kept.pairs) or code.signatures.get(kept.pairs)
             if earlier is not None and context is not None:  # The backend keys (context, signature).
                 kept.contexts = add_context(earlier.contexts, context, _MAX_CONTEXTS)
@@ -325,17 +356,18 @@ class FunctionRecords:
         return Reason.NEW_FUNCTION_OBJECT if objects > 1 else Reason.FIRST_TRACE
 
     def costs(self) -> list[FunctionCost]:
-        """Tracing time per function (per code), the most expensive first."""
+        """Tracing time and what the misses cost per function (per code), the most expensive first."""
         groups: dict[tuple, list[FunctionTrace]] = {}
         with self._lock:
             for record in self._records:
                 groups.setdefault(self._code_of[record.index], []).append(record)
         costs = [FunctionCost(
             name=records[-1].name, qualname=records[-1].qualname, definition=records[-1].definition,
-            traces=len(records), retraces=sum(not r.is_first for r in records),
-            objects=records[-1].objects, seconds=sum(r.duration for r in records))
+            traces=len(records), retraces=sum(r.is_retrace for r in records),
+            objects=records[-1].objects, seconds=sum(r.duration for r in records),
+            cost_seconds=sum(r.cost for r in records))
             for records in groups.values()]
-        return sorted(costs, key=lambda cost: cost.seconds, reverse=True)
+        return sorted(costs, key=lambda cost: (cost.cost_seconds, cost.seconds), reverse=True)
 
     def function_reference(self, record: FunctionTrace) -> Any:
         """A weak reference to the function object `record` traced (None once dropped, or on JAX)."""

@@ -101,7 +101,8 @@ class TraceAwareMixin:
                 "`TraceAwareMixin` records Keras layers: mix it into a Keras `Layer` class, "
                 "before it, e.g. `class MyDense(traceguard.TraceAwareMixin, keras.layers.Dense)`. "
                 f"Received: an instance of {type(self).__qualname__}, not a "
-                f"{_compat.LayerBase.__module__}.{_compat.LayerBase.__qualname__}"
+                f"{getattr(_compat.LayerBase, '__module__', 'keras')}."
+                f"{getattr(_compat.LayerBase, '__qualname__', 'Layer')}"
             )
         on_retrace = _renamed_on_excess(on_retrace, kwargs)
         settings = TraceSettings(trace_log_size, log_eager, max_traces, on_retrace)
@@ -241,7 +242,18 @@ def _accepts_settings(cls: type) -> bool:
         or set(SETTING_NAMES) <= names
 
 
-class TraceAwareLayer(TraceAwareMixin, _compat.LayerBase):  # type: ignore[misc]  # Keras is untyped.
+class _NoKeras:
+    """Keras's `Layer` where no Keras imports (plain JAX or TensorFlow): using it says why."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if cls.__module__ != __name__:  # `TraceAwareLayer` itself is defined; a user's class is not.
+            _compat.keras3_flavor()  # Raises the ImportError that says why, and the fix.
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        _compat.keras3_flavor()
+
+
+class TraceAwareLayer(TraceAwareMixin, _compat.LayerBase or _NoKeras):  # type: ignore[misc]  # Keras is untyped.
     """A Keras `Layer` that records every run of its `call` body.
 
     Subclass it instead of `keras.layers.Layer` and change nothing else; see

@@ -200,6 +200,18 @@ def notify_run(layer: Any, run: Any) -> None:
         raise verdict
 
 
+def notify_uncached(transformations: tuple[str, ...]) -> None:
+    """An eager run under JAX transformations that keep no cache (`_compat.uncached_transformation`),
+    told to the observers that take it (`record_uncached`)."""
+    for observer in observers:
+        record = getattr(observer, "record_uncached", None)
+        if record is not None:
+            try:
+                record(transformations)
+            except Exception:
+                log_internal_error("reporting an uncached run")
+
+
 def notify_eager(layer: Any) -> None:
     for observer in observers:
         try:

@@ -20,6 +20,7 @@ from traceguard import _compat
 from traceguard._compat import signature_of
 from traceguard._core.errors import RetraceError
 from traceguard._core.events import TraceEvent
+from traceguard._core.kinds import RETRACE_KINDS
 from traceguard._core.verdicts import EarlierTrace, RunContext
 from traceguard._record import layer_state as _layer_state
 from traceguard._record import observers as _observers
@@ -36,7 +37,7 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps an unbound `call` so every run of its body is recorded."""
 
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
-        eager = _compat.executing_eagerly()
+        eager = _compat.executing_eagerly() or _runs_uncached()
         caller = None if eager else sys._getframe(1)
         body = original if eager else _graph_body(layer, call, original, caller)
         state = layer.__dict__.get(STATE_ATTRIBUTE)
@@ -81,6 +82,17 @@ def record_body(original: Callable[..., Any]) -> Callable[..., Any]:
 
     call.__traceguard_original__ = original  # type: ignore[attr-defined]
     return _compat.wrap_call(original, call)
+
+
+def _runs_uncached() -> bool:
+    """Whether the body runs under transformations that keep no cache (JAX's autodiff or `vmap`
+    outside any `jax.jit`, as Keras's `jit_compile=False` steps): no trace, counted as eager."""
+    transformations = _compat.uncached_transformation()
+    if transformations is None:
+        return False
+    if _observers.observers:
+        _observers.notify_uncached(transformations)
+    return True
 
 
 def record_build(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -152,7 +164,10 @@ def _begin(layer: Any, state: LayerTraceState, original: Callable[..., Any],
             # Tuples replaced whole by `remember`: taken as they are, no copy, no lock.
             run.earlier = earlier = state.traces_by_function.get(site.function_key, ())
             run.same_origin = () if site.origin is None else state.traces_by_origin.get(site.origin, ())
-            if earlier and site.keras_call is UNASKED:  # A retrace's hint names the Keras method.
+            # A retrace's hint names the Keras method: asked when the run may be one, its own or
+            # its function's (a layer's first run in a new step object is a retrace of its code).
+            if site.keras_call is UNASKED and (earlier or site.enclosing is not None
+                                               and site.enclosing.kind in RETRACE_KINDS):
                 site.keras_call = _compat.keras_call(graph)
             # In a trace on TensorFlow the creation watch below sees every variable the body
             # creates; on JAX the layer's variables before and after the run tell.

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from traceguard._record.layer_state import LayerTraceState
 
 _local = threading.local()
+# A site's `keras_call` before a run needs it (`sites.RunSite`); never part of a run's record.
+UNASKED = object()
 
 
 def active_runs() -> list[EagerRun]:
@@ -138,7 +140,8 @@ class BodyRun(EagerRun):
         site = self.site
         return Observation(
             site.context, self.signature, site.frame_name, site.in_creation_phase, self.earlier,
-            self.same_origin, site.trace, BACKEND, site.keras_step, site.keras_call, site.control_flow,
+            self.same_origin, site.trace, BACKEND, site.keras_step,
+            None if site.keras_call is UNASKED else site.keras_call, site.control_flow,
             site.enclosing, symbolic_pass)
 
     @property

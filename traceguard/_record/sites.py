@@ -17,9 +17,7 @@ from traceguard import _compat
 from traceguard._core.keras_names import is_keras_step_function
 from traceguard._core.verdicts import EnclosingTrace, RunContext
 from traceguard._record import observers as _observers
-from traceguard._record.runs import _local
-
-UNASKED = object()  # A site's `keras_call` before a run needs it.
+from traceguard._record.runs import UNASKED, _local
 
 
 class RunSite:

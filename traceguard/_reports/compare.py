@@ -100,7 +100,11 @@ def function_name(function: Function) -> str:
 
 
 def signature_text(signature: Mapping[str, str]) -> str:
-    text = ", ".join(f"{name}: {spec}" for name, spec in signature.items()) or "no arguments"
+    """The arguments on one line, cut to `_SIGNATURE_WIDTH`: the long ones (a Keras step's state on
+    JAX, some thirty shapes of variables) after the others, so the cut falls inside them."""
+    arguments = [f"{name}: {spec}" for name, spec in signature.items()]
+    short = [text for text in arguments if len(text) <= _SIGNATURE_WIDTH // 2]
+    text = ", ".join(short + [text for text in arguments if text not in short]) or "no arguments"
     return text if len(text) <= _SIGNATURE_WIDTH else text[:_SIGNATURE_WIDTH - 3] + "..."
 
 

@@ -14,10 +14,15 @@ _NO_JIT = "or drop `jit_compile=True` from a function whose shapes must vary"
 def compilation_reason(verdict: Verdict) -> str:
     """Why XLA (or JAX) compiled without a trace."""
     function = verdict.function
+    if verdict.reason is Reason.RECOMPILE and verdict.changes:
+        return (f"`jax.jit` `{function}` compiled again for a signature it had traced: its tracing cache "
+                "hit, but JAX keys compiled executables by where the arguments are placed too: "
+                f"{'; '.join(map(str, verdict.changes))}.")
     if verdict.reason is Reason.RECOMPILE:
         return (f"`jax.jit` `{function}` compiled again for a signature it had traced: its tracing cache "
-                "hit, but no compiled executable matched (a new device or sharding, other committed "
-                "arguments, or JAX's compilation cache dropped it).")
+                "hit, but no compiled executable matched, and the arguments' shapes, dtypes, devices, "
+                "shardings and committedness are those of an earlier compilation: JAX's compilation "
+                "cache no longer held it (`jax.clear_caches()`, or its size limit).")
     inner = [name for name in verdict.xla_functions if name != function]
     what = (f"XLA compiled `{'`, `'.join(inner)}` (`jit_compile=True`), which tf.function `{function}` "
             "runs," if inner else f"XLA compiled tf.function `{function}` (`jit_compile=True`)")

@@ -108,6 +108,15 @@ HINTS: dict[Hint, str] = {
     ),
     Hint.ONE_DTYPE: "Cast the inputs to one dtype before the call; each dtype costs a trace.",
     Hint.ONE_RANK: "Each rank costs a trace: reshape inputs to one rank, or use `input_signature`.",
+    Hint.RESTORED_FUNCTION: (
+        "`{function}` was restored by `tf.saved_model.load`: it can only run the concrete functions "
+        "saved with it (a new signature fails with \"Could not find matching concrete function\"), "
+        "and its `input_signature` cannot be changed on the loaded object. Save the function with an "
+        "`input_signature` that covers every call (e.g. `tf.TensorSpec([None, ...])` for a dimension "
+        "that varies, or `tf.saved_model.save(obj, path, signatures=obj.f.get_concrete_function("
+        "tf.TensorSpec(...)))`), or call its serving signature, `loaded.signatures[\"serving_default\"]`, "
+        "which takes the saved specs."
+    ),
 }
 
 

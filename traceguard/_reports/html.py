@@ -19,17 +19,16 @@ from html import escape
 from typing import Any, Protocol, TypeAlias
 
 from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent
+from traceguard._reports.headline import functions_phrase, layer_runs_phrase
 from traceguard._reports.html_tables import (
     KIND_COLORS,
     KIND_DESCRIPTIONS,
     TABLE_CSS,
     counts_table,
     functions_table,
-    plural,
     retraces_table,
     snapshot,
 )
-from traceguard._reports.text import format_counts
 from traceguard._reports.timeline import AXES
 from traceguard._reports.timeline_svg import render_timeline, timeline_css
 from traceguard._version import __version__
@@ -134,13 +133,13 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
     # One snapshot per log, so the timeline and the tables agree while a log keeps growing.
     events_by_layer = snapshot(events_by_layer)
     title = DEFAULT_TITLE if title is None else str(title)
-    runs = sum(len(events) for events in events_by_layer.values())
     everything = [event for events in events_by_layer.values() for event in events]
     generated = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
-    # The same terms and counts as the text report's first line: runs by kind.
-    meta = (f"{plural(len(functions), 'function')} traced \u00b7 {plural(len(events_by_layer), 'layer')} "
-            f"\u00b7 {plural(runs, 'body run')}: {format_counts(everything)} \u00b7 written {generated} "
-            f"by traceguard {__version__}")
+    # The same terms and counts as the text report's first line: function traces, then layer runs.
+    # A layer's own log records no function: its page counts the layer runs alone.
+    counts = [*([functions_phrase(functions)] if functions else []),
+              layer_runs_phrase(len(events_by_layer), everything, functions)]
+    meta = " \u00b7 ".join([*counts, f"written {generated} by traceguard {__version__}"])
     function_section = ["<h2>Functions</h2>", f'<div class="scroll">{functions_table(functions)}</div>'] \
         if functions else []
     functions_drawn = function_rows(functions)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from traceguard._core.events import RETRACE_KINDS, RUN_KINDS, TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import same_graph_changes, same_graph_text
+from traceguard._reports.headline import function_counts, layer_runs_phrase
 
 # The Okabe-Ito palette, readable with every common colour-vision deficiency: cool colours
 # for the expected runs, warm ones for the retraces worth fixing.
@@ -41,9 +42,9 @@ KIND_TEXT_COLORS = {
 KIND_DESCRIPTIONS = {
     TraceKind.EAGER.value: "TensorFlow ran call op by op, outside any graph",
     TraceKind.SYMBOLIC.value: "Keras ran call on symbolic inputs to build the layer or infer output shapes",
-    TraceKind.TRACE.value: "the first trace of a tf.function for this signature",
+    TraceKind.TRACE.value: "the first trace of a function object for this signature",
     TraceKind.VARIABLE_RETRACE.value: "traced again because the first trace created variables",
-    TraceKind.RETRACE.value: "traced again for a new signature",
+    TraceKind.RETRACE.value: "the same function object traced again, for a new key",
     TraceKind.SAVE.value: "traced by SavedModel saving or model.export",
     TraceKind.COMPILE.value: "a whole function compiled again by XLA for new input shapes, without a retrace",
 }
@@ -280,7 +281,10 @@ def functions_table(functions: Sequence[Any]) -> str:
         summary = escape(costs.function_phrase(runs))
         numeric = "".join(f'<td class="num">{"&ndash;" if cell == "-" else escape(cell)}</td>'
                           for cell in cells[2:])
-        rows.append(f"<tr><td>{_code(runs.function)}<br><small>{escape(str(runs.definition or ''))}</small>"
+        inside = costs.enclosers(runs, functions)  # Its seconds are in that function's total too.
+        within = f" <small>in {', '.join(map(_code, inside))}</small>" if inside else ""
+        rows.append(f"<tr><td>{_code(runs.function)}{within}"
+                    f"<br><small>{escape(str(runs.definition or ''))}</small>"
                     f"<br><small>{summary}</small></td>{numeric}<td>{dropped}{detail or '&ndash;'}</td></tr>")
     heads = "".join(f'<th class="num">{escape(name)}</th>' for name in header[2:])
     cache = costs.cache_phrase(functions)
@@ -298,7 +302,12 @@ def layers_html(events_by_layer: Mapping[str, object], heading: str, functions: 
     """
     events_by_layer = snapshot(events_by_layer)
     everything = [event for events in events_by_layer.values() for event in events]
+    # Function traces as badges, the unit of every headline; the layer runs said as such.
+    badges = " ".join(kind_badge(kind, f"{count:,} {kind}")
+                      for kind, count in function_counts(functions).items())
+    layer_runs = escape(layer_runs_phrase(len(events_by_layer), everything, functions))
+    counts = f"{badges} <small>{layer_runs}</small>" if functions else layer_runs
     return (f'<div class="traceguard"><style>{TABLE_CSS}</style>'
-            f"<div><b>{escape(heading)}</b>: {counts_badges(everything)}</div>"
+            f"<div><b>{escape(heading)}</b>: {counts}</div>"
             f"{functions_table(functions)}"
             f"{counts_table(events_by_layer)}{retraces_table(events_by_layer)}</div>")

@@ -11,9 +11,10 @@ import functools
 from traceguard._core.changes import Aspect
 from traceguard._core.keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
 from traceguard._core.verdicts import Hint, Reason, Verdict
+from traceguard._reports.bodies import body_hint, body_reason, is_body
 from traceguard._reports.compilations import compilation_hint, compilation_reason
 from traceguard._reports.hint_words import HINTS
-from traceguard._reports.step_fixes import predict_shape_fix, variable_retrace_fix
+from traceguard._reports.step_fixes import step_fix
 
 # Hints worded per backend, with the argument they name.
 _BY_BACKEND: dict[Hint, dict[str, str]] = {
@@ -88,6 +89,26 @@ _STATIC_IDENTITY = ("`{argument}` is a static argument whose type defines no `__
                     "by identity, so every new object is a new key (and a mutated one can hit a stale "
                     "trace). Give its class `__eq__` and `__hash__` over the fields the body reads, or "
                     "create the object once and reuse it.")
+# TensorFlow keys a call made from a graph being built under a device scope, or in a replica of a
+# `tf.distribute` strategy that retraces per device (MirroredStrategy's
+# `_retrace_functions_for_each_device`), by its device functions (function_context.py).
+_TF_DEVICE_CONTEXT = ("`device_functions` (the device the call is placed on) is part of tf.function's "
+                      "cache key when it is called from a graph being built under a device scope, or in "
+                      "a replica of a `tf.distribute` strategy, which traces a function once per replica "
+                      "device by design: one trace per device is expected. To trace it once, call it "
+                      "outside the device scope (or outside `strategy.run`), with the inputs of all "
+                      "devices.")
+_STATIC_FIELD = ("`{argument}` is a static field of a pytree node (its auxiliary data: a `meta_fields` or "
+                 "`pytree_node=False` field): JAX keys it by `==`, so each new value traces and compiles "
+                 "again. Keep it to a few values, or, if the body needs it only as a number (not for "
+                 "shapes or Python control flow), make it a data field holding an array.")
+_CALL_STRUCTURE = ("`jax.jit` keys a call's positional and keyword arguments apart: `{argument}` passed "
+                   "positionally at one call and by keyword at another traces and compiles again for the "
+                   "same values. Pass it the same way at every call.")
+_ONE_SHARDING = ("`{argument}` came with another sharding: JAX keys each trace by the sharding an array's "
+                 "abstract value carries (its mesh, the mesh's axis types and its `PartitionSpec`), so each "
+                 "new one traces and compiles again. Put it on one sharding before the calls "
+                 "(`jax.device_put(x, NamedSharding(mesh, spec))` with the same mesh and spec every time).")
 _PYTHON_VALUE = {
     "tensorflow": ("Each new Python value of `{argument}` is a new signature: pass it as a tensor "
                    "(e.g. `tf.constant(...)`) so the graph takes it as an input, or keep it fixed."),
@@ -241,6 +262,8 @@ _COMPILATION_HINTS = (Hint.XLA_FIXED_SHAPES, Hint.XLA_DROP_REMAINDER, Hint.XLA_B
 
 def reason_text(verdict: Verdict) -> str:
     """One sentence: why the run happened."""
+    if is_body(verdict):
+        return body_reason(verdict)
     if verdict.reason in _COMPILATION_REASONS:
         return compilation_reason(verdict)
     if verdict.reason is Reason.SAME_TRACE:
@@ -260,11 +283,32 @@ def reason_text(verdict: Verdict) -> str:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because "
                 f"{_what_changed(verdict.changes, 'the signature')} changed: "
                 f"{'; '.join(map(str, verdict.changes))}.")
+    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend != "jax":
+        return _TF_SAME_KEY.format(subject=_subject(verdict.function, verdict.backend))
+    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend == "jax":
+        return (f"{_subject(verdict.function, verdict.backend)} traced again, and its cache key shows no "
+                "difference from an earlier trace's: the arguments' pytree (node types, static fields, "
+                "keyword or positional), their shapes, dtypes and weak types, the static arguments and the "
+                "tracing context are the same. JAX keys on these and on the function object only, so "
+                "that earlier entry had left JAX's cache (`jax.clear_caches()`, or its size limit), or "
+                "traceguard no longer held its key.")
     if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function:
         return (f"{_subject(verdict.function, verdict.backend)} traced again with the arguments of an "
                 "earlier trace: something outside its arguments changed (a captured Python value or "
                 "global, the tracing context), or the earlier trace was not kept.")
     return _reason_of_place(verdict.reason, verdict.function, verdict.backend, verdict.objects)
+
+
+# A tf.function retrace whose cache key, as read, equals its closest earlier one's: say so, and what
+# else TensorFlow keys on (tracing_compilation._maybe_define_function: the arguments' types with the
+# types of by-reference captures, looked up in the call's function context); never guess a cause.
+_TF_SAME_KEY = ("{subject} traced again, and its cache key shows no difference from its closest earlier "
+                "trace kept: the same argument types, looked up in the same function context (the graph "
+                "it is called from, device scope, cross-replica context, variable policy, XLA context). "
+                "TensorFlow keys on nothing else but the types of values the function captures by "
+                "reference, which traceguard does not read. A Python value the body reads from its "
+                "closure or a global is not part of the key: a new value does not retrace (the graph "
+                "keeps the old one).")
 
 
 def _what_changed(changes: tuple, arguments: str) -> str:
@@ -295,22 +339,23 @@ def _reason_of_place(reason: Reason, function: str | None, backend: str, objects
     if reason is Reason.SAVE:
         return f"Traced by SavedModel saving or `export` to write {where} into the saved model."
     if reason is Reason.NEW_FUNCTION_OBJECT and objects:
-        return (f"{subject} is a new function object (#{objects} so far) from the same code as earlier "
-                "ones: each object keeps its own traces, so one made per call, per loop iteration or per "
-                "model traces again.")
+        return (f"First trace of {where} as a new function object (#{objects} so far) from the same code "
+                "as earlier ones: not a retrace of one object, but the code made anew. Each object "
+                "starts with no traces, so one made per call, per loop iteration or per model traces "
+                "once more.")
     if reason is Reason.NEW_FUNCTION_OBJECT:
-        return (f"{subject} is a new tf.function object wrapping the same Python function as "
-                "an earlier one that traced this signature already; each tf.function object "
-                "keeps its own traces, so one created in a loop or per call traces every time.")
+        return (f"First trace of {where} as a new tf.function object wrapping the same Python function "
+                "as an earlier one that traced this signature already: each tf.function object keeps "
+                "its own traces, so one created in a loop or per call traces once more each time.")
     if reason is Reason.FIRST_TRACE:
         return (f"First trace of {where} for this signature: {engine} ran the Python body to "
                 f"build a {'jaxpr' if jax else 'graph'}.")
     if reason is Reason.VARIABLE_RETRACE:
         return (f"{subject} traced the same signature again: its first trace created variables, "
                 "so TensorFlow lifted them out and traced once more with variable creation disabled.")
-    return (f"{subject} traced again although this layer's arguments did not change: something "
-            "outside the layer changed (an argument of the enclosing function, a captured Python "
-            "value, or the function was created anew).")
+    return (f"{subject} traced again although this layer's arguments did not change: the layer runs "
+            "in every trace of the function, so what made the function trace again (its own arguments, "
+            "or the context it was called in; see the function's record) made this run.")
 
 
 def hint_text(verdict: Verdict) -> str | None:
@@ -318,17 +363,19 @@ def hint_text(verdict: Verdict) -> str | None:
     hint = verdict.hint
     if hint is None:
         return None
-    fix = variable_retrace_fix(verdict)
+    fix = step_fix(verdict)
     if fix is not None:
         return fix
-    if hint is Hint.PREDICT_BATCH_SIZE and verdict.of_function:
-        return predict_shape_fix(verdict)
+    if hint in (Hint.DEFINE_BODY_ONCE, Hint.WEAK_CARRY):
+        return body_hint(verdict)
     if hint in _HINTS_WITH_FACTS:
         return _HINTS_WITH_FACTS[hint](verdict)
     if hint in _COMPILATION_HINTS:
         return compilation_hint(verdict)
     if hint is Hint.PYTHON_VALUE_AS_TENSOR:
         return _PYTHON_VALUE[_backend(verdict)].format(argument=verdict.argument)
+    if hint is Hint.TRACING_CONTEXT and verdict.argument == "device_functions" and _backend(verdict) != "jax":
+        return _TF_DEVICE_CONTEXT
     if hint in _BY_BACKEND:
         return _BY_BACKEND[hint][_backend(verdict)].format(argument=verdict.argument,
                                                            function=verdict.function)
@@ -336,11 +383,14 @@ def hint_text(verdict: Verdict) -> str | None:
         return _BY_ARGUMENT[hint].format(argument=verdict.argument)
     if hint is Hint.FIXED_STRUCTURE:
         return _FIXED_STRUCTURE[_backend(verdict)]
+    if hint is Hint.RESTORED_FUNCTION:
+        return HINTS[hint].format(function=verdict.function)
     return HINTS[hint]
 
 
 _BY_ARGUMENT = {Hint.WEAK_TYPE: _WEAK_TYPE, Hint.STATIC_VALUE: _STATIC_VALUE,
-                Hint.STATIC_IDENTITY: _STATIC_IDENTITY}
+                Hint.STATIC_IDENTITY: _STATIC_IDENTITY, Hint.STATIC_FIELD: _STATIC_FIELD,
+                Hint.CALL_STRUCTURE: _CALL_STRUCTURE, Hint.ONE_SHARDING: _ONE_SHARDING}
 
 
 def _backend(verdict: Verdict) -> str:

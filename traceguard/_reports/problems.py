@@ -19,6 +19,8 @@ from typing import Any
 from traceguard._core.kinds import MISS_KINDS, RETRACE_KINDS
 from traceguard._core.specs import Site
 from traceguard._reports import function_costs as costs
+from traceguard._reports.headline import headline
+from traceguard._reports.text import format_layer_table, format_uncached
 
 _WIDTH = 100
 _NAMES_SHOWN = 4  # Layer names listed in a folded line before "... N in all".
@@ -145,15 +147,13 @@ def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, Any]) -> li
     return lines
 
 
-def format_problems(title: str, layers: Sequence[Any], functions: Sequence[Any],
-                    checks: Sequence[Any] = ()) -> str:
+def format_problems(title: str, layers: Sequence[Any], functions: Sequence[Any], checks: Sequence[Any] = (),
+                    uncached: Mapping[tuple[str, ...], tuple[str, str] | None] | None = None) -> str:
     """The default report: a headline, the problems ranked by cost, the expected traces, the tables.
 
     `functions` are `FunctionRuns`, `layers` `LayerRuns`, `checks` the `FixCheck`s of
     `--verify-fixes` (each problem of a checked function says whether its fix was proved).
     """
-    from traceguard._reports.text import format_layer_table  # text imports this module.
-
     problems = _function_problems(functions, layers)
     for problem in problems:  # A variable retrace's cause is what the trace before it created.
         if problem.events[0].kind.value == "variable_retrace":
@@ -163,12 +163,11 @@ def format_problems(title: str, layers: Sequence[Any], functions: Sequence[Any],
     problems.sort(key=lambda problem: -problem.cost)
     problems += _layer_problems(layers, functions)
     checked = {check.fix.function: check for check in checks}
-    traces = sum(runs.traces for runs in functions)
-    retraces = sum(runs.kind_counts.get(kind.value, 0) for runs in functions for kind in RETRACE_KINDS)
-    layer_runs = sum(len(runs.events) - runs.counts()["eager"] for runs in layers)
-    lines = [f"traceguard report for {title}: {_plural(len(functions), 'function')} traced "
-             f"{_plural(traces, 'time')} ({_plural(retraces, 'retrace')}); "
-             f"{_plural(len(layers), 'layer')} ran {_plural(layer_runs, 'time')} in traces"]
+    events = [event for runs in layers for event in runs.events]
+    eager = sum(runs.counts()["eager"] for runs in layers)
+    lines = [f"traceguard report for {title}: {headline(functions, len(layers), events, eager)}"]
+    lines += [format_uncached(transformations, setting)
+              for transformations, setting in (uncached or {}).items()]
     if problems:
         lines += ["", f"Problems ({len(problems)}), the most costly first:"]
         for rank, problem in enumerate(problems, 1):

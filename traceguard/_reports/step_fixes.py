@@ -87,4 +87,11 @@ def predict_shape_fix(verdict: Verdict) -> str:
             f"{dims} None.")
 
 
-__all__ = ["VARIABLE_HINTS", "predict_shape_fix", "variable_retrace_fix"]
+def step_fix(verdict: Verdict) -> str | None:
+    """A function's fix worded with the run's facts, or None to use the hint's own words."""
+    if verdict.hint is Hint.PREDICT_BATCH_SIZE and verdict.of_function:
+        return predict_shape_fix(verdict)
+    return variable_retrace_fix(verdict)
+
+
+__all__ = ["VARIABLE_HINTS", "predict_shape_fix", "step_fix", "variable_retrace_fix"]

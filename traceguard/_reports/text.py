@@ -11,10 +11,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from traceguard._core.events import TRACE_KINDS, TraceEvent
-from traceguard._core.specs import Site
+from traceguard._core.specs import Site, signature_line
 from traceguard._core.verdicts import Reason
 from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import same_graph_changes, same_graph_text
+from traceguard._reports.headline import headline
 
 _WIDTH = 100
 
@@ -119,20 +120,37 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
+_TRANSFORMATIONS = {"grad": "JAX autodiff (`jax.grad`, `jax.value_and_grad`, `jax.vjp`)",
+                    "jvp": "`jax.jvp`", "vmap": "`jax.vmap`"}
+
+
+def format_uncached(transformations: tuple[str, ...], setting: tuple[str, str] | None) -> str:
+    """Said once per report: layers ran under JAX transformations that keep no cache."""
+    names = " inside ".join(_TRANSFORMATIONS.get(name, f"`jax.{name}`") for name in reversed(transformations))
+    if setting is not None:
+        step, option = setting
+        return (f"Keras ran `{step}` without `jax.jit` (`{option}`), its layers under {names}: nothing is "
+                "compiled, so nothing is cached or retraced, and each step runs the layers' Python again "
+                f"(without `{option}`, Keras jits the step: one trace per input shape). "
+                "Those runs count as eager runs.")
+    return (f"Layers ran under {names} outside any `jax.jit`: JAX keeps no cache for it, so each call "
+            "runs the Python again, which is no retrace, and nothing is compiled (`jax.jit` around the "
+            "transformed function traces it once per key). Those runs count as eager runs.")
+
+
 def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[Any] = (),
-                       summary: bool = False) -> str:
+                       summary: bool = False,
+                       uncached: dict[tuple[str, ...], tuple[str, str] | None] | None = None) -> str:
     """The text of `Explanation.summary()`: totals, the functions, the layers, then each one's runs.
 
     `functions` are `FunctionRuns`, `layers` `LayerRuns`. With `summary`, only the
     totals, the tables and the retraces: no run-by-run detail.
     """
     events = [event for runs in layers for event in runs.events]
-    traced = [event for event in events if event.kind.value != "eager"]
     eager = sum(runs.counts()["eager"] for runs in layers)
-    lines = [f"traceguard report for {title}: {_plural(len(functions), 'function')} traced, "
-             f"{_plural(len(layers), 'layer')}; "
-             f"{format_counts(traced) if traced else 'no traced or symbolic layer runs'}; "
-             f"{_plural(eager, 'eager run')}"]
+    lines = [f"traceguard report for {title}: {headline(functions, len(layers), events, eager)}"]
+    lines += [format_uncached(transformations, setting)
+              for transformations, setting in (uncached or {}).items()]
     if functions:
         lines += ["", *_format_functions(functions, summary)]
     lines += ["", format_layer_table(layers, merge=summary)]
@@ -183,7 +201,12 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
         lines.append(cache)
     if summary:
         later = [(runs, runs.dropped + number, event) for runs in order
-                 for number, event in enumerate(runs.events, 1) if runs.dropped + number > 1]
+                 for number, event in enumerate(runs.events, 1)
+                 if runs.dropped + number > 1 and event.kind.value != "trace"]
+        anew = [runs for runs in order if made_anew(runs)]
+        if anew:
+            lines += ["", f"Made anew ({len(anew)}):"]
+            lines += [f"  {runs.function}: {made_anew_text(runs)}" for runs in anew]
         if later:
             compiled = any(event.kind.value == "compile" for _, _, event in later)
             title = "Function retraces and compilations" if compiled else "Function retraces"
@@ -196,6 +219,8 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
         name = "" if runs.name == runs.function else f"{runs.name}, "
         lines += ["", f"Function `{runs.function}` ({name}defined at {_short_site(runs.definition)}): "
                   f"{costs.function_phrase(runs)}"]
+        if made_anew(runs):
+            _add_labelled(lines, "", "made anew", made_anew_text(runs))
         hints_shown: set[str | None] = set()
         wastes_shown: set[str] = set()  # What is safe to relax, said once per function, as the fix.
         numbers = {event.serial: runs.dropped + number for number, event in enumerate(runs.events, 1)}
@@ -218,7 +243,7 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
     gets added. `events`: the function's traces, where the trace whose graph a retrace built
     again is found, to say what differs from it.
     """
-    signature = ", ".join(f"{name}={spec}" for name, spec in event.signature.items()) or "-"
+    signature = signature_line(event.signature) or "-"
     where = f", called at {_short_site(event.call_site)}" if event.call_site else ""
     lines = [f"{indent}#{number} {event.kind.value}  ({signature}){where}  {costs.event_cost_text(event)}"]
     add = functools.partial(_add_labelled, lines, indent)
@@ -252,17 +277,34 @@ def _short_site(site: Site | None) -> str:
     return f"{os.path.basename(site.path)}:{site.line}"
 
 
+def made_anew(runs: Any) -> bool:
+    """Whether a function's code traced as more than one function object (`FunctionRuns`)."""
+    return runs.objects > 1 and any(event.verdict is not None
+                                    and event.verdict.reason is Reason.NEW_FUNCTION_OBJECT
+                                    for event in runs.events)
+
+
+def made_anew_text(runs: Any) -> str:
+    """The code-level finding of a function made anew: N objects, each traced from empty."""
+    return (f"{runs.objects} function objects of this code, each starting with no traces: the code "
+            "is made anew (a new model, a re-`compile()`, a tf.function created per call or per "
+            "loop iteration), and each object's first trace is a `trace`, not a retrace of one "
+            "object. Make it once and reuse it (see the fix below).")
+
+
 def format_retracing_note(records: Sequence[Any]) -> str | None:
     """traceguard's measured cause, appended to TensorFlow's retracing warning of one function."""
     retraces = [record for record in records if not record.is_first and record.changes]
     if not retraces:
         return None
     record = retraces[-1]
-    what = ("new function objects from the same code" if record.reason is Reason.NEW_FUNCTION_OBJECT
-            else "; ".join(map(str, record.changes)))
     site = f" at {_short_site(record.call_site)}" if record.call_site else ""
+    if record.reason is Reason.NEW_FUNCTION_OBJECT:
+        return (f"traceguard: `{record.name}` traced {len(records)} times as {record.objects} function "
+                f"objects of the same code (the last{site}): the code is made anew, and each new "
+                "object traces once. `traceguard.watch()`'s report has the fix.")
     return (f"traceguard: `{record.name}` traced {len(records)} times; the last retrace{site} changed: "
-            f"{what}. `traceguard.watch()`'s report has the fix.")
+            f"{'; '.join(map(str, record.changes))}. `traceguard.watch()`'s report has the fix.")
 
 
 def format_budget_failure(subject: str, n: int, count: int, events: list[TraceEvent],

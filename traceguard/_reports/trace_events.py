@@ -68,6 +68,7 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
             tid += 1
             events.append(_thread_name(pid, tid, f"function {runs.function}"))
             track_end = float("-inf")
+            paid: dict[float, float] = {}  # A call's start -> what its earlier traces cost.
             for event in runs.events:
                 start = trace_file.function_starts.get(event.serial)
                 if start is None:
@@ -75,10 +76,18 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                 call_start = getattr(trace_file, "call_starts", {}).get(event.serial)
                 phases = dict(getattr(event, "phases", None) or {}) or {"trace": event.duration_s}
                 miss = getattr(event, "miss_s", None)
-                begin, length = (call_start, miss) if call_start is not None and miss is not None \
-                    else (start, sum(phases.values()))
                 # A call that traced twice (a first trace that made variables, then its retrace)
-                # charges its miss to its last trace: that span begins after the earlier one ends.
+                # gives its last trace the call less the earlier trace: that span begins after the
+                # earlier one ends, and ends with the call.
+                # (Each trace's epoch times are converted apart: one call's starts differ by microseconds.)
+                same_call = next((known for known in paid if abs(known - call_start) < 1e-3), call_start) \
+                    if call_start is not None else None
+                if call_start is not None and miss is not None:
+                    begin, length = call_start, paid.pop(same_call, 0.0) + miss
+                else:
+                    begin, length = start, sum(phases.values())
+                    if same_call is not None:
+                        paid[same_call] = paid.get(same_call, 0.0) + length
                 end = begin + length
                 begin = min(max(begin, track_end), start)
                 length, track_end = end - begin, max(track_end, end)

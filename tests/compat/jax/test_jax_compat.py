@@ -240,3 +240,24 @@ def test_the_tracing_context_is_read_by_name_as_jax_keys_it():
     with jax.default_matmul_precision("float32"):
         assert dict(_jax_keys.tracing_context())["jax_default_matmul_precision"] == "float32"
     assert dict(_jax_keys.tracing_context())["jax_default_matmul_precision"] is None
+
+
+@pytest.mark.parametrize("environment, keras_json, backend", [
+    ({}, '{"backend": "jax"}', "jax"),
+    ({"KERAS_BACKEND": "jax"}, '{"backend": "tensorflow"}', "jax"),
+    ({"KERAS_BACKEND": ""}, '{"backend": "jax", "floatx": "float32"}', "jax"),
+])
+def test_keras_backend_setting_agrees_with_keras(tmp_path, environment, keras_json, backend):
+    # `_backend.keras_backend_setting` follows keras/src/backend/config.py without importing Keras:
+    # a Keras that reads its setting elsewhere fails here.
+    (tmp_path / "keras.json").write_text(keras_json)
+    env = {name: value for name, value in os.environ.items() if name != "KERAS_BACKEND"}
+    env.update(KERAS_HOME=str(tmp_path), **environment)
+    code = ("from traceguard._compat._backend import keras_backend_setting\n"
+            "ours = keras_backend_setting()[0]\n"
+            "import keras\n"
+            "print(ours, keras.backend.backend())")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [backend, backend]

@@ -304,7 +304,7 @@ def test_keras2_module_explains_what_to_install_without_keras_2():
     minor = ".".join(tf.__version__.split(".")[:2])
     assert message.startswith(
         "traceguard's Keras 2 support needs Keras 2: install `tf_keras` (pip install "
-        f"'keras-traceguard[keras2]' 'tensorflow=={minor}.*'), or use TensorFlow 2.12-2.15")
+        f"'tf_keras=={minor}.*'), or use TensorFlow 2.12-2.15")
     assert f"Received: TensorFlow {tf.__version__} with Keras " in message
 
 
@@ -331,6 +331,27 @@ def test_legacy_keras_environment_makes_traceaware_layer_follow_tf_keras():
         "tf_keras True", "['trace', 'variable_retrace']", "False"]
 
 
+def test_tensorflow_without_keras_records_plain_tf_functions():
+    if _compat.TF_VERSION < (2, 16) or os.environ.get("TF_USE_LEGACY_KERAS"):
+        pytest.skip("TensorFlow >= 2.16 routes tf.keras to the `keras` package, made absent here")
+    code = ("import sys; sys.modules['keras'] = None\n"  # As if Keras were not installed.
+            "import tensorflow as tf, traceguard as tg\n"
+            "from traceguard import _compat\n"
+            "step = tf.function(lambda x: tf.reduce_sum(x))\n"
+            "with tg.watch() as report:\n"
+            "    for rows in (8, 8, 5):\n"
+            "        step(tf.ones((rows, 4)))\n"
+            "[runs] = report.functions.values()\n"
+            "print(_compat.DEFAULT_FLAVOR, _compat.describe_versions())\n"
+            "print([event.kind.value for event in runs.events], step.experimental_get_tracing_count())\n"
+            "try:\n    tg.TraceAwareLayer\n    class Seed(tg.TraceAwareLayer): pass\n"
+            "except ImportError as error:\n    print(error)")
+    assert run_python(code, KERAS_BACKEND="") == [
+        f"None TensorFlow {tf.__version__}, no Keras", "['trace', 'retrace'] 2",
+        "Keras 3 needs TensorFlow >= 2.16 and the `keras` 3 package (pip install 'keras>=3' "
+        f"'tensorflow>=2.16'). Received: TensorFlow {tf.__version__} with no Keras."]
+
+
 def test_legacy_keras_environment_without_tf_keras_says_what_to_install():
     if _compat.TF_VERSION < (2, 16):
         pytest.skip("TF_USE_LEGACY_KERAS routes tf.keras from TensorFlow 2.16 on")
@@ -341,8 +362,7 @@ def test_legacy_keras_environment_without_tf_keras_says_what_to_install():
     minor = ".".join(tf.__version__.split(".")[:2])
     assert message == (
         "traceguard follows `tf.keras`, which could not be imported: with TF_USE_LEGACY_KERAS set "
-        "TensorFlow needs the `tf_keras` package (pip install 'keras-traceguard[keras2]' "
-        f"'tensorflow=={minor}.*'). Received: "
+        f"TensorFlow needs the `tf_keras` package (pip install 'tf_keras=={minor}.*'). Received: "
         f"TensorFlow {tf.__version__}, TF_USE_LEGACY_KERAS='1'.")
 
 

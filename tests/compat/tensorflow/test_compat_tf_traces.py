@@ -45,6 +45,49 @@ def test_the_function_context_is_read_by_its_fields():
     assert dict(pairs)["in_cross_replica_context"] is False
 
 
+def test_device_functions_and_graphs_of_the_function_context_read_as_names():
+    from tensorflow.python.framework import device as tf_device
+
+    from traceguard._compat import _tf_context
+
+    # `MergeDevice` keeps its `DeviceSpec` as `_spec` (tensorflow/python/framework/device.py).
+    merge = tf_device.MergeDevice("/job:localhost/replica:0/task:0/device:CPU:1")
+    value = _tf_context.readable_context_value("device_functions", (merge,))
+    assert str(value) == "/job:localhost/replica:0/task:0/device:CPU:1"
+    assert value == _tf_context.readable_context_value("device_functions", (merge,))  # As TF compares.
+    other = tf_device.MergeDevice("/job:localhost/replica:0/task:0/device:CPU:1")
+    assert value != _tf_context.readable_context_value("device_functions", (other,))  # By identity.
+    assert str(_tf_context.readable_context_value("device_functions", ())) == "none"
+    graph = tf.Graph()
+    assert str(_tf_context.readable_context_value("parent_graph", graph)) == "the global graph"
+    assert _tf_context.readable_context_value("in_cross_replica_context", True) is True
+
+
+def test_a_trace_asked_for_by_get_concrete_function_is_marked_requested():
+    @tf.function
+    def add(x):
+        return x + 1
+
+    seen = []
+    with _function_tracing.listening(lambda tracing: seen.append(tracing.requested)):
+        add(tf.ones([1]))
+        add.get_concrete_function(tf.TensorSpec([2]))
+    assert seen == [False, True]
+
+
+def test_a_restored_function_is_recognised_and_named_by_its_saved_name(tmp_path):
+    class Module(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None])])
+        def scale(self, x):
+            return x * 3.0
+
+    tf.saved_model.save(Module(), str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    assert _tf_function.is_restored(loaded.scale) and not _tf_function.is_restored(tf.function(abs))
+    assert loaded.scale.name == "restored_function_body"  # Every restored function's dispatcher.
+    assert _tf_function.restored_name(loaded.scale) == "scale"
+
+
 def test_traces_before_counts_the_function_s_earlier_traces_as_each_trace_ends():
     @tf.function
     def add(x):

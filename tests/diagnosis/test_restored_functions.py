@@ -1,0 +1,38 @@
+"""A function restored by `tf.saved_model.load`: reported as the user's, with a fix-it that applies."""
+
+import pytest
+import tensorflow as tf
+
+import traceguard as tg
+
+pytestmark = pytest.mark.backend("tensorflow")
+
+
+class Doubler(tf.Module):
+    @tf.function
+    def f(self, x):
+        return x * 2.0
+
+
+def test_a_restored_function_s_new_shape_names_saving_a_signature_or_the_serving_signature(tmp_path):
+    module = Doubler()
+    module.f(tf.ones((2,)))
+    module.f(tf.ones((3,)))
+    tf.saved_model.save(module, str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    with tg.watch() as explanation:
+        loaded.f(tf.ones((2,)))
+        loaded.f(tf.ones((3,)))  # A saved signature: traced by the restored function all the same.
+        assert loaded.f.experimental_get_tracing_count() == 2
+        # Measured: a shape nothing was saved for traces, and the trace raises; nothing is cached.
+        with pytest.raises(ValueError, match="Could not find matching concrete function"):
+            loaded.f(tf.ones((4,)))
+        assert loaded.f.experimental_get_tracing_count() == 2
+    (runs,) = explanation.functions.values()
+    assert runs.function == "f"  # Its saved name, not its dispatcher's `restored_function_body`.
+    assert [event.kind.value for event in runs.events] == ["trace", "retrace", "retrace"]
+    retrace = runs.events[1]
+    assert [str(change) for change in retrace.changes] == ["x: dim 0 2 -> 3"]
+    assert "`f` was restored by `tf.saved_model.load`" in retrace.hint
+    assert "input_signature" in retrace.hint and 'loaded.signatures["serving_default"]' in retrace.hint
+    assert "reduce_retracing" not in retrace.hint
