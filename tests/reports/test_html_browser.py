@@ -199,4 +199,4 @@ def test_report_of_functions_and_layers_fits_1280_px_and_its_legend_counts_its_r
     for kind in ("retrace", "variable_retrace"):
         assert page["legend"][kind] == page["retraces"].get(kind, 0)
     assert page["legend"]["retrace"] >= 2
-    assert page["legend"]["eager"] == report.count("eager")
+    assert page["legend"]["eager"] == report.count("eager", of="layers")
