@@ -174,7 +174,7 @@ def format_problems(title: str, layers: Sequence[Any], functions: Sequence[Any],
             lines += _problem_lines(rank, problem, checked)
     else:
         lines += ["", "No problems: nothing traced more than once."]
-    lines += _expected_lines(functions, layers)
+    lines += _expected_lines(layers)
     if functions:
         rows = costs.table_rows(costs.ranked(functions), _short_site)
         widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
@@ -191,22 +191,13 @@ def format_problems(title: str, layers: Sequence[Any], functions: Sequence[Any],
     return "\n".join(lines)
 
 
-def _expected_lines(functions: Sequence[Any], layers: Sequence[Any]) -> list[str]:
-    """One line for the first traces every program pays, and the layers' symbolic passes."""
-    first = [event for runs in functions for event in runs.events if event.kind.value == "trace"]
+def _expected_lines(layers: Sequence[Any]) -> list[str]:
+    """One line for the layers' symbolic passes (the functions' first traces, every program's cost,
+    are in the functions' header)."""
     symbolic = sum(runs.counts()["symbolic"] for runs in layers)
-    if not first and not symbolic:
+    if not symbolic:
         return []
-    parts = []
-    if first:
-        names = _unique(f"`{event.function}`" for event in first)
-        parts.append(f"{_plural(len(first), 'first trace')} ({', '.join(names[:_NAMES_SHOWN])}"
-                     f"{', ...' if len(names) > _NAMES_SHOWN else ''}), "
-                     f"{costs.seconds_text(sum(event.cost_s for event in first))}")
-    if symbolic:
-        parts.append(f"{_plural(symbolic, 'symbolic layer run')} (Keras building the model)")
-    return ["", *textwrap.wrap(f"Expected, paid once: {'; '.join(parts)}.", _WIDTH,
-                               subsequent_indent="  ", break_on_hyphens=False)]
+    return ["", f"Expected, paid once: {_plural(symbolic, 'symbolic layer run')} (Keras building the model)."]
 
 
 def explanation_repr(title: str, functions: Sequence[Any], layers: Sequence[Any]) -> str:
