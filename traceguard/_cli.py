@@ -63,8 +63,9 @@ def build_parser(prog: str = "traceguard") -> argparse.ArgumentParser:
                      "relative imports working. Options for traceguard come before -m; everything "
                      "after MODULE goes to the module")
     run.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stderr")
-    run.add_argument("--summary", action="store_true", help="report the totals, the tables and the "
-                     "retraces only, without the run-by-run detail")
+    run.add_argument("--full", action="store_true", help="report every function trace and every "
+                     "layer run with its reason, instead of the problems and the tables")
+    run.add_argument("--summary", action="store_true", help=argparse.SUPPRESS)  # The default now.
     run.add_argument("--html", metavar="FILE", help="also write the report as a self-contained HTML "
                      "file: a timeline of every layer's body runs, then tables")
     run.add_argument("--verify-fixes", action="store_true", help="check each fix-it (the input_signature "
@@ -90,8 +91,9 @@ def build_parser(prog: str = "traceguard") -> argparse.ArgumentParser:
         "or a file that cannot be opened, is an error naming the file (exit code 2).")
     report.add_argument("files", metavar="FILE", nargs="+", help="the trace files")
     report.add_argument("--output", metavar="FILE", help="write the text report to FILE instead of stdout")
-    report.add_argument("--summary", action="store_true", help="report the totals, the tables and the "
-                        "retraces only, without the run-by-run detail")
+    report.add_argument("--full", action="store_true", help="report every function trace and every "
+                        "layer run with its reason, instead of the problems and the tables")
+    report.add_argument("--summary", action="store_true", help=argparse.SUPPRESS)  # The default now.
     report.add_argument("--html", metavar="FILE", help="also write the report as a self-contained "
                         "HTML file")
     report.add_argument("--trace-events", metavar="FILE", help="also write the function traces and "
@@ -145,7 +147,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "traceguard") -> int:
         from traceguard._diagnosis.report_files import report_files
 
         return report_files(arguments.files, sys.stdout, sys.stderr, output=arguments.output,
-                            html=arguments.html, summary=arguments.summary,
+                            html=arguments.html, summary=not arguments.full,
                             trace_events_path=arguments.trace_events)
     if arguments.command == "compare":
         from traceguard._diagnosis.compare_files import compare_files
@@ -169,7 +171,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "traceguard") -> int:
 
         run = run_module if arguments.module else run_script
         return run(arguments.script, arguments.arguments, arguments.output, sys.stderr,
-                   html=arguments.html, summary=arguments.summary,
+                   html=arguments.html, summary=not arguments.full,
                    verify_fixes=arguments.verify_fixes, trace_file=arguments.trace_file,
                    trace_file_label=arguments.trace_file_label)
     return 0

@@ -120,8 +120,8 @@ class TraceguardMagics(Magics):
     @line_cell_magic
     @magic_arguments()
     @argument("--summary", action="store_true",
-              help="show the short text summary (the totals, the tables and the retraces) instead "
-              "of the HTML tables")
+              help="show the text report (the problems first, then the tables) instead of the HTML "
+              "tables")
     @argument("--html", metavar="FILE", help="also write the self-contained HTML report, with its "
               "timeline of every layer's body runs, to FILE (in an existing directory)")
     @argument("--trace-file", metavar="FILE", help="also write every record to FILE as it happens "
@@ -136,7 +136,8 @@ class TraceguardMagics(Magics):
         line. The code runs as it would without the magic (its output, the value
         of its last expression, its exceptions); then the report is displayed:
         the HTML tables of every traced function and every Keras layer's body
-        runs, or with --summary the short text summary. The report, a
+        runs (a terminal shows the text report), or with --summary the text
+        report. The report, a
         `traceguard.Explanation`, is kept in the variable `_traceguard`, also
         when the code raises (the report is shown, then the exception
         propagates). In line mode the statement's value is returned, as `%time`
@@ -247,7 +248,7 @@ class TraceguardMagics(Magics):
         assert self.shell is not None
         self.shell.user_ns[REPORT_VARIABLE] = report
         if arguments.summary:
-            display({"text/plain": report.summary(brief=True)}, raw=True)
+            display({"text/plain": report.summary()}, raw=True)
         else:
             display(report)
         written = []

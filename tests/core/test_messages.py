@@ -63,7 +63,7 @@ def test_partial_batch_of_arrays_gives_the_numbers_and_no_drop_remainder():
     assert "drop_remainder=True" not in text and "trim `x` and `y`" in text
     in_predict = classify(RunContext.GRAPH, new, "predict_function", False, [EarlierTrace(old, True)],
                               keras_step=True, keras_call=KerasCall("predict", "arrays", 70, 32))
-    assert "Keep every prediction" in hint_text(in_predict) and "drop" not in hint_text(in_predict)
+    assert "predict in batches of one size" in hint_text(in_predict) and "drop" not in hint_text(in_predict)
 
 
 def test_varying_length_hint_pads_in_a_keras_step_and_relaxes_in_a_user_function():

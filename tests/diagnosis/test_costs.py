@@ -166,14 +166,14 @@ def test_reports_rank_functions_by_what_their_misses_cost_not_by_tracing_time(tm
     assert slow.seconds > costly.seconds  # Tracing time alone would rank `slow_to_trace` first,
     assert costly.cost_seconds > slow.cost_seconds  # what the misses cost ranks `matmuls` first.
     assert costly.dominant_phase() == "compile"
-    lines = explanation.summary(brief=True).splitlines()
+    lines = explanation.summary(full=True).splitlines()
     header = next(number for number, line in enumerate(lines) if line.startswith("Functions (2; "))
     assert f", the most in `matmuls` ({costly.avoidable_seconds:.2f} s); first traces: " in lines[header]
     assert lines[header + 1].split() == ["function", "defined", "at", "traces", "retraces", "compiles",
                                          "objects", "tracing", "lowering", "compiling", "avoidable", "total"]
     assert [line.split()[0] for line in lines[header + 2:header + 4]] == ["matmuls", "slow_to_trace"]
     assert lines[header + 2].split()[2:5] == ["2", "1", "14"]
-    text = explanation.summary()
+    text = explanation.summary(full=True)
     assert re.search(r"Function `matmuls` \(defined at test_costs.py:\d+\): 2 traces: 1 trace, 1 retrace, "
                      r"and 14 compilations; [\d.]+ s compiling, [\d.]+ s tracing", text)
     assert re.search(r"#3 compile  \(x=float32\[6,6\]\), called at test_costs.py:\d+  took \d+ ms: "
@@ -193,7 +193,7 @@ def test_a_report_of_a_trace_file_renders_costs_and_compilations_without_tensorf
             "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
             "sys.exit(code)\n")
     result = subprocess.run(
-        [sys.executable, "-c", code, "report", str(path), "--html", str(tmp_path / "report.html"),
+        [sys.executable, "-c", code, "report", "--full", str(path), "--html", str(tmp_path / "report.html"),
          "--trace-events", str(tmp_path / "trace.json")],
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
     assert result.returncode == 0, result.stderr

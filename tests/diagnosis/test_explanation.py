@@ -36,7 +36,7 @@ def test_layer_keeps_its_newest_events_and_counts_dropped(monkeypatch):
     runs = explanation.layers["busy"]
     assert [e.index for e in runs.events] == [3, 4, 5] and runs.dropped == 2
     assert [e.index for e in explanation.events] == [3, 4, 5]
-    assert "; 2 older events dropped" in str(explanation)
+    assert "; 2 older events dropped" in explanation.summary(full=True)
 
 
 def test_snapshots_do_not_change_with_later_runs():
@@ -73,7 +73,7 @@ def test_text_shows_each_hint_once_per_layer():
     explanation = tg.Explanation("test")
     for index in (1, 2):
         Filler(explanation).record_event(layer, event(index, TraceKind.SYMBOLIC, float(index), hint="Do X."))
-    text = str(explanation)
+    text = explanation.summary(full=True)
     # The second run's why and fix are the first's: printed once (#20).
     assert text.count("fix: Do X.") == 1 and text.count("why: as for 'layer' #1.") == 1
 
@@ -82,5 +82,28 @@ def test_empty_report_says_so():
     text = str(tg.Explanation("watch()"))
     assert text.splitlines()[0] == ("traceguard report for watch(): 0 functions traced; 0 layers: "
                                     "0 layer runs; 0 eager layer runs")
+    assert "No problems: nothing traced more than once." in text
     assert "(no Keras layer ran its `call` body)" in text
-    assert repr(tg.Explanation("x")) == "<Explanation 'x': 0 events in 0 layers>"
+    assert repr(tg.Explanation("x")) == \
+        "<Explanation 'x': 0 functions traced 0 times; 0 layer events in 0 layers>"
+
+
+def test_a_layer_called_twice_in_one_trace_is_one_trace_and_a_second_run():
+    import tensorflow as tf
+
+    dense = tf.keras.layers.Dense(2, name="twice")
+    dense.build((None, 2))
+
+    @tf.function
+    def step(x):
+        return dense(dense(x))
+
+    with tg.watch() as report:
+        step(tf.ones((3, 2)))
+    assert [event.kind.value for event in report.layers["twice"].events] == ["trace", "trace"]
+    lines = report.summary(full=True).splitlines()
+    second = lines.index("  #2 trace in step  (inputs=float32[3,2], training=None)")
+    assert lines[second - 2].startswith("     why: First trace of tf.function `step`")
+    assert " ".join(line.strip() for line in lines[second + 1:second + 3]) == (
+        "why: the same trace as #1: `step` calls this layer again (another run of its body, not another "
+        "trace).")

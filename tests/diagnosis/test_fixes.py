@@ -253,7 +253,7 @@ def test_retrace_with_the_same_graph_is_flagged_and_one_with_another_graph_is_no
     first = runs_of(explanation, "unused").events[0].serial
     assert [e.same_graph_as for e in runs_of(explanation, "unused").events] == [None, first]
     assert [e.same_graph_as for e in runs_of(explanation, "used").events] == [None, None]
-    report = explanation.summary()
+    report = explanation.summary(full=True)
     assert ("waste: the same graph as #1 (same ops, wiring and constants; only shapes or unused values\n"
             "            differ): this retrace was pure waste. Safe to relax: `x` dim 0 (`None` in an\n"
             "            input_signature).") in report
@@ -370,7 +370,7 @@ def test_waste_names_what_differs_from_the_trace_whose_graph_was_built_again():
     third = runs_of(explanation, "f").events[2]
     assert texts(third.changes) == ("y: dim 0 2 -> 4",)
     assert third.same_graph_as == runs_of(explanation, "f").events[0].serial
-    report = explanation.summary().replace("\n            ", " ")
+    report = explanation.summary(full=True).replace("\n            ", " ")
     assert ("the same graph as #1 (same ops, wiring and constants; only shapes or unused values differ): "
             "this retrace was pure waste. Safe to relax: `x` dim 0 (`None` in an input_signature); "
             "`y` dim 0 (`None` in an input_signature).") in report
@@ -381,3 +381,19 @@ def test_waste_with_no_argument_changed_names_nothing_to_relax():
     # them): no "Safe to relax" with an empty list.
     assert same_graph_text((), "#1") == (
         "the same graph as #1 (same ops, wiring and constants): this retrace was pure waste.")
+
+
+def test_default_report_says_which_fixes_a_replay_proved():
+    @tf.function
+    def double(a):
+        return a * 2
+
+    with tg.watch() as explanation:
+        for length in (2, 3, 4):
+            double(tf.ones((length,)))
+    text = explanation.summary()
+    assert "proved:" not in text  # Nothing replayed yet.
+    text = explanation.summary(fix_checks=explanation.verify_fixes())
+    assert text.splitlines()[3].startswith("1. `double`: 2 retraces (#2, #3), ")
+    assert ("   proved: replaying the 3 recorded signatures made 3 traces as written, 1 with the fix-it "
+            "below") in text

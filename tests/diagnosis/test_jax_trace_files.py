@@ -35,7 +35,8 @@ def test_jit_and_fit_traces_read_back_as_the_report_that_wrote_them(tmp_path):
     assert restored.count("retrace", layer="dense") == 1
     assert [texts(event.changes) for runs in restored.functions.values() for event in runs.events
             if runs.function == "<lambda>"] == [(), ("x: dim 0 1 -> 2",)]
-    assert restored.summary().replace("trace file jax-worker", "watch()") == report.summary()
+    restored_text = restored.summary(full=True).replace("trace file jax-worker", "watch()")
+    assert restored_text == report.summary(full=True)
 
 
 def test_keras_step_signatures_show_the_batch_first_and_fold_the_state(tmp_path):
@@ -49,7 +50,8 @@ def test_keras_step_signatures_show_the_batch_first_and_fold_the_state(tmp_path)
             model.compile(optimizer="adam", loss="mse")
             model.fit(np.ones((70, 3)), np.ones((70, 2)), batch_size=batch_size, verbose=0)
     state = "state=([float32[3,2], float32[2]], [], [6 arrays], [float32[], float32[]])"
-    assert f"#1 trace  (data=(float32[35,3], float32[35,2]), {state}), called at " in report.summary()
+    assert f"#1 trace  (data=(float32[35,3], float32[35,2]), {state}), called at " in \
+        report.summary(full=True)
     comparison = str(tg.compare([str(paths[1])], baseline=str(paths[0])))
     # The trace lines are cut at 110 characters: inside the state, after the batch.
     assert ("#1 trace data: (float32[35,3], float32[35,2]), state: ([float32[3,2], float32[2]], [], "

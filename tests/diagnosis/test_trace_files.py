@@ -130,7 +130,7 @@ def test_watch_trace_file_reads_back_as_the_report_it_wrote(tmp_path):
     assert {name: runs.counts() for name, runs in restored.layers.items()} == \
         {name: runs.counts() for name, runs in report.layers.items()}
     assert restored.functions == report.functions
-    assert restored.summary().replace("trace file worker-0", "watch()") == report.summary()
+    assert restored.summary(full=True).replace("trace file worker-0", "watch()") == report.summary(full=True)
 
 
 def test_trace_monitor_trace_file_marks_the_end_of_each_fit(tmp_path):
@@ -299,7 +299,8 @@ def test_run_trace_files_of_two_processes_render_as_one_report_without_tensorflo
             "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
             "sys.exit(code)\n")
     result = subprocess.run(
-        [sys.executable, "-c", code, "report", str(tmp_path / "w6.jsonl"), str(tmp_path / "w10.jsonl"),
+        [sys.executable, "-c", code, "report", "--full", str(tmp_path / "w6.jsonl"),
+         str(tmp_path / "w10.jsonl"),
          "--html", str(tmp_path / "report.html"), "--trace-events", str(tmp_path / "trace.json")],
         env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

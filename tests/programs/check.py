@@ -7,7 +7,7 @@ Usage (from the repository root):
 For each program `tests/programs/<NAME>.py` (all of them by default), one at a
 time, in a fresh interpreter each:
 
-- `run`: `python -m traceguard run --output <DIR>/<NAME>.run.txt <program>`;
+- `run`: `python -m traceguard run --full --output <DIR>/<NAME>.run.txt <program>`;
   the program's own stdout/stderr go to `<NAME>.run.log`.
 - `watch`: the program is run with `runpy` inside `traceguard.watch()`; the
   report (`str()` of the yielded `Explanation`) goes to `<NAME>.watch.txt`.
@@ -87,7 +87,7 @@ with traceguard.watch(trace_file=trace_file) as report:
         status = 1
         traceback.print_exc()
 pathlib = __import__("pathlib")
-pathlib.Path(out).write_text(str(report))
+pathlib.Path(out).write_text(report.summary(full=True))
 sys.exit(status)
 """
 
@@ -342,7 +342,7 @@ def run_mode(mode, program, out_dir, env, rejudge=False, expected=None):
     if expected["backend"] == "jax":
         env = dict(env, KERAS_BACKEND="jax")
     if mode == "run":
-        command = [python, "-m", "traceguard", "run", "--output", str(report_path),
+        command = [python, "-m", "traceguard", "run", "--full", "--output", str(report_path),
                    "--trace-file", str(trace_path), str(program)]
     elif mode == "watch":
         command = [python, "-c", WATCH_SNIPPET, str(program), str(report_path), str(trace_path)]

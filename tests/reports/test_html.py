@@ -100,7 +100,8 @@ def event(index, kind, timestamp, layer="dense", function="one_step_on_data", ch
 
 
 def rows_of(document):
-    return {row.attrs["data-layer"]: row for row in parse(document).find_all("g", "row")}
+    return {row.attrs["data-layer"]: row for row in parse(document).find_all("g", "row")
+            if "data-layer" in row.attrs}  # The layers' rows, not the functions'.
 
 
 def marks_of(row):
@@ -395,7 +396,7 @@ def test_an_explanations_layers_go_straight_into_the_report_and_the_notebook_tab
                              "4 layer runs (2 trace, 2 variable_retrace)")
     assert tree.find_all("div")[1].all_text() == f"explain(tf.function function): 2 layers: {runs}"
     assert [row.children[0].text for row in tree.find_all("table", "tg-retraces")[0].find_all("tr")] == [
-        "layer", seed, dense]
+        "layers", f"{seed}, {dense}"]  # One cause, both layers: said once.
 
 
 def _without_write_time(document):

@@ -14,6 +14,8 @@ import shutil
 import tempfile
 
 import chromium
+import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import BROWSER_ARTIFACTS, SeedLayer
@@ -147,3 +149,54 @@ def test_notebook_table_renders_kind_colours_in_chromium(browser, artifacts, tmp
     assert pills == [[kind, rgb(KIND_COLORS[kind])] for kind in SEED_KINDS]
     assert browser.console_errors() == []
     keep(browser.screenshot(tmp_path / "trace_log_repr.png", ".traceguard", margin=8), artifacts)
+
+
+READ_PAGE = """
+const rows = [...document.querySelectorAll('svg.timeline g.row')];
+const retraces = {};
+for (const row of rows) {
+  for (const part of row.querySelectorAll('text.stats tspan.retraces')) {
+    const [count, kind] = part.textContent.replace('\\u00b7', '').trim().split(' ');
+    retraces[kind] = (retraces[kind] || 0) + Number(count.replace(',', ''));
+  }
+}
+return {
+  scrollWidth: document.documentElement.scrollWidth,
+  boxes: [...document.querySelectorAll('.scroll')].map(box => box.scrollWidth - box.clientWidth),
+  legend: Object.fromEntries([...document.querySelectorAll('.legend .item')].map(item => {
+    const [kind, count] = item.textContent.match(/^(\\w+) \\(([\\d,]+)/).slice(1);
+    return [kind, Number(count.replace(',', ''))];
+  })),
+  runs: rows.reduce((total, row) => total + Number(row.dataset.runs), 0),
+  functions: rows.filter(row => row.classList.contains('function')).map(row => row.dataset.function),
+  retraces,
+};
+"""
+
+
+def test_report_of_functions_and_layers_fits_1280_px_and_its_legend_counts_its_rows(artifacts, tmp_path):
+    try:
+        binaries = chromium.find_or_install()
+    except chromium.BrowserUnavailable as error:
+        pytest.skip(f"headless Chromium is not available: {error}")
+    model = keras.Sequential([keras.Input((None, 4)), keras.layers.Dense(8), keras.layers.Dense(2)])
+    dense = keras.layers.Dense(3, name="eager_dense")
+    with tg.watch() as report:
+        for length in (3, 5, 7):  # `predict` retraces for a new length (Keras relaxes the batch only).
+            model.predict(np.ones((2, length, 4), "float32"), verbose=0)
+        for _ in range(3):
+            dense(np.ones((1, 2), "float32"))  # Eager calls: counted, not logged.
+    path = report.to_html(tmp_path / "functions_and_layers.html")
+    with chromium.Browser(*binaries, width=1280, height=900) as browser:
+        browser.open(path)
+        page = browser.run(READ_PAGE)
+        keep(browser.screenshot(tmp_path / "functions_and_layers.png"), artifacts)
+    assert page["scrollWidth"] <= 1280 and all(extra <= 0 for extra in page["boxes"]), page
+    assert "one_step_on_data_distributed" in page["functions"]
+    function_traces = sum(runs.traces + runs.compilations for runs in report.functions.values())
+    layer_runs = sum(len(runs.events) for runs in report.layers.values())
+    assert page["runs"] == function_traces + layer_runs == sum(page["legend"].values())
+    for kind in ("retrace", "variable_retrace"):
+        assert page["legend"][kind] == page["retraces"].get(kind, 0)
+    assert page["legend"]["retrace"] >= 2
+    assert page["legend"]["eager"] == report.count("eager", of="layers")

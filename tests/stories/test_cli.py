@@ -189,9 +189,11 @@ def test_run_without_a_script_or_module_is_a_usage_error(capsys):
 
 def test_options_after_the_script_or_module_belong_to_it():
     parser = _cli.build_parser()
-    module = parser.parse_args(["run", "--summary", "-m", "trainer.train", "-m", "x", "--summary"])
-    assert (module.module, module.script, module.arguments, module.summary) == (
-        True, "trainer.train", ["-m", "x", "--summary"], True)
+    module = parser.parse_args(["run", "--full", "-m", "trainer.train", "-m", "x", "--full"])
+    assert (module.module, module.script, module.arguments, module.full) == (
+        True, "trainer.train", ["-m", "x", "--full"], True)
+    # `--summary`, the default report now, is still accepted.
+    assert parser.parse_args(["run", "--summary", "train.py"]).full is False
     script = parser.parse_args(["run", "train.py", "-m", "x"])
     assert (script.module, script.script, script.arguments) == (False, "train.py", ["-m", "x"])
 

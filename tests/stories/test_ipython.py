@@ -142,6 +142,40 @@ def test_cell_output_and_last_value_come_first_then_the_report_as_html(notebook)
     assert f"<b>cell In[{number}]</b>" in html
     assert all(f">1 {kind}</span>" in html for kind in ("trace", "variable_retrace", "retrace"))
     assert "<code>inputs: dim 0 3 -&gt; 5</code>" in html
+    # A front end without HTML shows the text report, not a bare repr.
+    text = outputs["cell"][2]["data"]["text/plain"]
+    assert text.startswith(f"traceguard report for cell In[{number}]: 1 function traced 3 times: ")
+
+
+@pytest.mark.slow
+def test_terminal_ipython_shows_the_report_and_the_repr_counts_functions(tmp_path):
+    """`ipython script.ipy`: the display in a terminal is the text report, and the repr counts the
+    function's traces (it said `0 events in 0 layers` for a function traced three times)."""
+    ipython = pathlib.Path(sys.executable).with_name("ipython")
+    if not ipython.exists():
+        pytest.skip(f"no terminal IPython beside {sys.executable}")
+    script = tmp_path / "script.ipy"
+    script.write_text(
+        "%load_ext traceguard\n"
+        "import tensorflow as tf\n"
+        "tf.get_logger().setLevel('ERROR')\n"
+        "double = tf.function(lambda x: x * 2)\n"
+        "get_ipython().run_cell_magic('traceguard', '', 'for n in (1, 2, 3):\\n    double(tf.ones((n,)))')\n"
+        "print(repr(_traceguard))\n"
+        "print(str(_traceguard) == _traceguard.summary())\n")
+    result = subprocess.run([str(ipython), "--no-banner", "--colors=NoColor", str(script)],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = next(number for number, line in enumerate(lines) if line.startswith("traceguard report for "))
+    assert re.match(r"traceguard report for cell In\[\d+\]: 1 function traced 3 times: 1 trace, 2 retrace; "
+                    r"0 layers: 0 layer runs; 0 eager layer runs$", lines[start]), lines[start]
+    assert lines[start + 2] == "Problems (1), the most costly first:"
+    assert lines[start + 3].startswith("1. `<lambda>`: 2 retraces (#2, #3), ")
+    assert re.match(r"<Explanation 'cell In\[\d+\]': 1 function traced 3 times; 0 layer events in 0 layers>$",
+                    lines[-2]), lines[-2]
+    assert lines[-1] == "True"
 
 
 @pytest.mark.slow
@@ -152,7 +186,7 @@ def test_summary_option_shows_the_text_summary_and_writes_the_html_and_trace_fil
     assert display == "display_data"
     assert summary.startswith(f"traceguard report for cell In[{counts['files']}]: 1 function traced 1 time: "
                               "1 trace; 1 layer: 1 layer run; 0 eager layer runs\n")
-    assert "why:" not in summary
+    assert "why:" not in summary and "No problems" in summary
     assert written == (f"traceguard: HTML report written to {tmp / 'report.html'}; "
                        f"trace file written to {tmp / 'trace.jsonl'}")
     assert f"cell In[{counts['files']}]" in (tmp / "report.html").read_text()

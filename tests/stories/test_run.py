@@ -30,7 +30,7 @@ def traceguard_run(*args):
 
 @pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_run_reports_the_fit_example_partial_batch_retrace():
-    result = traceguard_run("examples/fit_partial_batch.py")
+    result = traceguard_run("--full", "examples/fit_partial_batch.py")
     assert result.returncode == 0, result.stderr
     assert "TraceLog of layer 'projection'" in result.stdout  # The script's own output.
     report = result.stderr[result.stderr.index("traceguard report for run fit_partial_batch.py"):]
@@ -51,7 +51,7 @@ def test_run_reports_the_fit_example_partial_batch_retrace():
 def test_run_finds_the_retrace_in_a_script_that_does_not_import_traceguard():
     assert "traceguard" not in (ROOT / "examples" / "train_loop_partial_batch.py").read_text().split(
         '"""', 2)[2]
-    result = traceguard_run("examples/train_loop_partial_batch.py")
+    result = traceguard_run("--full", "examples/train_loop_partial_batch.py")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "train_step traced 2 times in 3 epochs\n"
     # Keras 2 builds the Sequential's Dense layers by a symbolic run, inside the watch.
@@ -62,7 +62,7 @@ def test_run_finds_the_retrace_in_a_script_that_does_not_import_traceguard():
 
 def test_run_writes_the_report_to_output_file(tmp_path):
     output = tmp_path / "report.txt"
-    result = traceguard_run("--output", str(output), script(tmp_path, RETRACING))
+    result = traceguard_run("--full", "--output", str(output), script(tmp_path, RETRACING))
     assert result.returncode == 0, result.stderr
     assert result.stderr.endswith(
         f"traceguard: watched 1 function and 1 layer; report written to {output}\n")
@@ -76,7 +76,7 @@ def test_run_writes_the_report_to_output_file(tmp_path):
 
 def run_in_process(path, *arguments):
     err = io.StringIO()
-    code = run_script(path, list(arguments), None, err)
+    code = run_script(path, list(arguments), None, err, summary=False)  # The full report.
     return code, err.getvalue()
 
 
@@ -143,14 +143,22 @@ def test_run_ends_with_the_number_of_functions_and_layers_watched(tmp_path):
     assert err.endswith("\ntraceguard: watched 1 function and 2 layers; report above\n")
 
 
-def test_run_summary_leaves_out_the_run_by_run_detail(tmp_path):
+def test_run_report_puts_the_problem_first_and_full_lists_every_run(tmp_path):
     path = script(tmp_path, RETRACING)
-    full, summary = io.StringIO(), io.StringIO()
-    assert run_script(path, [], None, full) == 0
-    assert run_script(path, [], None, summary, summary=True) == 0
-    assert "why:" in full.getvalue() and "why:" not in summary.getvalue()
-    assert "scripted #3 in function: inputs: dim 0 3 -> 5" in summary.getvalue()
-    assert summary.getvalue().splitlines()[1] == full.getvalue().splitlines()[1]  # The same totals.
+    full, default = io.StringIO(), io.StringIO()
+    assert run_script(path, [], None, full, summary=False) == 0
+    assert run_script(path, [], None, default) == 0
+    default_lines = default.getvalue().splitlines()
+    first = default_lines.index("Problems (2), the most costly first:") + 1
+    assert first < 15 and default_lines[first].startswith("1. `function`: 1 variable retrace (#2), ")
+    assert default_lines[first + 2].startswith(
+        "   why: The tf.function `function` traced the same signature again")
+    assert "2. `function`: 1 retrace (#3), " in default.getvalue()
+    assert "   changed: args[0]: dim 0 3 -> 5" in default.getvalue()
+    # The layer's runs are folded under the function's traces; --full lists each.
+    assert "Layer 'scripted'" in full.getvalue() and "Layer 'scripted'" not in default.getvalue()
+    assert "   layers: 1 layer ran 1 time in it (scripted): `--full` lists each run" in default.getvalue()
+    assert len(default_lines) < len(full.getvalue().splitlines())
 
 
 def test_summary_of_a_50_layer_model_without_retraces_fits_on_one_screen():
@@ -158,7 +166,7 @@ def test_summary_of_a_50_layer_model_without_retraces_fits_on_one_screen():
     model.compile("sgd", "mse")
     with tg.watch() as report:
         model.fit(np.ones((32, 4)), np.ones((32, 4)), batch_size=32, verbose=0)
-    lines = report.summary(brief=True).splitlines()
+    lines = report.summary().splitlines()
     assert len(lines) <= 24, "\n".join(lines)
     assert any("(50 layers)" in line for line in lines)
 
@@ -198,13 +206,13 @@ def test_run_module_reports_its_retrace_and_restores_argv_path_and_main(package)
         step(tf.ones((5, 2)))
     """))
     saved_argv, saved_path, saved_main = list(sys.argv), list(sys.path), sys.modules["__main__"]
-    code, err = module_in_process(f"{package.name}.train", "--epochs", "2")
+    code, err = module_in_process(f"{package.name}.train", "--epochs", "2")  # The default report.
     assert code == 0, err
     assert (sys.argv, sys.path, sys.modules["__main__"]) == (saved_argv, saved_path, saved_main)
     assert err.startswith(f"\ntraceguard report for run -m {package.name}.train: 1 function traced 3 times: "
                           "1 trace, 1 variable_retrace, 1 retrace; 1 layer: 3 layer runs, 2 of them in 2 "
                           "retraces; 0 eager layer runs\n")
-    assert "  scripted #3 in function: inputs: dim 0 3 -> 5" in err
+    assert "   changed: args[0]: dim 0 3 -> 5" in err
 
 
 def test_run_module_finds_it_from_the_current_directory_first(package):

@@ -38,7 +38,7 @@ from traceguard._compat import _calling_code, _function_calls
 from traceguard._compat._backend import IS_JAX
 from traceguard._compat._keras_calls import keras_call
 from traceguard._core.functions import BODY_ORIGIN
-from traceguard._core.keras_names import KerasCall
+from traceguard._core.keras_names import KerasCall, OptimizerBuild
 
 Listener = Callable[["FunctionTracing"], None]
 # Where a trace's function came from: `tf.function` (a user's, or Keras's own
@@ -69,6 +69,8 @@ class FunctionTracing:
     saving: bool = False  # Traced to save (SavedModel, Keras `export`).
     phase: str | None = None  # One of PHASES, or None (JAX; a function without them).
     created_variables: tuple[str, ...] = ()  # The names of variables this trace created.
+    # For a retrace that lifting made: the optimizers that own the first trace's variables.
+    optimizer_builds: tuple[OptimizerBuild, ...] = ()
     graph: Any = None  # A weak reference to the FuncGraph built (None on JAX).
     call_site: tuple[str, int] | None = None  # The first user frame: (file, line).
     caller: str | None = None  # That frame's function name.

@@ -28,23 +28,35 @@ def _package_dir(name: str) -> str | None:
 _KERAS_DIRS = tuple(directory for directory in map(_package_dir, ("keras", "tf_keras")) if directory)
 
 
+def keras_method_frame(frame: Any) -> Any:
+    """The frame of the innermost Keras `fit`/`evaluate`/`predict`/`*_on_batch` from `frame` up, or None."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in KERAS_METHODS and code.co_filename.startswith(_KERAS_DIRS) \
+                and "self" in frame.f_locals:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def is_keras_frame(frame: Any) -> bool:
+    """Whether `frame` runs code of a Keras package (a method, its traceback filter)."""
+    return frame.f_code.co_filename.startswith(_KERAS_DIRS)
+
+
 def keras_call(start: Any = None) -> KerasCall | None:
     """The innermost Keras `fit`/`evaluate`/`predict`/`*_on_batch` on this thread's stack, or None.
 
     `start`: the frame to walk up from; defaults to the caller's.
     """
-    frame = sys._getframe(1) if start is None else start
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name in KERAS_METHODS and code.co_filename.startswith(_KERAS_DIRS) \
-                and "self" in frame.f_locals:
-            local = frame.f_locals
-            data, samples = _describe_data(local.get("x"))
-            batch_size = local.get("batch_size")
-            return KerasCall(code.co_name, data, samples,
-                             batch_size if type(batch_size) is int else None, id(local["self"]))
-        frame = frame.f_back
-    return None
+    frame = keras_method_frame(sys._getframe(1) if start is None else start)
+    if frame is None:
+        return None
+    local = frame.f_locals
+    data, samples = _describe_data(local.get("x"))
+    batch_size = local.get("batch_size")
+    return KerasCall(frame.f_code.co_name, data, samples,
+                     batch_size if type(batch_size) is int else None, id(local["self"]))
 
 
 def _describe_data(x: Any) -> tuple[str | None, int | None]:

@@ -37,6 +37,7 @@ from traceguard._compat import (
     _flavors,
     _function_tracing,
     _graph_fingerprint,
+    _keras_optimizers,
     _tf_calls,
     _tf_context,
     _tf_data_elements,
@@ -286,6 +287,11 @@ def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: 
         raise
     if tracing.phase == "variable_creation" and tracing.function is not None:
         tracing.created_variables = _created_variable_names(tracing.function())
+    elif tracing.phase == "no_variable_creation" and tracing.function is not None:
+        # The retrace that lifting made: whose optimizers the first trace's variables are.
+        references = getattr(tracing.function(), "_created_variables", None) or ()
+        tracing.optimizer_builds = _keras_optimizers.optimizer_builds(
+            [variable for variable in (reference() for reference in references) if variable is not None])
     # Keras's own steps are left out: fingerprinting a train step's graph takes tens of
     # milliseconds a retrace, and the fix of their retraces is in the data, not the graph.
     if not tracing.saving and not tracing.library_function:

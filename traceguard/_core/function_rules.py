@@ -62,7 +62,7 @@ def _classify(record: FunctionTrace, old: Signature | None, backend: str, keras_
         owners = {variable_owner(variable) for variable in record.lifted_variables}
         hint = function_variable_retrace_hint(owners, name, keras_step)
         return Verdict(record.kind, record.changes, reason, hint, name, backend,
-                       created=record.lifted_variables, of_function=True)
+                       created=record.lifted_variables, optimizers=record.optimizer_builds, of_function=True)
     if reason is Reason.NEW_FUNCTION_OBJECT:
         hint = Hint.DEFINE_BODY_ONCE if record.traced_for is not None \
             else new_object_hint(keras_step, record.same_model, record.library_function)

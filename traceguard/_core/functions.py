@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from traceguard._core.changes import Change
-from traceguard._core.keras_names import KerasCall
+from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import RETRACE_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
 from traceguard._core.verdicts import Reason
@@ -77,6 +77,8 @@ class FunctionTrace:
     keras_call: KerasCall | None = None  # The Keras method it traced under, and its data.
     # For a variable retrace: the variables the earlier, creating trace made.
     lifted_variables: tuple[str, ...] = ()
+    # For a variable retrace of a Keras step: the model's optimizers that own those variables.
+    optimizer_builds: tuple[OptimizerBuild, ...] = ()
     # The serial of an earlier trace of the same function object that built the
     # same graph (same ops, wiring and constants; shapes aside): a wasted retrace.
     same_graph_as: int | None = None

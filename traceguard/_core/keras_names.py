@@ -48,6 +48,24 @@ def variable_owner(name: str) -> str:
     return "other"
 
 
+@dataclasses.dataclass(frozen=True)
+class OptimizerBuild:
+    """An optimizer whose variables a step's first trace created, as the user's code names it.
+
+    Attributes:
+        optimizer: The expression of the optimizer, e.g. `"gan.d_optimizer"`.
+        variables: The expression of the variables it was built for, e.g.
+            `"gan.discriminator.trainable_variables"`; None when no attribute
+            of the model holds exactly those.
+    """
+
+    optimizer: str
+    variables: str | None
+
+    def __str__(self) -> str:
+        return f"{self.optimizer}.build({self.variables or '...'})"
+
+
 def is_keras_step_function(name: str | None) -> bool:
     """Whether `name` is a step function Keras's `fit`, `evaluate` or `predict` made."""
     return name in KERAS_STEP_FUNCTIONS

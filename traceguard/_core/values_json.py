@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.keras_names import KerasCall
+from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
 from traceguard._core.specs import (
     ArgumentPath,
@@ -136,7 +136,8 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
             "created": list(verdict.created), "data": verdict.data,
             "relaxed_to": None if verdict.relaxed_to is None else spec_json(verdict.relaxed_to),
             "of_function": verdict.of_function, "xla_functions": list(verdict.xla_functions),
-            "body_of": verdict.body_of}
+            "body_of": verdict.body_of,
+            "optimizers": [[build.optimizer, build.variables] for build in verdict.optimizers]}
 
 
 def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> Verdict:
@@ -148,7 +149,8 @@ def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> V
                    data.get("objects"), tuple(data.get("created", ())), data.get("data"),
                    None if data.get("relaxed_to") is None else spec_from_json(data["relaxed_to"]),
                    bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())),
-                   data.get("body_of"))
+                   data.get("body_of"),
+                   tuple(OptimizerBuild(*build) for build in data.get("optimizers", ())))
 
 
 __all__ = ["argument_from_json", "argument_json", "change_from_json", "change_json", "signature_from_json",

@@ -13,7 +13,7 @@ import enum
 from typing import Any, NamedTuple
 
 from traceguard._core.changes import Change
-from traceguard._core.keras_names import KerasCall
+from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
 from traceguard._core.signature import Signature
 
@@ -173,6 +173,8 @@ class Verdict:
     # For a body JAX traced below `jax.jit` (`control_flow` is what for: "scan", "while_body", ...):
     # the function it is a body of.
     body_of: str | None = None
+    # For a Keras step's variable retrace: the optimizers that own the variables lifted, when found.
+    optimizers: tuple[OptimizerBuild, ...] = ()
 
 
 class EarlierTrace(NamedTuple):

@@ -33,6 +33,7 @@ from traceguard._record.log import event_of, normalize_kinds
 from traceguard._record.settings import STATE_ATTRIBUTE
 from traceguard._reports.html import render_html, write_document
 from traceguard._reports.html_tables import layers_html
+from traceguard._reports.problems import explanation_repr, format_problems
 from traceguard._reports.text import format_explanation, format_layer_table
 
 if TYPE_CHECKING:
@@ -372,29 +373,29 @@ class Explanation:
         """A table of counts by kind, one row per layer."""
         return format_layer_table(list(self.layers.values()))
 
-    def summary(self, brief: bool = False) -> str:
-        """The readable report: totals, the functions and their traces, the layers and their runs.
+    def summary(self, full: bool = False, brief: bool | None = None,
+                fix_checks: FixChecks | None = None) -> str:
+        """The text report: the problems first, one per cause ranked by cost, then the tables.
 
         Args:
-            brief: Boolean, whether to leave out the run-by-run detail: only the
-                totals, the tables and the retraces (what `traceguard run
-                --summary` prints). Defaults to `False`.
+            full: Boolean, whether to list every trace and layer run instead. Defaults to `False`.
+            brief: Deprecated: `True` is the default report. Defaults to `None`.
+            fix_checks: `verify_fixes()`'s checks, to say which fixes were proved. Defaults to `None`.
         """
-        if not isinstance(brief, bool):
-            raise ValueError(f"`brief` expects a bool. Received: brief={brief!r}")
-        return format_explanation(self.title, list(self.layers.values()), list(self.functions.values()),
-                                  summary=brief, uncached=self.uncached)
+        full = full if brief is None else brief is False
+        if not isinstance(full, bool) or brief not in (None, True, False):
+            raise ValueError(f"`full` and `brief` expect a bool. Received: full={full!r}, brief={brief!r}")
+        texts = (self.title, list(self.layers.values()), list(self.functions.values()))
+        return format_explanation(*texts, uncached=self.uncached) if full else \
+            format_problems(*texts, fix_checks or (), uncached=self.uncached)
 
     def to_html(self, path: str | os.PathLike[str], axis: str = "time") -> pathlib.Path:
-        """Writes the report as one self-contained HTML file: the functions, a timeline per layer,
-        then tables.
+        """Writes the report as one self-contained HTML file: the functions, a timeline, then tables.
 
-        One row per layer and one mark per body run, coloured by kind, with
-        the reason, changes and fix as tooltip; then the counts by kind per
-        layer and the retraces with their fixes. No scripts and nothing
-        fetched: the file opens offline. `python -m traceguard run --html`,
-        `python -m traceguard report --html` and `TraceMonitor(html=...)`
-        write it.
+        A timeline row per function (a mark per trace) and per layer (a mark per body run), coloured
+        by kind, with the reason, changes and fix as tooltip; then the counts by kind per layer and
+        the retraces, one row per cause. Nothing fetched: the file opens offline. `traceguard run
+        --html`, `traceguard report --html` and `TraceMonitor(html=...)` write it.
 
         Args:
             path: File to write (str or path-like); its directory must exist.
@@ -415,10 +416,10 @@ class Explanation:
         """The notebook display: counts by kind per layer, then the retraces with their fixes."""
         return layers_html(self.layers, self.title, list(self.functions.values()))
 
-    def __str__(self) -> str:
-        return self.summary()
+    __str__ = summary
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython's text display: the report.
+        printer.text(repr(self) if cycle else self.summary())
 
     def __repr__(self) -> str:
-        layers = self.layers.values()
-        return (f"<Explanation {self.title!r}: {sum(len(r.events) for r in layers)} events "
-                f"in {len(layers)} layers>")
+        return explanation_repr(self.title, list(self.functions.values()), list(self.layers.values()))

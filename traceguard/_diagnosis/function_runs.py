@@ -82,6 +82,7 @@ class FunctionEvent:
             and written); None without such a cache.
         cache_saved_s: On a hit, the compilation seconds the cache saved
             (the original compilation's time less the read), as JAX reports it.
+        started: When the trace started, in seconds since the epoch, if known.
         verdict: The classification as codes (`verdict.reason`, `verdict.hint`),
             which `reason` and `hint` word.
     """
@@ -105,6 +106,7 @@ class FunctionEvent:
     persistent_cache: str | None = None
     cache_saved_s: float | None = None
     verdict: Verdict | None = None
+    started: float | None = None
 
     @property
     def cost_s(self) -> float:
@@ -344,7 +346,7 @@ def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> Func
         parent=record.parent,
         same_graph_as=record.same_graph_as if verdict.kind is TraceKind.RETRACE else None,
         phases=dict(record.phases), miss_s=record.miss, persistent_cache=record.persistent_cache,
-        cache_saved_s=record.cache_saved, verdict=verdict)
+        cache_saved_s=record.cache_saved, verdict=verdict, started=record.started)
 
 
 def function_key(record: FunctionTrace) -> str:
@@ -388,6 +390,7 @@ def add_cost(functions: dict[str, FunctionRuns], record: FunctionTrace) -> tuple
     # A copy with the costs, as `dataclasses.replace` would make it, without `__init__` over every field.
     costed = object.__new__(FunctionEvent)
     costed.__dict__.update(event.__dict__, phases=dict(record.phases), miss_s=record.miss,
-                           persistent_cache=record.persistent_cache, cache_saved_s=record.cache_saved)
+                           persistent_cache=record.persistent_cache, cache_saved_s=record.cache_saved,
+                           started=record.started if record.started is not None else event.started)
     runs.replace(costed)
     return key, runs, costed

@@ -24,7 +24,7 @@ from traceguard._reports.trace_events import trace_events
 
 
 def report_files(paths: Sequence[str], out: TextIO, err: TextIO, output: str | None = None,
-                 html: str | None = None, summary: bool = False, trace_events_path: str | None = None) -> int:
+                 html: str | None = None, summary: bool = True, trace_events_path: str | None = None) -> int:
     """Renders the trace files at `paths` as one report.
 
     Args:
@@ -33,7 +33,7 @@ def report_files(paths: Sequence[str], out: TextIO, err: TextIO, output: str | N
         err: Where warnings (a cut last line, a file not closed) and errors go.
         output: Path of the file to write the text report to; None for `out`.
         html: Path of the HTML report to write as well; None for none.
-        summary: Whether the text report leaves out the run-by-run detail.
+        summary: Whether the text report is the default one, not the full one (`--full`).
         trace_events_path: Path of the Trace Event Format JSON to write; None for none.
 
     Returns:
@@ -63,7 +63,7 @@ def report_files(paths: Sequence[str], out: TextIO, err: TextIO, output: str | N
                   "(it was killed, or is still running); its records up to then are reported, without "
                   "the counts of eager runs.", file=err)
     explanation = merged_explanation(trace_files)
-    text = explanation.summary(brief=summary)
+    text = explanation.summary(full=not summary)
     if output is None:
         print(text, file=out)
     else:

@@ -23,6 +23,7 @@ from traceguard._diagnosis.trace_file import check_trace_file_path
 
 if TYPE_CHECKING:
     from traceguard._diagnosis.explanation import Explanation
+    from traceguard._diagnosis.fix_checks import FixChecks
 
 
 def check_output_file(option: str, path: str | None, command: str) -> str | None:
@@ -38,7 +39,7 @@ def check_output_file(option: str, path: str | None, command: str) -> str | None
 
 
 def run_script(script: str, arguments: Sequence[str], output: str | None, err: TextIO,
-               html: str | None = None, summary: bool = False, verify_fixes: bool = False,
+               html: str | None = None, summary: bool = True, verify_fixes: bool = False,
                trace_file: str | None = None, trace_file_label: str | None = None) -> int:
     """Runs `script` with `arguments` under `watch()`, then writes the report.
 
@@ -48,7 +49,8 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
         output: Path of the file to write the report to; None for `err`.
         err: Where the report (without `output`) and the script's traceback go.
         html: Path of the HTML report to write as well; None for none.
-        summary: Whether the text report leaves out the run-by-run detail.
+        summary: Whether the text report is the default one (the problems and the tables), not
+            the full one (`--full`).
         verify_fixes: Whether to check the fix-its by replaying each retracing
             function's recorded signatures (runs the script's functions again).
         trace_file: Path of the trace file to write as the script runs; None for none.
@@ -74,7 +76,7 @@ def run_script(script: str, arguments: Sequence[str], output: str | None, err: T
 
 
 def run_module(module: str, arguments: Sequence[str], output: str | None, err: TextIO,
-               html: str | None = None, summary: bool = False, verify_fixes: bool = False,
+               html: str | None = None, summary: bool = True, verify_fixes: bool = False,
                trace_file: str | None = None, trace_file_label: str | None = None) -> int:
     """Runs `module` as `python -m module arguments...` would under `watch()`, then writes the report.
 
@@ -160,7 +162,9 @@ def _run(run: Callable[[], dict[str, Any]], title: str, argv: list[str], path0: 
         if saved_path0 is not None:
             sys.path[0] = saved_path0
         if report is not None:
-            _write_report(report.summary(brief=summary) + _fixes_text(report, verify_fixes), output, err)
+            checks = report.verify_fixes() if verify_fixes else None
+            _write_report(report.summary(full=not summary, fix_checks=checks)
+                          + _fixes_text(report, checks), output, err)
             if html is not None:
                 report.to_html(html)
             written = report._trace_file.path if report._trace_file is not None else None
@@ -200,12 +204,12 @@ def _is_launcher_frame(module: object) -> bool:
 _LAUNCHER_MODULES = frozenset({"runpy", "importlib._bootstrap", "importlib._bootstrap_external"})
 
 
-def _fixes_text(report: Explanation, verify: bool) -> str:
-    """The fix-its after the report, checked by replay when asked; empty when there are none."""
+def _fixes_text(report: Explanation, checks: FixChecks | None) -> str:
+    """The fix-its after the report, with what replaying them did when checked; empty when none."""
     from traceguard._reports.fixes import format_fix_checks, format_fixes
 
-    if verify:
-        return "\n\n" + format_fix_checks(report.verify_fixes())
+    if checks is not None:
+        return "\n\n" + format_fix_checks(checks)
     fixes = format_fixes(report.fixes())
     return "\n\n" + fixes if fixes else ""
 

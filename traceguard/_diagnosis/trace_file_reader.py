@@ -185,7 +185,8 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
 
 
 def _add_function_trace(trace_file: TraceFile, record: dict[str, Any]) -> None:
-    event = _function_event(record["event"])
+    # The line's `started` (a trace's later cost line updates it), as the live event holds it.
+    event = dataclasses.replace(_function_event(record["event"]), started=float(record["started"]))
     function = trace_file.functions.get(record["key"])
     if function is None:
         function = trace_file.functions[record["key"]] = FunctionRuns(
@@ -214,7 +215,8 @@ def _add_function_cost(trace_file: TraceFile, record: dict[str, Any]) -> None:
     function.replace(dataclasses.replace(
         event, phases={str(phase): float(seconds) for phase, seconds in record["phases"].items()},
         miss_s=record["miss_s"], persistent_cache=record["persistent_cache"],
-        cache_saved_s=record["cache_saved_s"]))
+        cache_saved_s=record["cache_saved_s"],
+        started=event.started if record["started"] is None else float(record["started"])))
     if record["started"] is not None:
         trace_file.function_starts[serial] = float(record["started"])
     if record["call_started"] is not None:

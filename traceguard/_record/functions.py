@@ -172,7 +172,8 @@ class FunctionRecords:
                 phase=tracing.phase, created_variables=tuple(tracing.created_variables),
                 relaxed=tracing.relaxed, raised=tracing.raised,
                 library_function=tracing.library_function, keras_call=tracing.keras_call,
-                lifted_variables=lifted, same_graph_as=getattr(tracing, "same_graph_as", None),
+                lifted_variables=lifted, optimizer_builds=tracing.optimizer_builds,
+                same_graph_as=getattr(tracing, "same_graph_as", None),
                 relaxed_signature=None if tracing.relaxed_signature is None
                 else types.MappingProxyType(tracing.relaxed_signature),
                 data=tracing.data, same_model=same_model,

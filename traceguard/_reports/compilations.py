@@ -52,9 +52,9 @@ def compilation_hint(verdict: Verdict) -> str:
                 "`jit_compile=False`.")
     if hint is Hint.XLA_PREDICT_PAD:
         return ("Each new batch size in `predict` costs an XLA compilation of the step, although the "
-                "trace is reused. Keep every prediction: pad the inputs to a multiple of the batch "
-                "size and drop the padded rows' predictions, predict with one batch size, or compile "
-                "the model with `jit_compile=False`.")
+                "trace is reused. Pad the inputs to a multiple of the batch size and drop the padded "
+                "rows' predictions (dropping the last batch would lose predictions), predict with one "
+                "batch size, or compile the model with `jit_compile=False`.")
     if hint is Hint.RECOMPILE_SAME_SIGNATURE:
         return ("Keep the arguments on one device with one sharding, and the function object the same "
                 "between calls; a persistent compilation cache "

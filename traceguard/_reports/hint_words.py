@@ -44,9 +44,9 @@ HINTS: dict[Hint, str] = {
     Hint.STEP_CREATED_OTHER_VARIABLES: (
         "This layer was built already: the step's first trace created other variables, the "
         "optimizer's (e.g. Adam's moments) or the compiled metrics' state, so TensorFlow traced "
-        "it once more, once per model. Nothing to fix in the layer. For the optimizer's, build it "
-        "before `fit`: `model.optimizer.build(model.trainable_variables)`. The metrics' are a "
-        "one-time cost (evaluating one batch before `fit` moves it to the test step)."
+        "it once more, once per model. Nothing to fix in the layer: the step's own fix names the "
+        "optimizers to build before `fit`. The metrics' are a one-time cost (evaluating one batch "
+        "before `fit` moves it to the test step)."
     ),
     Hint.STEP_CREATED_VARIABLES: (
         "The step's first trace created variables (an unbuilt layer's weights, the optimizer's "

@@ -76,16 +76,34 @@ def check_events_by_layer(events_by_layer: object) -> None:
                                 f"Received: {event!r}")
 
 
-def _legend(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
-    counts = collections.Counter(event.kind.value for events in events_by_layer.values() for event in events)
+def _legend(rows: Mapping[str, Sequence[TraceEvent]], eager_calls: int) -> str:
+    """One swatch per kind with the marks of that kind the rows draw; eager calls that no row
+    draws (not logged) are said apart, not counted as marks."""
+    counts = collections.Counter(event.kind.value for events in rows.values() for event in events)
     items = []
-    for kind in TRACE_KINDS:
+    for kind in (*TRACE_KINDS, *(["compile"] if counts["compile"] else [])):
         tall = " tall" if kind in RETRACE_KINDS else ""
         dim = "" if counts[kind] else " none"
+        undrawn = eager_calls - counts[kind] if kind == "eager" else 0
+        note = f"; {undrawn:,} calls not logged" if undrawn > 0 else ""
         items.append(f'<span class="item{dim}" title="{escape(KIND_DESCRIPTIONS[kind])}">'
                      f'<span class="swatch{tall}" style="background:{KIND_COLORS[kind]}"></span>'
-                     f"{kind} ({counts[kind]:,})</span>")
+                     f"{kind} ({counts[kind]:,}{note})</span>")
     return f'<div class="legend">{"".join(items)}</div>'
+
+
+def function_rows(functions: Sequence[Any]) -> dict[str, list[TraceEvent]]:
+    """A timeline row per function ("ƒ name"), one mark per trace or compilation that has a start."""
+    rows = {}
+    for runs in functions:
+        events = [TraceEvent(index=number, kind=event.kind, layer=f"\u0192 {runs.function}",
+                             function=runs.function, signature=event.signature, changes=event.changes,
+                             created_variables=(), reason=event.reason, hint=event.hint,
+                             timestamp=event.started, duration_s=event.cost_s, thread="")
+                  for number, event in enumerate(runs.events, runs.dropped + 1) if event.started is not None]
+        if events:
+            rows[f"\u0192 {runs.function}"] = events
+    return rows
 
 
 def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = None,
@@ -122,7 +140,10 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
     counts = [*([functions_phrase(functions)] if functions else []),
               layer_runs_phrase(len(events_by_layer), everything, functions)]
     meta = " \u00b7 ".join([*counts, f"written {generated} by traceguard {__version__}"])
-    function_section = ["<h2>Functions</h2>", functions_table(functions)] if functions else []
+    function_section = ["<h2>Functions</h2>", f'<div class="scroll">{functions_table(functions)}</div>'] \
+        if functions else []
+    functions_drawn = function_rows(functions)
+    timeline_rows = {**functions_drawn, **events_by_layer}
     retrace_section = retraces_table(events_by_layer) or \
         '<p class="ok">No layer retraced: every graph was traced once per signature.</p>'
     return "".join([
@@ -134,11 +155,12 @@ def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = 
         f"<h1>{escape(title)}</h1><p class=\"meta\">{escape(meta)}</p>",
         *function_section,
         "<h2>Timeline</h2>",
-        '<p class="note">One row per layer, one mark per run of its <code>call</code> body. Hover a mark '
+        '<p class="note">One row per traced function (\u0192, one mark per trace), then one row per layer, '
+        "one mark per run of its <code>call</code> body. Hover a mark "
         "for the kind, function, reason, changes and fix; runs a few pixels apart share a mark "
         "(stacked by kind when they differ). Retraces are the tall marks.</p>",
-        _legend(events_by_layer),
-        f'<div class="scroll">{render_timeline(events_by_layer, axis)}</div>',
+        _legend(timeline_rows, sum(getattr(events, "eager_calls", 0) for events in events_by_layer.values())),
+        f'<div class="scroll">{render_timeline(timeline_rows, axis, frozenset(functions_drawn))}</div>',
         "<h2>Body runs by layer</h2>", counts_table(events_by_layer),
         "<h2>Retraces</h2>", retrace_section,
         "</body></html>\n",

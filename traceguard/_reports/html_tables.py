@@ -54,7 +54,8 @@ TABLE_CSS = (
     ".tg-table{border-collapse:collapse;font:13px/1.4 system-ui,sans-serif;margin:4px 0 12px}"
     ".tg-table th,.tg-table td{text-align:left;vertical-align:top;padding:3px 8px;"
     "border-bottom:1px solid #e1e4e8}"
-    ".tg-table th{font-weight:600;background:#f6f8fa}.tg-table td.num,.tg-table th.num{text-align:right}"
+    ".tg-table th{font-weight:600;background:#f6f8fa}.tg-table td.num,.tg-table th.num{text-align:right;"
+    "white-space:nowrap}"
     ".tg-table td.zero{color:#bbb}.tg-table .tg-text{max-width:46em}"
     ".tg-table .tg-fix{color:#57606a;margin-top:2px}.tg-table code{font-size:12px;white-space:nowrap}"
     ".tg-kind{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;white-space:nowrap}"
@@ -163,31 +164,41 @@ def counts_table(events_by_layer: Mapping[str, Sequence[TraceEvent]]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def retraces_table(events_by_layer: Mapping[str, Sequence[TraceEvent]], groups_per_layer: int = 20) -> str:
-    """The retraces of each layer, grouped by what changed and why, with their fixes.
+def _runs_text(layers: Sequence[str], runs: Sequence[tuple[str, TraceEvent]]) -> str:
+    """One layer's run numbers ("#2, #3 (2 runs)"), or how many runs the layers made."""
+    return _indices_text([event.index for _, event in runs]) if len(layers) == 1 else plural(len(runs), "run")
+
+
+def retraces_table(events_by_layer: Mapping[str, Sequence[TraceEvent]], groups: int = 40) -> str:
+    """The layers' retraces, one row per cause (kind, function, why and fix) with the layers it
+    covers and what changed: a cause shared by every layer of a model is said once.
 
     Returns "" when no layer retraced.
     """
-    rows = []
+    by_cause: dict[tuple, list[tuple[str, TraceEvent]]] = {}
     for layer, events in events_by_layer.items():
-        groups: dict[tuple, list[TraceEvent]] = {}
         for event in events:
             if event.kind in RETRACE_KINDS:
-                key = (event.kind, event.function, event.changes, event.reason, event.hint, event.error)
-                groups.setdefault(key, []).append(event)
-        for (kind, function, changes, reason, hint, error), group in list(groups.items())[:groups_per_layer]:
-            changed = "<br>".join(_code(change) for change in changes) or "&ndash;"
-            rows.append(f"<tr><td>{escape(layer)}</td><td>{kind_badge(kind.value)}</td>"
-                        f"<td>{_code(function) if function else '&ndash;'}</td>"
-                        f"<td>{_indices_text([event.index for event in group])}</td><td>{changed}</td>"
-                        f"<td>{_why_and_fix(reason, hint, error)}</td></tr>")
-        if len(groups) > groups_per_layer:
-            rows.append(f'<tr><td>{escape(layer)}</td><td colspan="5">\u2026 and '
-                        f"{len(groups) - groups_per_layer} more kinds of retrace; see the layer's "
-                        "<code>trace_log.summary()</code></td></tr>")
+                key = (event.kind, event.function, event.reason, event.hint, event.error)
+                by_cause.setdefault(key, []).append((layer, event))
+    rows = []
+    for (kind, function, reason, hint, error), runs in list(by_cause.items())[:groups]:
+        layers = list(dict.fromkeys(layer for layer, _ in runs))
+        named = ", ".join(escape(layer) for layer in layers[:6])
+        named += f", … {len(layers):,} layers in all" if len(layers) > 6 else ""
+        changes = list(dict.fromkeys(str(change) for _, event in runs for change in event.changes))
+        changed = "<br>".join(_code(change) for change in changes[:3]) or "&ndash;"
+        changed += f"<br><small>… {len(changes) - 3:,} more</small>" if len(changes) > 3 else ""
+        rows.append(f"<tr><td>{named}</td><td>{kind_badge(kind.value)}</td>"
+                    f"<td>{_code(function) if function else '&ndash;'}</td>"
+                    f"<td>{_runs_text(layers, runs)}</td><td>{changed}</td>"
+                    f"<td>{_why_and_fix(reason, hint, error)}</td></tr>")
+    if len(by_cause) > groups:
+        rows.append(f'<tr><td colspan="6">… and {len(by_cause) - groups:,} more causes; see '
+                    "<code>traceguard run --full</code></td></tr>")
     if not rows:
         return ""
-    return ('<table class="tg-table tg-retraces"><thead><tr><th>layer</th><th>kind</th><th>function</th>'
+    return ('<table class="tg-table tg-retraces"><thead><tr><th>layers</th><th>kind</th><th>function</th>'
             f"<th>runs</th><th>changed</th><th>why, and the fix</th></tr></thead><tbody>{''.join(rows)}"
             "</tbody></table>")
 

@@ -14,16 +14,17 @@ from traceguard._core.verdicts import Hint, Reason, Verdict
 from traceguard._reports.bodies import body_hint, body_reason, is_body
 from traceguard._reports.compilations import compilation_hint, compilation_reason
 from traceguard._reports.hint_words import HINTS
+from traceguard._reports.step_fixes import step_fix
 
 # Hints worded per backend, with the argument they name.
 _BY_BACKEND: dict[Hint, dict[str, str]] = {
     Hint.PREDICT_BATCH_SIZE: {
         "tensorflow": "A new batch size in `predict` costs a trace (Keras then relaxes the batch dimension "
-                      "to None, so later sizes reuse the graph). Keep every prediction: pass one batch "
+                      "to None, so later sizes reuse the graph). To trace once, predict in batches of one "
                       "size, or call the model in your own `tf.function` with an `input_signature` whose "
                       "batch dimension is None.",
         "jax": "A new batch size in `predict` costs a trace and a compilation of the predict step: on JAX "
-               "every batch size has its own (there is no None dimension). Keep every prediction: pad "
+               "every batch size has its own (there is no None dimension). Pad "
                "the inputs to one batch size (and drop the padded rows from the predictions), or call "
                "the model on batches of one size.",
     },
@@ -159,7 +160,7 @@ def _relaxed_dimension(verdict: Verdict) -> str:
     expected = (f"Expected once: TensorFlow relaxed dimension {change.axis} of `{change.argument}` to "
                 f"None after it changed{relaxed}, so later values reuse this graph.")
     if change.axis == 0 and call is not None and call.method in ("predict", "predict_on_batch"):
-        return (f"{expected} Keep every prediction: to skip this retrace too, predict with one batch "
+        return (f"{expected} To skip this retrace too, predict in batches of one "
                 "size, or call the model in your own `tf.function` with an `input_signature` whose "
                 "batch dimension is None.")
     if change.axis:
@@ -178,9 +179,11 @@ def _partial_batch_arrays(verdict: Verdict) -> str:
     samples, batch_size = (call.samples, call.batch_size or 32) if call is not None else (None, 32)
     if samples and samples % batch_size:
         facts = (f"`fit` got {samples} samples in batches of {batch_size}: the last batch of "
-                 f"{samples % batch_size} has a new shape and costs a trace (once per `fit` call).")
+                 f"{samples % batch_size} has a new shape and costs a trace, the first time it comes (later "
+                 "`fit` calls of the model reuse it).")
     else:
-        facts = "The last batch is partial: its new shape costs a trace (once per `fit` call)."
+        facts = ("The last batch is partial: its new shape costs a trace, the first time it comes (later "
+                 "`fit` calls of the model reuse it).")
     return (f"{facts} Arrays have no `drop_remainder`: choose a `batch_size` that divides the number "
             "of samples, or trim `x` and `y` to a multiple of it "
             "(`n = len(x) // batch_size * batch_size; x, y = x[:n], y[:n]`).")
@@ -360,6 +363,9 @@ def hint_text(verdict: Verdict) -> str | None:
     hint = verdict.hint
     if hint is None:
         return None
+    fix = step_fix(verdict)
+    if fix is not None:
+        return fix
     if hint in (Hint.DEFINE_BODY_ONCE, Hint.WEAK_CARRY):
         return body_hint(verdict)
     if hint in _HINTS_WITH_FACTS:

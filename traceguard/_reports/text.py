@@ -170,7 +170,16 @@ def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[An
         extras = f"; {runs.dropped} older events dropped" if runs.dropped else ""
         lines += ["", f"Layer '{runs.name}' ({runs.class_name}, {kind}): "
                   f"{format_counts(runs.events)}{extras}"]
+        in_trace: dict[tuple[int, str], int] = {}  # (function trace, kind) -> the run's first there.
         for event in runs.events:
+            key = (event.function_trace, event.kind.value)
+            if event.function_trace is not None and key in in_trace and event.kind.value != "symbolic":
+                lines.append(f"  #{event.index} {event.kind.value} in {event.function}  "
+                             f"({_signature_text(event)})")
+                _add_labelled(lines, "  ", "why", f"the same trace as #{in_trace[key]}: `{event.function}` "
+                              "calls this layer again (another run of its body, not another trace).")
+                continue
+            in_trace.setdefault(key, event.index)
             first = shown.setdefault((event.reason, event.hint), f"'{runs.name}' #{event.index}")
             same = first != f"'{runs.name}' #{event.index}"
             lines.append(format_event(event, "  ", show_hint=not same, same_as=first if same else None))

@@ -19,8 +19,8 @@ from traceguard._core.events import TraceEvent, TraceKind
 
 AXES = ("time", "order")
 # Most costly first: the order in which a tooltip explains runs and a mark stacks them, top down.
-SEVERITY = (TraceKind.RETRACE, TraceKind.VARIABLE_RETRACE, TraceKind.SAVE, TraceKind.TRACE,
-            TraceKind.SYMBOLIC, TraceKind.EAGER)
+SEVERITY = (TraceKind.RETRACE, TraceKind.VARIABLE_RETRACE, TraceKind.COMPILE, TraceKind.SAVE,
+            TraceKind.TRACE, TraceKind.SYMBOLIC, TraceKind.EAGER)
 # Marks for the whole timeline before cells widen (x2 each time): the benchmark's 100 layers of
 # 1,000 runs at random need 17,500 marks at 5 px, a 19 MB page that Chromium takes 9 s to load.
 MARK_BUDGET = 8000

@@ -17,8 +17,8 @@ from traceguard._reports.html_tables import KIND_COLORS, plural
 from traceguard._reports.timeline import SEVERITY, Mark, layout, mark_title
 
 LABEL_WIDTH = 210
-PLOT_WIDTH = 880
-STATS_WIDTH = 170
+PLOT_WIDTH = 790
+STATS_WIDTH = 260  # "6 runs · 1 variable_retrace · 1 retrace" at 11 px.
 PADDING = 8
 MIN_CELL_WIDTH = 5
 ROW_HEIGHT = 22
@@ -101,8 +101,13 @@ def _axis_svg(tick_list: Sequence[tuple[float, str]], cells: int, cell_width: in
     return "".join(parts)
 
 
-def render_timeline(events_by_layer: Mapping[str, Sequence[TraceEvent]], axis: str = "time") -> str:
-    """The `<svg>` element of the timeline: axis, then one row per layer."""
+def render_timeline(events_by_layer: Mapping[str, Sequence[TraceEvent]], axis: str = "time",
+                    function_rows: frozenset[str] = frozenset()) -> str:
+    """The `<svg>` element of the timeline: axis, then one row per layer.
+
+    The rows named in `function_rows` are whole functions', one mark per trace: they
+    say "traces" where a layer's row says "runs".
+    """
     rows, cell_width, span, used_axis = layout(events_by_layer, axis, PLOT_WIDTH, MIN_CELL_WIDTH)
     cells = max(PLOT_WIDTH // cell_width, 1)
     count = sum(len(events) for events in events_by_layer.values())
@@ -124,7 +129,10 @@ def render_timeline(events_by_layer: Mapping[str, Sequence[TraceEvent]], axis: s
         top = AXIS_HEIGHT + row * ROW_HEIGHT
         center = top + ROW_HEIGHT / 2
         label = layer if len(layer) <= _LABEL_CHARACTERS else layer[:_LABEL_CHARACTERS - 1] + "\u2026"
-        out.append(f'<g class="row" data-layer="{escape(layer)}" data-runs="{len(events)}">'
+        function = layer in function_rows
+        attribute = f'class="row function" data-function="{escape(layer[2:])}"' if function \
+            else f'class="row" data-layer="{escape(layer)}"'
+        out.append(f'<g {attribute} data-runs="{len(events)}">'
                    f'<rect class="stripe" x="0" y="{top}" width="{TOTAL_WIDTH}" height="{ROW_HEIGHT}"/>'
                    f'<text class="label" x="{LABEL_WIDTH - 8}" y="{center + 4:g}" text-anchor="end">'
                    f"<title>{escape(layer)}</title>{escape(label)}</text>")
@@ -132,10 +140,12 @@ def render_timeline(events_by_layer: Mapping[str, Sequence[TraceEvent]], axis: s
             isolated = ((before is None or before.last_cell < mark.first_cell - 1)
                         and (after is None or after.first_cell > mark.last_cell + 1))
             out.append(_mark_svg(mark, cell_width, center, mark_title(mark, first_timestamp, span), isolated))
-        retraces = sum(mark.kinds.get(kind, 0) for mark in marks for kind in RETRACE_KINDS)
-        out.append(f'<text class="stats" x="{stats_x}" y="{center + 4:g}">{plural(len(events), "run")}')
-        if retraces:
-            out.append(f'<tspan class="retraces"> \u00b7 {plural(retraces, "retrace")}</tspan>')
+        noun = "trace" if function else "run"
+        out.append(f'<text class="stats" x="{stats_x}" y="{center + 4:g}">{plural(len(events), noun)}')
+        for kind in (*RETRACE_KINDS, TraceKind.COMPILE):  # Named as the legend names them.
+            count = sum(mark.kinds.get(kind, 0) for mark in marks)
+            if count:
+                out.append(f'<tspan class="retraces"> \u00b7 {count:,} {kind.value}</tspan>')
         out.append("</text></g>")
     out.append("</svg>")
     return "".join(out)

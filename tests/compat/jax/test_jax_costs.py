@@ -126,7 +126,7 @@ _CACHED_RUN = textwrap.dedent("""
         step(jnp.ones((4, 4)))
         step(jnp.ones((5, 5)))
     (runs,) = [runs for runs in explanation.functions.values() if runs.function == "deep"]
-    print(explanation.summary(brief=True).splitlines()[5])
+    print(explanation.summary(full=True).splitlines()[5])
     print(json.dumps([[event.kind.value, event.persistent_cache, event.cache_saved_s,
                        event.phases.get("compile")] for event in runs.events]))
 """)
@@ -177,8 +177,9 @@ def test_a_trace_file_carries_the_phases_and_reports_render_them_without_jax(tmp
     code = ("import sys\nfrom traceguard._cli import main\ncode = main(sys.argv[1:])\n"
             "assert not {'tensorflow', 'keras', 'jax'} & set(sys.modules), sorted(sys.modules)\n"
             "sys.exit(code)\n")
-    result = subprocess.run([sys.executable, "-c", code, "report", str(path)], capture_output=True,
-                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+    result = subprocess.run([sys.executable, "-c", code, "report", "--full", str(path)],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": ROOT})
     assert result.returncode == 0, result.stderr
     header = next(line for line in result.stdout.splitlines() if line.startswith("Function `step`"))
     # Compilation takes the most here, so it comes first.
