@@ -206,10 +206,9 @@ def placements(arguments: Mapping[Any, Any] | None) -> dict[Any, str] | None:
     one text per argument (per leaf when its leaves differ). None when not read."""
     if arguments is None:
         return None
-    found = {}
+    found: dict[Any, str] = {}
     for name, value in arguments.items():
-        leaves = [_placement(leaf) for leaf in _tree_util.tree_leaves(value)]
-        leaves = [leaf for leaf in leaves if leaf is not None]
+        leaves = [text for text in map(_placement, _tree_util.tree_leaves(value)) if text is not None]
         if leaves:
             found[name] = leaves[0] if len(set(leaves)) == 1 else ", ".join(leaves[:MAX_LEAVES])
     return found
@@ -245,8 +244,9 @@ def _sharding(aval: Any) -> str:
         return ""
     axes = ", ".join(f"{name}={size}" for name, size in zip(mesh.axis_names, mesh.axis_sizes))
     types = ", ".join(getattr(kind, "name", str(kind)) for kind in mesh.axis_types)
-    memory = f" in {sharding.memory_kind}" if getattr(sharding, "memory_kind", None) else ""
-    return f"{sharding.spec} over {axes} ({types}){memory}"
+    memory_kind = getattr(sharding, "memory_kind", None)
+    memory = f" in {memory_kind}" if memory_kind else ""
+    return f"{getattr(sharding, 'spec', None)} over {axes} ({types}){memory}"
 
 
 def _dim(dim: Any) -> int | None:

@@ -32,7 +32,10 @@ _UNCACHED: dict[type, str] = {}
 for _owner, _name, _transformation in ((_ad, "LinearizeTrace", "grad"), (_ad, "JVPTrace", "jvp"),
                                         (_batching, "BatchTrace", "vmap")):
     _trace_type = getattr(_owner, _name, None)
-    if not isinstance(_trace_type, type) or "parent_trace" not in _trace_type.__init__.__code__.co_varnames:
+    # The class's own `__init__`, read off the class, not an instance.
+    _code = getattr(getattr(_trace_type, "__init__", None), "__code__", None)
+    _parameters = getattr(_code, "co_varnames", ())
+    if not isinstance(_trace_type, type) or "parent_trace" not in _parameters:
         raise internal_missing(f"{_owner.__name__}.{_name}(parent_trace, ...)")
     _UNCACHED[_trace_type] = _transformation
 if not isinstance(getattr(_core, "EvalTrace", None), type) \

@@ -102,11 +102,11 @@ def _describe_default() -> str:
     return DEFAULT_FLAVOR.describe() if DEFAULT_FLAVOR is not None else "no Keras"
 
 
-def uncached_transformation() -> None:
+def uncached_transformation() -> tuple[str, ...] | None:
     return None  # A tf.function traces under every transformation: its cache keys it.
 
 
-def uncached_setting(frame: Any = None) -> None:
+def uncached_setting(frame: Any = None) -> tuple[str, str] | None:
     return None
 
 

@@ -140,7 +140,7 @@ def _node_type(spec: Any) -> str:
     """The pytree node type of a spec, as JAX names it: `Cfg`, `tuple`, `dict`, a leaf."""
     name = type(spec).__name__
     if name == "NodeSpec":
-        return spec.type_name
+        return str(spec.type_name)
     return {"SequenceSpec": getattr(spec, "kind", ""), "MappingSpec": "dict"}.get(name, "leaf")
 
 

@@ -268,8 +268,8 @@ def count_traces(functions: Any, kind: Any = None, layer: str | None = None,
                 f"`kind` of a function's trace expects one of {', '.join(sorted(valid))}, or a "
                 f"collection of them; {wrong[0]!r} is none of them (eager and symbolic runs are a "
                 f"layer's: count them with `of=\"layers\"`). Received: kind={kind!r}")
-    return sum(count for runs in functions for name, count in runs.kind_counts.items()
-               if names is None or name in names)
+    return int(sum(count for runs in functions for name, count in runs.kind_counts.items()
+                   if names is None or name in names))
 
 
 def is_reported(record: FunctionTrace) -> bool:

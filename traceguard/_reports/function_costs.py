@@ -49,7 +49,7 @@ def enclosers(runs: Any, functions: Sequence[Any], owners: dict[int, Any] | None
     found = [owners.get(event.parent) for event in runs.events]
     if any(owner is None or owner is runs for owner in found):
         return []
-    return list(dict.fromkeys(owner.function for owner in found))
+    return list(dict.fromkeys(owner.function for owner in found if owner is not None))
 
 
 def _avoidable_total(functions: Sequence[Any]) -> float:

@@ -52,7 +52,7 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _function_problems(functions: Sequence[Any], layers: Sequence[Any]) -> list[Problem]:
-    runs_in = {}  # Function trace serial -> the layer runs made in it.
+    runs_in: dict[Any, list[Any]] = {}  # Function trace serial -> the layer runs made in it.
     for layer in layers:
         for event in layer.events:
             if event.function_trace is not None:

@@ -82,7 +82,7 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                 # (Each trace's epoch times are converted apart: one call's starts differ by microseconds.)
                 same_call = next((known for known in paid if abs(known - call_start) < 1e-3), call_start) \
                     if call_start is not None else None
-                if call_start is not None and miss is not None:
+                if call_start is not None and miss is not None and same_call is not None:
                     begin, length = call_start, paid.pop(same_call, 0.0) + miss
                 else:
                     begin, length = start, sum(phases.values())
