@@ -144,10 +144,17 @@ def _event_differences(where: str, live: list[Any], restored: list[Any], number:
     for key in sorted(mine.keys() & theirs.keys()):
         for field in dataclasses.fields(mine[key]):
             old, new = getattr(mine[key], field.name), getattr(theirs[key], field.name)
+            if field.name in _EPOCH_FIELDS and None not in (old, new) and abs(old - new) < 1e-3:
+                continue  # An epoch time converted from the monotonic clock apart: within a millisecond.
             if old != new:
                 differences.append(f"{where} event {number} {key}: {field.name} {old!r} live, "
                                    f"{new!r} read back")
     return differences
+
+
+# Times since the epoch, which the live event and the file's line each convert from the monotonic
+# clock at their own moment: equal to a millisecond, not to the last bit.
+_EPOCH_FIELDS = ("started",)
 
 
 def _close(first: float, second: float) -> bool:
