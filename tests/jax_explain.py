@@ -362,6 +362,12 @@ def is_met(expectation: Expectation, record: dict[str, Any]) -> bool:
     changes = event.get("changes") or []
     if expectation.first_trace and event.get("kind") == "trace" and not changes:
         return True
+    # "re-defined repeatedly?" is JAX's guess from a function never seen before (its source site
+    # alone); when traceguard's record is the first object of its code, the guess is JAX's to
+    # withdraw: the key is a first one, with nothing to name.
+    if "re-defined" in expectation.words and event.get("kind") == "trace" and not changes \
+            and event.get("object_number") in (None, 1):
+        return True
     return any(isinstance(change, dict)
                and change.get("aspect") in expectation.aspects
                and (expectation.parameters is None or _parameter(change) in expectation.parameters)

@@ -12,11 +12,11 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 import pytest
+from trace_file_parity import assert_same_report
 
 import traceguard as tg
 from traceguard._compat import _function_tracing
 from traceguard._core.functions import BODY_ORIGIN
-from traceguard._diagnosis.trace_file_reader import merged_explanation, read_trace_file
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("jax")
@@ -48,8 +48,7 @@ def test_an_eager_scan_body_made_per_call_is_reported_with_its_fix(tmp_path):
     assert "traces it and compiles the loop at every call" in second.reason
     assert second.hint.startswith("Define the body once, at module level (not inside `ema`)")
     assert "`jax.jit` `ema` once" in second.hint
-    restored = merged_explanation([read_trace_file(str(path))])
-    assert restored.functions == report.functions
+    assert_same_report(report, path)
 
 
 def test_a_weakly_typed_initial_carry_is_named_with_a_typed_one_as_the_fix():

@@ -55,7 +55,7 @@ def traceguard(*args, cwd, **environment):
 
 def test_run_records_a_plain_jit_loop_with_jax_own_count(tmp_path):
     (tmp_path / "loop.py").write_text(LOOP)
-    result = traceguard("run", "--output", "report.txt", "loop.py", cwd=tmp_path,
+    result = traceguard("run", "--full", "--output", "report.txt", "loop.py", cwd=tmp_path,
                         **({"KERAS_BACKEND": "jax"} if HAS_KERAS else {}))
     assert result.returncode == 0, result.stderr
     assert result.stdout == "jax cache size 2\n"
@@ -109,7 +109,7 @@ def test_keras_whose_default_backend_is_missing_is_named_in_one_line(tmp_path):
     # Keras's default backend is TensorFlow: without it Keras cannot import (as `import keras`
     # says), and traceguard records the plain jax.jit functions and says the fix once.
     (tmp_path / "loop.py").write_text(LOOP)
-    result = traceguard("run", "--output", "report.txt", "loop.py", cwd=tmp_path)
+    result = traceguard("run", "--full", "--output", "report.txt", "loop.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     keras_version = importlib.metadata.version("keras")
     note = (f"Keras {keras_version} cannot import: its backend is 'tensorflow' (Keras's default), "
@@ -137,7 +137,7 @@ def test_keras_json_backend_is_followed_as_keras_does(tmp_path):
         step(trainable, jnp.ones((5, 3)))
         print(keras.backend.backend())
     """))
-    result = traceguard("run", "--output", "report.txt", "layer.py", cwd=tmp_path)
+    result = traceguard("run", "--full", "--output", "report.txt", "layer.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "jax\n"
     report = (tmp_path / "report.txt").read_text()

@@ -60,7 +60,9 @@ def _function_problems(functions: Sequence[Any], layers: Sequence[Any]) -> list[
     problems: dict[tuple, Problem] = {}
     for runs in functions:
         for number, event in enumerate(runs.events, runs.dropped + 1):
-            if event.kind not in MISS_KINDS:
+            # A miss, or the first trace of a function object made anew from code that traced
+            # before (its cache was empty, but creating the object once removes the trace).
+            if event.kind not in MISS_KINDS and not getattr(event, "avoidable", False):
                 continue
             verdict = event.verdict
             cause = (verdict.reason, verdict.hint) if verdict is not None else (event.reason, event.hint)
@@ -122,7 +124,10 @@ def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, Any]) -> li
     numbers = ", ".join(f"#{number}" for number in problem.numbers[:6]) + (", ..." if count > 6 else "")
     cost = f", {costs.seconds_text(problem.cost)}" if hasattr(event, "cost_s") else ""
     site = f", called at {_short_site(problem.call_site)}" if problem.call_site else ""
-    lines = [f"{rank}. {problem.subject}: {_plural(count, noun)} ({numbers}){cost}{site}"]
+    counted = _plural(count, noun)
+    if kind == "trace":  # First traces of objects made anew (`_function_problems`).
+        counted += " of a new function object" if count == 1 else " of new function objects"
+    lines = [f"{rank}. {problem.subject}: {counted} ({numbers}){cost}{site}"]
     if event.changes:
         changes = "; ".join(map(str, event.changes))
         _wrapped(lines, "changed", changes + (f" (at {numbers.split(',')[0]}; {count - 1} more like it)"

@@ -287,9 +287,22 @@ def made_anew(runs: Any) -> bool:
 def made_anew_text(runs: Any) -> str:
     """The code-level finding of a function made anew: N objects, each traced from empty."""
     return (f"{runs.objects} function objects of this code, each starting with no traces: the code "
-            "is made anew (a new model, a re-`compile()`, a tf.function created per call or per "
-            "loop iteration), and each object's first trace is a `trace`, not a retrace of one "
-            "object. Make it once and reuse it (see the fix below).")
+            f"is made anew ({_MADE_ANEW_EXAMPLES[_backend_of(runs)]}), "
+            "and each object's first trace is a `trace`, not a retrace of one object. Make it once "
+            "and reuse it (see the fix below).")
+
+
+def _backend_of(runs: Any) -> str:
+    backends = [event.verdict.backend for event in runs.events if event.verdict is not None]
+    return "jax" if backends and backends[0] == "jax" else "tensorflow"
+
+
+# What makes a function anew, in each backend's words.
+_MADE_ANEW_EXAMPLES = {
+    "tensorflow": "a new model, a re-`compile()`, a `tf.function` created per call or per loop iteration",
+    "jax": "a new model, a re-`compile()`, `jax.jit` applied per call, or a loop body defined inside "
+           "the function that runs it",
+}
 
 
 def format_retracing_note(records: Sequence[Any]) -> str | None:
