@@ -100,7 +100,7 @@ def test_explain_model_mixing_plain_and_trace_aware_layers():
 
 
 def test_report_text_has_totals_table_and_each_layer_explained():
-    text = str(tg.explain(tf.function(mixed_model()), tf.ones((4, 8))))
+    text = tg.explain(tf.function(mixed_model()), tf.ones((4, 8))).summary(full=True)
     lines = text.splitlines()
     assert lines[0] == ("traceguard report for explain(tf.function function): 1 function traced 1 time: "
                         "1 trace; 4 layers: 4 layer runs; 0 eager layer runs")

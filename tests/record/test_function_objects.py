@@ -82,8 +82,9 @@ def test_a_model_rebuilt_in_a_loop_traces_each_new_step_object_once():
     # The layers ran in each new step object's first trace: traces, none a retrace.
     layer_kinds = [event.kind.value for runs in explanation.layers.values() for event in runs.events]
     assert "retrace" not in layer_kinds and layer_kinds.count("trace") >= 5
-    text = str(explanation)
-    assert "made anew: 5 function objects of this code" in text
+    assert "made anew: 5 function objects of this code" in explanation.summary(full=True)
+    # The default report: one problem, the code made anew, with its fix.
+    assert "4 traces of new function objects" in str(explanation)
 
 
 def test_a_second_model_after_another_model_s_fit_is_a_first_trace_of_its_step():
@@ -123,6 +124,7 @@ def test_a_tf_function_made_per_call_is_one_trace_per_object_and_reported_as_mad
             step(tf.ones((2,)))
     per_object = kinds_by_object(explanation, objects, {"<lambda>"})
     assert per_object == [(["trace"], 1)] * 4
-    summary = explanation.summary(brief=True)
-    assert "Made anew (1):" in summary and "4 function objects of this code" in summary
-    assert "Function retraces" not in summary
+    summary = explanation.summary()
+    assert "`<lambda>`: 3 traces of new function objects (#2, #3, #4)" in summary
+    full = explanation.summary(full=True)
+    assert "4 function objects of this code" in full and "retrace" not in full.split("\n")[0]

@@ -195,7 +195,8 @@ def test_benchmark_scale_report_accounts_for_every_run_within_the_mark_budget(sc
         assert sum(runs) == len(events_by_layer[layer]) == 1000
         marks += len(runs)
     assert marks <= MARK_BUDGET
-    assert len(document.encode()) < 6_000_000
+    # 6.3 MB measured after the page gained its retrace-cause rows and per-kind row stats (#40).
+    assert len(document.encode()) < 6_500_000
 
 
 def test_hostile_text_renders_as_text_never_as_markup():

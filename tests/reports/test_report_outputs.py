@@ -41,7 +41,9 @@ def test_watch_reports_repr_html_is_the_layers_table_with_the_retraces(seed_inpu
         step(tf.ones((3, 2)))
         step(tf.ones((5, 2)))
     tree = parse(report._repr_html_())
-    assert tree.find_all("div")[1].all_text() == "watch(): 1 trace 1 variable_retrace 1 retrace"
+    # Badges count function traces; the layer's runs are counted as such beside them.
+    assert tree.find_all("div")[1].all_text() == \
+        "watch(): 1 trace 1 variable_retrace 1 retrace 1 layer: 3 layer runs, 2 of them in 2 retraces"
     assert [row.children[0].text for row in tree.find_all("table", "tg-counts")[0].find_all("tr")] == [
         "layer", "watched"]
     rows = tree.find_all("table", "tg-retraces")[0].find_all("tr")[1:]

@@ -265,7 +265,7 @@ def test_demo_on_tensorflow_without_keras_runs_a_plain_tf_function():
 
     assert result.stdout.startswith(f"traceguard demo on TensorFlow {tf.__version__}, without Keras: "
                                     "plain tf.function\n")
-    assert "Function `step` (defined at traceguard_demo.py:3): 2 traces: 1 trace, 1 retrace" \
-        in result.stdout
+    assert "1 function traced 2 times: 1 trace, 1 retrace" in result.stdout
+    assert "1. `step`: 1 retrace (#2)" in result.stdout
     assert "changed: inputs: dim 0 8 -> 5" in result.stdout
     assert result.stderr == ""  # AutoGraph found the program's source: no warning.

@@ -128,14 +128,14 @@ def test_the_worker_given_a_batch_of_another_shape_is_named_with_the_function_an
 
 
 def test_a_killed_workers_file_still_compares(job):
-    # worker-1's file as a kill while it rewrote its retrace's line (with the costs) leaves it.
+    # worker-1's file as a kill while it wrote the line after its retrace's leaves it.
     lines = (job / "differ-worker-1.jsonl").read_text().splitlines()
     retrace = max(number for number, line in enumerate(lines) if '"kind": "retrace"' in line)
     killed = job / "killed-worker-1.jsonl"
-    killed.write_text("\n".join([*lines[:retrace], lines[retrace][:50]]))
+    killed.write_text("\n".join([*lines[:retrace + 1], lines[retrace + 1][:50]]))
     code, out, err = run_compare(job / "differ-worker-0.jsonl", killed)
     assert code == 1
-    assert err.startswith(f"traceguard compare: warning: {killed}:{retrace + 1}: the last line is cut short")
+    assert err.startswith(f"traceguard compare: warning: {killed}:{retrace + 2}: the last line is cut short")
     assert "  worker-1: #2 retrace x: float32[6,3]" in out
     assert "worker-1's file has no end line: its process was killed or is still running;" in out
 
