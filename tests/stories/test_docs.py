@@ -77,11 +77,13 @@ import pathlib, re, traceguard as tg
 source = pathlib.Path("examples/train_loop_partial_batch.py").read_text()
 setup = source[source.index("import os"):source.index("for _epoch in range(3):")]
 namespace = {"__name__": "__main__"}
-exec(compile(setup, "597575713.py", "exec"), namespace)
+exec(compile(setup, "<ipython-input-1-7c9e7b92aa49>", "exec"), namespace)
 with tg.watch() as report:
-    exec(compile("for epoch in range(3):\\n    for x_batch, y_batch in dataset:\\n"
-                 "        train_step(x_batch, y_batch)\\n", "cell", "exec"), namespace)
-report.title = "cell In[3]"
+    # Line 1 of the cell is the `%%traceguard` line, as IPython numbers the cell's lines.
+    exec(compile("\\nfor epoch in range(3):\\n    for x_batch, y_batch in dataset:\\n"
+                 "        train_step(x_batch, y_batch)\\n", "<ipython-input-0-f4f3d568ac7d>", "exec"),
+         namespace)
+report.title = "cell In[0]"
 print(report.summary(brief=True))
 """
 
@@ -94,7 +96,7 @@ def without_times(text):
 @pytest.mark.slow  # A Python process that imports TensorFlow.
 def test_notebook_page_example_is_the_report_of_a_real_run():
     page = (ROOT / "docs" / "notebooks.md").read_text(encoding="utf-8")
-    shown = page[page.index("```text\ntraceguard report for cell In[3]") + len("```text\n"):]
+    shown = page[page.index("```text\ntraceguard report for cell In[0]") + len("```text\n"):]
     shown = shown[:shown.index("```")]
     result = subprocess.run([sys.executable, "-c", NOTEBOOK_EXAMPLE], capture_output=True, text=True,
                             cwd=ROOT, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
