@@ -128,3 +128,19 @@ def test_a_tf_function_made_per_call_is_one_trace_per_object_and_reported_as_mad
     assert "`<lambda>`: 3 traces of new function objects (#2, #3, #4)" in summary
     full = explanation.summary(full=True)
     assert "4 function objects of this code" in full and "retrace" not in full.split("\n")[0]
+
+
+@pytest.mark.skipif(not _compat.IS_KERAS_3, reason="Keras 3 makes its train and test steps from one def")
+def test_train_and_test_steps_of_one_def_are_two_objects_each_with_its_own_traces():
+    # `fit` with `validation_data` traces `one_step_on_data` as two tf.function objects (the train
+    # and the test step, one `def` in Keras's trainer), each once.
+    objects = FunctionObjects()
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((64, 3), "float32"), np.ones((64, 2), "float32")
+    with _function_tracing.listening(objects), tg.watch() as explanation:
+        model.fit(x, y, batch_size=32, validation_data=(x, y), epochs=2, verbose=0)
+    per_object = kinds_by_object(explanation, objects, {"one_step_on_data"})
+    assert per_object == [(["trace"], 1), (["trace"], 1)]
+    (steps,) = [runs for runs in explanation.functions.values() if runs.function == "one_step_on_data"]
+    assert sorted(event.object_number for event in steps.events) == [1, 2] and steps.objects == 2

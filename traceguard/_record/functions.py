@@ -98,6 +98,8 @@ class FunctionRecords:
         # Per function object: its last trace's (compared signature, phase, created variables),
         # and its distinct signatures, latest last.
         self._object_traces: dict[Any, list[tuple[_Compared, str | None, bool]]] = {}
+        # `def` site -> object key -> its number among the site's objects (`_numbered_by_site`).
+        self._site_objects: dict[tuple[str, str, int], dict[Any, int]] = {}
         self._object_signatures: dict[Any, OrderedDict[frozenset, _Compared]] = {}
         self._next_index = 0
         self._code_of: dict[int, tuple] = {}  # Record index -> its code key.
@@ -159,6 +161,7 @@ class FunctionRecords:
                 same_model = self._same_model(key, object_key, tracing)
                 reason, changes, closest, number, objects, lifted = self._diagnose(
                     key, site, signature, object_key, tracing, register=True)
+            number, objects = self._numbered_by_site(site, object_key, number, objects)
             record = FunctionTrace(
                 index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
                 name=tracing.name, qualname=site[0] if site else tracing.name,
@@ -344,6 +347,21 @@ class FunctionRecords:
     def _number_of_index(self, code: _Code, index: int, default: int) -> int:
         owner = self._owner_of.get(index)
         return code.objects.get(owner, default) if owner is not None else default
+
+    def _numbered_by_site(self, site: tuple[str, str, int] | None, object_key: Any, number: int,
+                          objects: int) -> tuple[int, int]:
+        """An object's number among the objects of its `def` site, as reports group functions.
+
+        Keras makes its train and test steps from one `def` (two codes: their closures hold
+        `train_step` and `test_step`): numbered per code, both would be "object 1", and a guard
+        counting per object would add the test step's trace to the train step's (measured:
+        `fit` with `validation_data`, two `tf.function` objects each traced once).
+        Called with the lock held."""
+        if site is None:
+            return number, objects
+        known = self._site_objects.setdefault(site, {})
+        site_number = known.setdefault(object_key, len(known) + 1)
+        return site_number, max(objects, len(known))
 
     @staticmethod
     def _reason(own: list, objects: int, compared: _Compared, phase: str | None, changed: bool) -> Reason:
