@@ -35,7 +35,6 @@ Expected:
   kinds: ["trace", "compile"]
   changes: [{"argument": "x", "aspect": "sharding"}]
   note: the backend traces once and compiles twice (jax_log_compiles); the compilation without a trace is the `compile` record in `kinds:`, which `traces:` does not count
-  status: open
 """
 import sys
 from contextlib import contextmanager

@@ -31,7 +31,6 @@ Expected:
   backend: jax
   kinds: ["trace", "retrace"]
   changes: [{"argument": "shape", "aspect": "static_field"}]
-  status: open
 """
 import time
 from dataclasses import dataclass, field

@@ -33,7 +33,6 @@ Expected:
   backend: jax
   kinds: ["trace", "retrace", "retrace"]
   changes: [{"argument": "y", "aspect": "call_structure"}, {"argument": "x", "aspect": "call_structure"}]
-  status: open
 """
 from jax import jit
 

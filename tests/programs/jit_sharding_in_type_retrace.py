@@ -27,7 +27,6 @@ Expected:
   backend: jax
   kinds: ["trace", "retrace"]
   changes: [{"argument": "x", "aspect": "sharding"}]
-  status: open
 """
 import jax
 

@@ -30,7 +30,6 @@ Expected:
   traces: 0
   backend: jax
   kinds: []
-  status: open
 """
 import os
 import time

@@ -33,7 +33,6 @@ Expected:
   traces: 2
   backend: jax
   kinds: ["trace", "trace"]
-  status: open
 """
 import os
 

@@ -33,7 +33,6 @@ Expected:
   traces: 1
   backend: tensorflow
   kinds: ["trace"]
-  status: open
 """
 import tensorflow as tf
 

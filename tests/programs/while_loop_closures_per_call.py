@@ -31,7 +31,6 @@ Expected:
   traces: 3
   backend: jax
   changes: [{"aspect": "function_object"}, "*"]
-  status: open
 """
 import jax
 from jax import lax
