@@ -19,7 +19,8 @@ PARTIAL_BATCH_RETRACE = (
     "- why: The tf.function `{step}` traced again because the signature changed: "
     "inputs: dim 0 32 -> None.\n"
     "- fix: `fit` got 70 samples in batches of 32: the last batch of 6 has a new shape and costs a "
-    "trace, the first time it comes (later `fit` calls of the model reuse it). Arrays have no `drop_remainder`: choose a `batch_size` that divides "
+    "trace, the first time it comes (later `fit` calls of the model reuse it). Arrays have no "
+    "`drop_remainder`: choose a `batch_size` that divides "
     "the number of samples, or trim `x` and `y` to a multiple of it "
     "(`n = len(x) // batch_size * batch_size; x, y = x[:n], y[:n]`).")
 
