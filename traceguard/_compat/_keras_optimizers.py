@@ -17,6 +17,7 @@ tests/compat/tensorflow/test_compat_keras_optimizers.py checks both.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -40,7 +41,13 @@ def _user_name(model: Any, frame: Any) -> str:
     while caller is not None and is_keras_frame(caller):
         caller = caller.f_back  # Keras's own wrappers of `fit` (the traceback filter).
     if caller is not None:
-        for scope in (caller.f_locals, caller.f_globals):
+        # Before Python 3.13 (PEP 667), reading a function frame's `f_locals` leaves a snapshot on
+        # the frame that keeps its objects alive after the code deletes them (a `TraceMonitor` the
+        # user dropped went on watching): only a module's scope, whose locals are its globals.
+        function_frame = caller.f_code.co_flags & inspect.CO_OPTIMIZED
+        scopes = (caller.f_locals, caller.f_globals) if sys.version_info >= (3, 13) or not function_frame \
+            else (caller.f_globals,)
+        for scope in scopes:
             for name, value in scope.items():
                 if value is model and name.isidentifier() and not name.startswith("_"):
                     return name
