@@ -17,7 +17,10 @@ import sys
 
 import pytest
 
-pytestmark = [pytest.mark.backend("tensorflow"), pytest.mark.slow]
+pytestmark = [pytest.mark.backend("tensorflow"), pytest.mark.slow,
+              # The keras-io programs here are Keras 3's; under tf_keras their layers fold otherwise.
+              pytest.mark.skipif(bool(os.environ.get("TF_USE_LEGACY_KERAS")),
+                                 reason="Keras 3 programs (keras-io); tf_keras is Keras 2")]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = pathlib.Path(__file__).parent / "programs"
