@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from traceguard import _compat
+
 pytestmark = pytest.mark.backend("tensorflow")
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts", "distributed_keys.py")
@@ -27,9 +29,10 @@ def test_iterating_a_distributed_dataset_reports_no_retrace(observed):
     dataset = observed["dataset"]
     assert dataset["batches"] == 16
     # tf.data's multi-device iterator traces its functions anew for every iteration of the
-    # dataset (6 per device), each asked for by `get_concrete_function`: TensorFlow does not
-    # count them towards its retracing warning, and neither is reported.
-    assert dataset["traced"] == 4 * 2 * 6 and dataset["requested"] == dataset["traced"]
+    # dataset (6 per device; 5 on TF 2.12, measured), each asked for by `get_concrete_function`:
+    # TensorFlow does not count them towards its retracing warning, and neither is reported.
+    per_device = 5 if _compat.TF_VERSION <= (2, 12) else 6
+    assert dataset["traced"] == 4 * 2 * per_device and dataset["requested"] == dataset["traced"]
     assert dataset["reported"] == {}
 
 

@@ -11,6 +11,7 @@ from conftest import keras
 from trace_file_parity import assert_same_report, report_differences, restored_report
 
 import traceguard as tg
+from traceguard import _compat
 from traceguard._core.keras_names import KerasCall
 
 pytestmark = pytest.mark.backend("tensorflow")
@@ -81,7 +82,11 @@ def test_a_layer_run_in_a_tf_data_map_function_is_in_the_file(tmp_path):
                 pass
     restored = assert_same_report(report, path)
     runs = restored.layers["mapped"]
-    assert len(runs.events) == len(layer_lines(path, "mapped")) == 3
+    assert len(runs.events) == len(layer_lines(path, "mapped"))
+    # The first map function creates the layer's variables: TensorFlow traces it once more with
+    # them lifted out, except TF 2.12's tf.data, which lifts them without a second trace (measured).
+    assert [event.kind.value for event in runs.events] == (
+        ["trace", "trace"] if _compat.TF_VERSION <= (2, 12) else ["trace", "variable_retrace", "trace"])
     # The second map function is a new object: the layer's run in it is that object's first trace.
     assert runs.events[-1].kind.value == "trace" and runs.events[-1].function.startswith("Dataset_map")
 

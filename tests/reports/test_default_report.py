@@ -17,10 +17,12 @@ import sys
 
 import pytest
 
+from traceguard import _compat
+
 pytestmark = [pytest.mark.backend("tensorflow"), pytest.mark.slow,
-              # The keras-io programs here are Keras 3's; under tf_keras their layers fold otherwise.
-              pytest.mark.skipif(bool(os.environ.get("TF_USE_LEGACY_KERAS")),
-                                 reason="Keras 3 programs (keras-io); tf_keras is Keras 2")]
+              # The keras-io programs here are Keras 3's (keras.ops, LeakyReLU(negative_slope)).
+              pytest.mark.skipif(not _compat.IS_KERAS_3,
+                                 reason="Keras 3 programs (keras-io); tf.keras is Keras 2 here")]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = pathlib.Path(__file__).parent / "programs"

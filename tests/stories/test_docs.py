@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from traceguard import _compat
+
 pytestmark = pytest.mark.backend("tensorflow")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -94,7 +96,7 @@ def without_times(text):
 
 
 @pytest.mark.slow  # A Python process that imports TensorFlow.
-@pytest.mark.skipif(bool(os.environ.get("TF_USE_LEGACY_KERAS")), reason="the page shows Keras 3's run")
+@pytest.mark.skipif(not _compat.IS_KERAS_3, reason="the page shows Keras 3's run")
 def test_notebook_page_example_is_the_report_of_a_real_run():
     page = (ROOT / "docs" / "notebooks.md").read_text(encoding="utf-8")
     shown = page[page.index("```text\ntraceguard report for cell In[0]") + len("```text\n"):]

@@ -88,8 +88,8 @@ def test_demo_without_keras_runs_a_plain_jit_function(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"traceguard demo on JAX {jax.__version__}, without Keras: "
                                     "plain jax.jit\n")
-    assert "Function `step` (defined at traceguard_demo.py:4): 2 traces: 1 trace, 1 retrace" \
-        in result.stdout
+    assert "1 function traced 2 times: 1 trace, 1 retrace" in result.stdout
+    assert "1. `step`: 1 retrace (#2)" in result.stdout
     assert "changed: inputs: dim 0 8 -> 5" in result.stdout
 
 
