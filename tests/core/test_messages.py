@@ -12,10 +12,10 @@ A = {"inputs": python_spec((1, 2))}
 B = {"inputs": python_spec((1, 3))}
 
 
-def test_every_hint_has_words_on_both_backends():
+def test_every_hint_has_words_on_every_backend():
     changes = (Change(ArgumentPath("k"), Aspect.DIM, 2, 3, axis=1),)
     for hint in Hint:
-        for backend in ("tensorflow", "jax"):
+        for backend in ("tensorflow", "jax", "torch"):
             verdict = Verdict(TraceKind.RETRACE, changes, Reason.SIGNATURE_CHANGED, hint, "f", backend, "k")
             assert hint_text(verdict).endswith(".")
 

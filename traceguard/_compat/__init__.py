@@ -115,6 +115,8 @@ if TYPE_CHECKING:
     )
 elif IS_JAX:
     from traceguard._compat._jax import *  # noqa: F403
+elif BACKEND == "torch":
+    from traceguard._compat.torch._torch import *  # noqa: F403
 else:
     from traceguard._compat._tensorflow import *  # noqa: F403
 

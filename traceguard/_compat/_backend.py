@@ -24,9 +24,9 @@ def parse_version(version: str) -> tuple[int, int]:
     return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
 
 
-BACKENDS = ("tensorflow", "jax")
+BACKENDS = ("tensorflow", "jax", "torch")
 # How messages name each backend's engine, whose module is named as the backend.
-_ENGINE_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX"}
+_ENGINE_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "torch"}
 
 
 def _installed(module: str) -> bool:
@@ -74,7 +74,7 @@ def keras_unavailable_note(backend: str, source: str, version: str, fallback: st
             f"which is not installed. Fix: {fix}{recorded}.")
 
 
-_TRACERS = {"tensorflow": "tf.function", "jax": "jax.jit"}
+_TRACERS = {"tensorflow": "tf.function", "jax": "jax.jit", "torch": "torch.compile"}
 KERAS_UNAVAILABLE: str | None = None  # Set by `_decide_backend` when Keras cannot import.
 
 
@@ -130,6 +130,7 @@ def _decide_backend() -> str:
 
 BACKEND = _decide_backend()
 IS_JAX = BACKEND == "jax"
+IS_TORCH = BACKEND == "torch"
 
 
 def describe_engine() -> str:

@@ -44,7 +44,7 @@ def _package_dir(name: str) -> str | None:
 
 _LIBRARY_DIRS = tuple(
     directory for directory in (
-        *(_package_dir(name) for name in ("tensorflow", "keras", "tf_keras", "jax", "jaxlib",
+        *(_package_dir(name) for name in ("tensorflow", "keras", "tf_keras", "jax", "jaxlib", "torch",
                                           _PACKAGE)),
         os.path.dirname(contextlib.__file__) + os.sep + "contextlib.py",
     ) if directory

@@ -44,7 +44,8 @@ Listener = Callable[["FunctionTracing"], None]
 # Where a trace's function came from: `tf.function` (a user's, or Keras's own
 # steps), a `tf.data` transformation's function, `jax.jit`, or a function JAX traces
 # below `jax.jit` with the same cache (a `lax.scan` body, a `lax.cond` branch, ...; `_jax_bodies`).
-ORIGINS = ("tf.function", "tf.data", "jax.jit", BODY_ORIGIN)
+# `torch.compile`: a Dynamo frame compile (`_compat/torch/_dynamo_traces`).
+ORIGINS = ("tf.function", "tf.data", "jax.jit", BODY_ORIGIN, "torch.compile")
 # The trace phases of a `tf.function` (see `_tf_function`): the first trace may
 # create variables; once it did, later traces may not.
 PHASES = ("variable_creation", "no_variable_creation")
@@ -129,6 +130,10 @@ class FunctionTracing:
     # "cond", ...), and the name of the function it is a body of (the one that called the control flow).
     traced_for: str | None = None
     body_of: str | None = None
+    # torch: why Dynamo recompiled, in torch's words (one per cache entry, most recent first), and
+    # the first of them as changes in the user's terms; None where the backend gives no reason.
+    backend_reasons: tuple[str, ...] = ()
+    backend_changes: tuple[Any, ...] | None = None
 
     @property
     def duration(self) -> float:

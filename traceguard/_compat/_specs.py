@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from traceguard._compat._backend import IS_JAX
+from traceguard._compat._backend import BACKEND, IS_JAX
 from traceguard._core.keras_names import DENSE_TENSOR_TYPES
 from traceguard._core.specs import (
     MAX_REPR,
@@ -30,6 +30,8 @@ from traceguard._core.specs import (
 
 if IS_JAX:
     from traceguard._compat._jax import tensor_spec_reader
+elif BACKEND == "torch":
+    from traceguard._compat.torch._torch import tensor_spec_reader
 else:
     from traceguard._compat._tensorflow import tensor_spec_reader
 

@@ -108,11 +108,16 @@ class FunctionTrace:
     # the function it is a body of (that called the control flow).
     traced_for: str | None = None
     body_of: str | None = None
+    # torch: why Dynamo recompiled, in torch's own words, one per earlier cache entry, most
+    # recent first (`changes` reads the first); () elsewhere.
+    backend_reasons: tuple[str, ...] = ()
 
     @property
     def backend(self) -> str:
-        """The backend that traced it: `"jax"` for `jax.jit` and the bodies below it, else
-        `"tensorflow"`."""
+        """The backend that traced it: `"jax"` for `jax.jit` and the bodies below it, `"torch"`
+        for `torch.compile`, else `"tensorflow"`."""
+        if self.origin.startswith("torch."):
+            return "torch"
         return "jax" if self.origin.startswith("jax.") else "tensorflow"
 
     @property

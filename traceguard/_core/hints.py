@@ -65,6 +65,10 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
     jax = backend == "jax"
     name = change.parameter
     aspect = change.aspect
+    if backend == "torch":
+        torch_hint = _torch_hint(change, keras_step, keras_call)
+        if torch_hint is not None:
+            return torch_hint, name
     if name == "training" and not jax:
         return Hint.TRAINING_VALUE, name
     keyed = _hint_by_key(change)
@@ -88,6 +92,19 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
             and old_spec.length != new_spec.length and not jax:
         return Hint.VARYING_COUNT, name
     return Hint.FIXED_STRUCTURE, name
+
+
+# torch.compile's guards, by what failed (torch/_dynamo/guards.py): a tensor's size, a Python value
+# specialised into the graph, an object Dynamo holds by identity, anything else it guards.
+_TORCH_HINT_BY_ASPECT = {Aspect.DIM: Hint.DYNAMIC_DIMENSION, Aspect.VALUE: Hint.PYTHON_VALUE_AS_TENSOR,
+                         Aspect.IDENTITY: Hint.OBJECT_IDENTITY, Aspect.CONTEXT: Hint.TRACING_CONTEXT}
+
+
+def _torch_hint(change: Change, keras_step: bool, keras_call: KerasCall | None) -> Hint | None:
+    """The fix of a torch.compile recompile, from torch's guard as a change; None for the general one."""
+    if change.aspect is Aspect.DIM and change.axis == 0 and (keras_call is not None or keras_step):
+        return _dimension_hint(change, keras_step, False, keras_call, None)
+    return _TORCH_HINT_BY_ASPECT.get(change.aspect)
 
 
 def _hint_by_key(change: Change) -> Hint | None:

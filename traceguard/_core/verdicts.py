@@ -100,6 +100,8 @@ class Hint(enum.Enum):
     RELAXED_DIMENSION = "relaxed_dimension"  # TensorFlow made a dimension None: expected, once.
     VARYING_LENGTH = "varying_length"  # A dimension past the batch, such as a sequence length.
     NONE_DIMENSION = "none_dimension"
+    # torch: a dimension that varies recompiled `torch.compile`: mark it dynamic.
+    DYNAMIC_DIMENSION = "dynamic_dimension"
     FIXED_SHAPES = "fixed_shapes"  # jax.jit: no None dimension; pad or bucket.
     ONE_DTYPE = "one_dtype"
     ONE_RANK = "one_rank"

@@ -184,7 +184,8 @@ class FunctionRecords:
                 xla_functions=tuple(getattr(tracing, "xla_functions", ())),
                 started=_epoch(tracing.start), requested=getattr(tracing, "requested", False),
                 restored=getattr(tracing, "restored", False),
-                traced_for=getattr(tracing, "traced_for", None), body_of=getattr(tracing, "body_of", None))
+                traced_for=getattr(tracing, "traced_for", None), body_of=getattr(tracing, "body_of", None),
+                backend_reasons=tuple(getattr(tracing, "backend_reasons", ())))
             self._records.append(record)
             self._pending[tracing.serial] = (index, object_key, _Compared(
                 index, signature, placements=getattr(tracing, "placements", None)))
@@ -285,7 +286,10 @@ class FunctionRecords:
         # lookup is by subtype, so the closest earlier trace is compared the same way.
         closest = _closest(own_signatures if own else code.signatures, compared, accepts_unknown=True)
         changes: list[Change] = []
-        if closest is not None:
+        backend_changes = getattr(tracing, "backend_changes", None)
+        if backend_changes is not None and own:  # torch said why (its guards), in the user's terms.
+            changes = list(backend_changes)
+        elif closest is not None:
             # The context first: JAX keys (context, arguments) and names a context difference first.
             changes = diff_contexts(closest.contexts, context)
             changes += diff_signatures(closest.signature, signature, accepts_unknown=True)

@@ -9,6 +9,10 @@ from __future__ import annotations
 from traceguard._core.verdicts import Hint
 
 HINTS: dict[Hint, str] = {
+    Hint.DYNAMIC_DIMENSION: (
+        "A dimension that varies recompiles `torch.compile`: mark it dynamic before the first call "
+        "(`torch._dynamo.mark_dynamic(tensor, axis)`) or use `torch.compile(..., dynamic=True)`."
+    ),
     Hint.SYMBOLIC_PASS: (
         "Expected once per layer: Keras runs `call` on symbolic inputs to create the "
         "weights when the layer has no `build()`, and to infer output shapes in a functional "

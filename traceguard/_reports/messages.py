@@ -15,6 +15,7 @@ from traceguard._reports.bodies import body_hint, body_reason, is_body
 from traceguard._reports.compilations import compilation_hint, compilation_reason
 from traceguard._reports.hint_words import HINTS
 from traceguard._reports.step_fixes import step_fix
+from traceguard._reports.torch_words import torch_hint, torch_reason
 
 # Hints worded per backend, with the argument they name.
 _BY_BACKEND: dict[Hint, dict[str, str]] = {
@@ -250,6 +251,8 @@ def _names(function: str | None, backend: str) -> tuple[bool, str, str, str]:
     """Whether the backend is JAX, its tracer, its engine, and where the run was traced."""
     jax = backend == "jax"
     tracer, engine = ("jax.jit", "JAX") if jax else ("tf.function", "TensorFlow")
+    if backend == "torch":
+        tracer, engine = "torch.compile", "torch"
     where = f"{tracer} `{function}`" if function else ("a JAX trace" if jax else "a graph")
     return jax, tracer, engine, where
 
@@ -266,6 +269,8 @@ def reason_text(verdict: Verdict) -> str:
         return body_reason(verdict)
     if verdict.reason in _COMPILATION_REASONS:
         return compilation_reason(verdict)
+    if verdict.backend == "torch" and torch_reason(verdict) is not None:
+        return torch_reason(verdict)
     if verdict.reason is Reason.SAME_TRACE:
         _, tracer, _, where = _names(verdict.function, verdict.backend)
         how = (f"as the body of a `{verdict.control_flow}` traced within it (an RNN cell, "
@@ -363,7 +368,7 @@ def hint_text(verdict: Verdict) -> str | None:
     hint = verdict.hint
     if hint is None:
         return None
-    fix = step_fix(verdict)
+    fix = step_fix(verdict) or (torch_hint(verdict) if verdict.backend == "torch" else None)
     if fix is not None:
         return fix
     if hint in (Hint.DEFINE_BODY_ONCE, Hint.WEAK_CARRY):

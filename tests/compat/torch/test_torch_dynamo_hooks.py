@@ -1,0 +1,82 @@
+"""The Dynamo frame-compile hook (`_compat/torch/_dynamo_traces`) and the torch internals it reads.
+
+When one of these fails after a torch upgrade, what the hook relies on in
+torch/_dynamo/convert_frame.py moved (https://github.com/pytorch/pytorch/blob/main/torch/_dynamo/convert_frame.py:
+`_compile`, called by `ConvertFrameAssert.__call__`, calling
+`get_and_maybe_log_recompilation_reasons` from torch/_dynamo/guards.py), or torch words a guard
+failure differently (torch/csrc/dynamo/guards.cpp): `traceguard/_compat/torch/` needs a new branch.
+Compiles use `backend="eager"`: Dynamo's guards and recompiles are the same, without Inductor's cost.
+"""
+
+import inspect
+
+import pytest
+import torch
+from torch._dynamo import convert_frame
+from torch._dynamo.utils import counters
+
+from traceguard._compat import _function_tracing
+from traceguard._compat.torch import _dynamo_traces, _guard_reasons
+from traceguard._core.changes import Aspect
+from traceguard._record.functions import FunctionRecords
+
+pytestmark = pytest.mark.backend("torch")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    counters.clear()
+    yield
+    torch._dynamo.reset()
+
+
+def test_the_internals_the_hook_replaces_are_where_it_expects():
+    parameters = tuple(inspect.signature(convert_frame._compile).parameters)
+    assert parameters[:5] == ("code", "globals", "locals", "builtins", "closure")
+    assert {"frame", "compile_id"} <= set(parameters)
+    assert "_compile" in convert_frame.ConvertFrameAssert.__call__.__code__.co_names
+    assert "get_and_maybe_log_recompilation_reasons" in convert_frame._compile.__code__.co_names
+    assert "guarded_code" in convert_frame.ConvertFrameReturn.__dataclass_fields__
+
+
+def test_the_hooks_exist_only_while_listening_and_are_restored_exactly():
+    original, reasons = convert_frame._compile, convert_frame.get_and_maybe_log_recompilation_reasons
+    with _function_tracing.listening(FunctionRecords().on_trace):
+        assert convert_frame._compile is not original
+        assert _dynamo_traces.is_installed()
+    assert convert_frame._compile is original is _dynamo_traces._ORIGINAL_COMPILE
+    assert convert_frame.get_and_maybe_log_recompilation_reasons is reasons
+    assert not _dynamo_traces.is_installed()
+
+
+def test_torch_words_a_size_and_a_value_guard_as_the_parser_reads_them(records):
+    @torch.compile(backend="eager")
+    def f(x, n):
+        return x * n
+
+    f(torch.ones(8), 2)
+    f(torch.ones(5), 2)  # The size guard of compile 0 fails.
+    f(torch.ones(5), 3)  # Compile 1 made `x` dynamic: its `n == 2` guard fails.
+    kept = records.records()
+    assert [r.origin for r in kept] == ["torch.compile"] * 3
+    assert kept[1].backend_reasons == ("0/0: tensor 'x' size mismatch at index 0. expected 8, actual 5",)
+    assert _guard_reasons.reason_lines(kept[2].backend_reasons[0]) == "n == 2"
+    assert [str(c) for r in kept[1:] for c in r.changes] == ["x: dim 0 8 -> 5", "n: 2 -> 3"]
+
+
+@pytest.mark.parametrize(("reason", "arguments", "expected", "aspect"), [
+    ("0/0: tensor 'x' size mismatch at index 0. expected 8, actual 5", {}, "x: dim 0 8 -> 5", Aspect.DIM),
+    ("0/1: tensor 'data[0]' size mismatch at index 0. expected 32, actual 4", {}, "data[0]: dim 0 32 -> 4",
+     Aspect.DIM),
+    ("0/1: n == 2                       # return x * n  # t.py:3 in f\nUser stack trace:\n  ...", {"n": 3},
+     "n: 2 -> 3", Aspect.VALUE),
+    ("Cache line invalidated because list.__getitem__(L['self']._layers, 1) got deallocated", {},
+     "self._layers[1]: an object -> a new object (the earlier one was deleted) (compared by identity)",
+     Aspect.IDENTITY),
+    ("0/0: ___check_global_state() against CUDA", {}, "torch guard: ___check_global_state() against CUDA -> "
+     "failed (tracing context)", Aspect.CONTEXT),
+])
+def test_guard_reasons_read_as_changes(reason, arguments, expected, aspect):
+    (change,) = _guard_reasons.changes_of(reason, arguments)
+    assert (str(change), change.aspect) == (expected, aspect)

@@ -1,0 +1,154 @@
+"""The hook that sees every Dynamo frame compile: `torch.compile`'s trace, and each recompile.
+
+`torch.compile` keeps its compiled code per Python code object: a call whose guards
+fail on every cache entry of the frame's code runs `convert_frame._compile(code,
+globals, locals, ..., frame=..., compile_id=...)`, which asks
+`get_and_maybe_log_recompilation_reasons(cache_entries, frame, backend)` why when the
+code has entries already, then traces the frame (Dynamo), hands the graph to the
+backend (AOTAutograd, Inductor) and returns a `ConvertFrameReturn` whose
+`guarded_code` is the new cache entry, or None when the frame is skipped (nothing
+to compile). ConvertFrameAssert.__call__ calls `_compile` by its module name, and
+`_compile` calls the reasons function by its module name (torch/_dynamo/convert_frame.py,
+torch 2.14.1), so both are replaced in that module while a listener listens, and put
+back, the very objects, when the last one leaves.
+
+Each compile that made a cache entry is a `FunctionTracing` of origin
+`torch.compile`, keyed by its code object (the cache's key): the first compile of a
+code is a trace, the next ones recompiles. Its `backend_reasons` are torch's words,
+verbatim, most recent cache entry first; its `backend_changes`, the first of them
+in the user's terms (`_guard_reasons`). A graph break makes Dynamo compile the rest of
+the function as a new frame (`torch_dynamo_resume_in_<function>_at_<line>`), seen here
+as a compile of its own. Its `trace` phase is the whole frame compile, Dynamo's
+tracing and the backend's compile together, as `_compile` runs both.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import threading
+import weakref
+from typing import Any
+
+from torch._dynamo import convert_frame as _convert_frame
+
+from traceguard._compat import _calling_code, _function_tracing
+from traceguard._compat._flavors import internal_missing
+from traceguard._compat.torch import _guard_reasons
+
+ORIGIN = "torch.compile"
+_COMPILE_PARAMETERS = ("code", "globals", "locals", "builtins", "closure")
+_ORIGINAL_COMPILE = _convert_frame.__dict__.get("_compile")
+_ORIGINAL_REASONS = _convert_frame.__dict__.get("get_and_maybe_log_recompilation_reasons")
+
+
+def _check() -> None:
+    """Fails loudly at import when torch moved what the hook relies on."""
+    try:
+        found = tuple(inspect.signature(_ORIGINAL_COMPILE).parameters)
+    except (TypeError, ValueError):
+        found = ()
+    if found[:5] != _COMPILE_PARAMETERS or "frame" not in found or "compile_id" not in found:
+        raise internal_missing(f"torch._dynamo.convert_frame._compile{_COMPILE_PARAMETERS + ('frame',)} "
+                               f"(found {found})")
+    if "_compile" not in _convert_frame.ConvertFrameAssert.__call__.__code__.co_names:
+        raise internal_missing("torch._dynamo.convert_frame.ConvertFrameAssert.__call__ calling `_compile`")
+    if not callable(_ORIGINAL_REASONS) or \
+            "get_and_maybe_log_recompilation_reasons" not in _ORIGINAL_COMPILE.__code__.co_names:
+        raise internal_missing("torch._dynamo.convert_frame.get_and_maybe_log_recompilation_reasons, "
+                               "called by _compile")
+    if "guarded_code" not in getattr(_convert_frame.ConvertFrameReturn, "__dataclass_fields__", {}):
+        raise internal_missing("torch._dynamo.types.ConvertFrameReturn.guarded_code")
+
+
+_check()
+
+_local = threading.local()  # .calls: this thread's compiles in progress, innermost last.
+
+
+class _CompiledCode:
+    """What a record keys a compiled code object by: torch keeps one cache per code object.
+
+    Stands for the Python function (`__code__`, names) in the records; one per code, kept
+    while the code lives, so that every compile of one code is one function object's."""
+
+    __slots__ = ("__code__", "__name__", "__qualname__", "__weakref__")
+
+    def __init__(self, code: Any) -> None:
+        self.__code__ = code
+        self.__name__ = code.co_name
+        self.__qualname__ = getattr(code, "co_qualname", code.co_name)
+
+    def __repr__(self) -> str:
+        code = self.__code__
+        return f"<torch.compile of {self.__qualname__} at {code.co_filename}:{code.co_firstlineno}>"
+
+
+_compiled_codes: weakref.WeakKeyDictionary[Any, _CompiledCode] = weakref.WeakKeyDictionary()
+
+
+def install() -> None:
+    """Patches the hooks in (idempotent)."""
+    _convert_frame._compile = _hooked_compile
+    _convert_frame.get_and_maybe_log_recompilation_reasons = _hooked_reasons
+
+
+def uninstall() -> None:
+    """Puts torch's own functions back, the very objects that were there."""
+    _convert_frame._compile = _ORIGINAL_COMPILE
+    _convert_frame.get_and_maybe_log_recompilation_reasons = _ORIGINAL_REASONS
+
+
+def is_installed() -> bool:
+    return _convert_frame.__dict__.get("_compile") is not _ORIGINAL_COMPILE or \
+        _convert_frame.__dict__.get("get_and_maybe_log_recompilation_reasons") is not _ORIGINAL_REASONS
+
+
+def _hooked_reasons(*args: Any, **kwargs: Any) -> Any:
+    reasons = _ORIGINAL_REASONS(*args, **kwargs)
+    calls = getattr(_local, "calls", None)
+    if calls and isinstance(reasons, list):
+        calls[-1].backend_reasons = tuple(str(reason) for reason in reasons)
+    return reasons
+
+
+def _hooked_compile(code: Any, globals: Any, locals: Any, *args: Any, **kwargs: Any) -> Any:
+    tracing = _begin(code, locals)
+    calls = _local.__dict__.setdefault("calls", [])
+    calls.append(tracing)
+    try:
+        result = _ORIGINAL_COMPILE(code, globals, locals, *args, **kwargs)
+    except BaseException:
+        calls.pop()
+        tracing.raised = True
+        _finish(tracing)
+        raise
+    calls.pop()
+    if getattr(result, "guarded_code", None) is None:  # Skipped: no cache entry, nothing compiled.
+        _function_tracing.discard(tracing)
+        return result
+    _finish(tracing)
+    return result
+
+
+def _finish(tracing: _function_tracing.FunctionTracing) -> None:
+    if tracing.backend_reasons:
+        tracing.backend_changes = _guard_reasons.changes_of(tracing.backend_reasons[0], tracing.arguments)
+    _function_tracing.end(tracing)
+
+
+def _begin(code: Any, frame_locals: Any) -> _function_tracing.FunctionTracing:
+    compiled = _compiled_codes.get(code)
+    if compiled is None:
+        compiled = _compiled_codes[code] = _CompiledCode(code)
+    count = code.co_argcount + code.co_kwonlyargcount
+    names = code.co_varnames[:count]
+    arguments = {name: frame_locals[name] for name in names
+                 if name != "self" and name in (frame_locals or {})}
+    tracing = _function_tracing.begin(ORIGIN, code.co_name, compiled, compiled, arguments)
+    frame, tracing.entry = _calling_code.user_frame(sys._getframe(2))
+    if frame is not None:
+        tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
+        tracing.caller = frame.f_code.co_name
+    tracing.function_text = repr(compiled)
+    return tracing

@@ -1,0 +1,94 @@
+"""torch's own guard-failure reasons, read as `_core` changes in the user's terms.
+
+Dynamo tells why a frame recompiles: for each cache entry of the frame's code, most
+recent first, the first guard that failed, as `get_guard_fail_reason` words it
+(torch/_dynamo/guards.py; the tensor checks' words come from torch/csrc/dynamo/guards.cpp).
+The most recent entry's reason is the one read here: it is the compile the new one
+is closest to. Each reason is kept verbatim beside the changes; only the forms below
+are translated, and a reason in any other form is a `context` change holding torch's
+words (never a guess). Measured with torch 2.14.1:
+
+- `tensor 'x' size mismatch at index 0. expected 8, actual 5` -> `x: dim 0 8 -> 5`; a `dtype` or
+  `rank` mismatch likewise, a `stride`, `requires_grad` or dispatch key set mismatch as a value;
+- `n == 2` (a Python int specialised into the graph) -> `n: 2 -> 3`, the new value read from
+  the frame's arguments when the guard names one of them;
+- `Cache line invalidated because X got deallocated` -> `X: a new object (the earlier one was
+  deleted)`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from traceguard._core.changes import Aspect, Change
+from traceguard._core.specs import ArgumentPath
+
+# "0/1: " before each reason: the frame's id and the cache entry's compile id.
+_COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
+_TENSOR = re.compile(r"^tensor '(?P<name>.+?)' (?P<aspect>size|stride|dtype|requires_grad|rank|"
+                     r"dispatch key set) mismatch(?: at index (?P<axis>\d+))?\. "
+                     r"expected (?P<old>.+?), actual (?P<new>.+?)$")
+_VALUE = re.compile(r"^(?P<name>[A-Za-z_][\w.\[\]']*) == (?P<old>.+?)$")
+_DEALLOCATED = re.compile(r"(?:Cache line invalidated because )?(?P<name>.+?) got deallocated")
+_ASPECTS = {"size": Aspect.DIM, "stride": Aspect.DIM, "dtype": Aspect.DTYPE, "rank": Aspect.RANK}
+NEW_OBJECT = "a new object (the earlier one was deleted)"
+
+
+def reason_lines(reason: str) -> str:
+    """A reason's first line without its compile id and torch's `# source` comment."""
+    line = _COMPILE_ID.sub("", reason.strip().splitlines()[0] if reason.strip() else "")
+    return line.split("  #", 1)[0].strip()
+
+
+def changes_of(reason: str, arguments: dict[str, Any] | None = None) -> tuple[Change, ...]:
+    """The changes torch's guard-failure `reason` names, in the user's terms.
+
+    Args:
+        reason: One of the strings Dynamo's `get_and_maybe_log_recompilation_reasons` returns.
+        arguments: The recompiled frame's arguments by name: the new value of a guarded int.
+
+    Returns:
+        One change; a `context` change with torch's words when the form is not one read here.
+    """
+    line = reason_lines(reason)
+    found = _TENSOR.match(line)
+    if found:
+        aspect = found["aspect"]
+        path = ArgumentPath(found["name"])
+        axis = int(found["axis"]) if found["axis"] is not None else None
+        if aspect == "size":
+            return (Change(path, Aspect.DIM, _number(found["old"]), _number(found["new"]), axis),)
+        if aspect in _ASPECTS:
+            return (Change(path, _ASPECTS[aspect], found["old"], found["new"]),)
+        where = f" {axis}" if axis is not None else ""  # A stride's index.
+        old, new = f"{aspect}{where} {found['old']}", f"{aspect}{where} {found['new']}"
+        return (Change(path, Aspect.VALUE, old, new),)
+    found = _DEALLOCATED.search(line)
+    if found:
+        return (Change(ArgumentPath(_short(found["name"])), Aspect.IDENTITY, "an object", NEW_OBJECT),)
+    found = _VALUE.match(line)
+    if found:
+        name = found["name"]
+        new = (arguments or {}).get(name, "another value")
+        return (Change(ArgumentPath(name), Aspect.VALUE, found["old"], _text(new)),)
+    return (Change(ArgumentPath("torch guard"), Aspect.CONTEXT, line or reason.strip(), "failed"),)
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _text(value: Any) -> Any:
+    return value if isinstance(value, (bool, int, float, str)) or value is None else repr(value)[:80]
+
+
+def _short(source: str) -> str:
+    """`list.__getitem__(L['self']._layers, 1)` -> `self._layers[1]`: torch's source, as written."""
+    text = source
+    for _ in range(4):  # Nested item reads, innermost first.
+        text = re.sub(r"list\.__getitem__\(([^()]+), (\d+)\)", r"\1[\2]", text)
+    return re.sub(r"L\['([^']+)'\]", r"\1", text)

@@ -1,0 +1,49 @@
+"""The words of a `torch.compile` compile and recompile, and of their fixes.
+
+A Dynamo frame compile is recorded as a function trace (`_compat/torch`); its changes
+are torch's own guard failure in the user's terms. Measured with torch 2.14.1: with
+`torch._dynamo.config.automatic_dynamic_shapes` (the default), a second size of a
+dimension recompiles the frame with that dimension dynamic, and a second value of a
+Python int with the int dynamic: later sizes and values reuse that compile.
+"""
+
+from __future__ import annotations
+
+from traceguard._core.changes import Aspect
+from traceguard._core.verdicts import Hint, Reason, Verdict
+
+
+def torch_reason(verdict: Verdict) -> str | None:
+    """Why torch compiled, or None to take the general sentence."""
+    name = f"`{verdict.function}`" if verdict.function else "the frame"
+    if verdict.reason is Reason.FIRST_TRACE and verdict.of_function:
+        return (f"First compile of {name} by torch.compile: Dynamo traced its Python body into a graph "
+                "and the backend compiled it.")
+    if verdict.reason is Reason.SIGNATURE_CHANGED and verdict.of_function:
+        return (f"torch.compile recompiled {name}: a guard of its earlier compile failed: "
+                f"{'; '.join(map(str, verdict.changes))}.")
+    return None
+
+
+def torch_hint(verdict: Verdict) -> str | None:
+    """The fix of a recompile, or None to take the general one."""
+    argument = verdict.argument
+    if verdict.hint is Hint.DYNAMIC_DIMENSION:
+        change = next((c for c in verdict.changes if c.aspect is Aspect.DIM), None)
+        axis = change.axis if change is not None else 0
+        return (f"Dimension {axis} of `{argument}` varies. torch recompiles for its second size with "
+                "that dimension dynamic (automatic dynamic shapes), so later sizes reuse it; to compile "
+                f"once, mark it dynamic before the first call (`torch._dynamo.mark_dynamic({argument}, "
+                f"{axis})`) or use `torch.compile(..., dynamic=True)`.")
+    if verdict.hint is Hint.PYTHON_VALUE_AS_TENSOR:
+        return (f"`{argument}` is a Python value torch.compile specialised the graph on. torch recompiles "
+                "for its second value with it dynamic (automatic dynamic shapes), so later ints reuse it; "
+                f"to compile once, pass it as a tensor (`torch.tensor({argument})`) or use "
+                "`torch.compile(..., dynamic=True)`.")
+    if verdict.hint is Hint.OBJECT_IDENTITY:
+        return (f"Dynamo guards `{argument}` by identity: a new object (a new model or layer) fails the "
+                "guard and recompiles. Build the object once and reuse it.")
+    if verdict.hint is Hint.TRACING_CONTEXT:
+        return ("A guard torch.compile put on a value outside the arguments (a global, an attribute, a "
+                "config) failed: keep that value fixed between calls, or read it as a tensor argument.")
+    return None
