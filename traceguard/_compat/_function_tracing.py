@@ -266,7 +266,7 @@ def end(tracing: FunctionTracing, graph: Any = None) -> None:
     Completes it too when no call the hooks see made it (else its call does, as it returns).
     """
     tracing.end = time.perf_counter()
-    if not tracing.compilation:
+    if not tracing.compilation and "trace" not in tracing.phases:  # torch's hook reads its own phases.
         tracing.phases["trace"] = tracing.end - tracing.start
     stack = _local.stack
     if stack and stack[-1] is tracing:

@@ -31,7 +31,7 @@ from traceguard._core.specs import (
 if IS_JAX:
     from traceguard._compat._jax import tensor_spec_reader
 elif BACKEND == "torch":
-    from traceguard._compat.torch._torch import tensor_spec_reader
+    from traceguard._compat._flavors import keras_tensor_spec_reader as tensor_spec_reader
 else:
     from traceguard._compat._tensorflow import tensor_spec_reader
 

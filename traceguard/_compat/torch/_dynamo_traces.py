@@ -31,6 +31,7 @@ import weakref
 from typing import Any
 
 from torch._dynamo import convert_frame as _convert_frame
+from torch._dynamo import utils as _dynamo_utils
 
 from traceguard._compat import _calling_code, _function_tracing
 from traceguard._compat._flavors import internal_missing
@@ -59,6 +60,15 @@ def _check() -> None:
                                "called by _compile")
     if "guarded_code" not in getattr(_convert_frame.ConvertFrameReturn, "__dataclass_fields__", {}):
         raise internal_missing("torch._dynamo.types.ConvertFrameReturn.guarded_code")
+    fields = getattr(getattr(_dynamo_utils, "CompilationMetrics", None), "__dataclass_fields__", {})
+    if not callable(getattr(_dynamo_utils, "get_compilation_metrics", None)) or \
+            not set(_METRICS) <= set(fields):
+        raise internal_missing(f"torch._dynamo.utils.get_compilation_metrics() of CompilationMetrics{_METRICS}")
+
+
+# Each `_compile` records one `CompilationMetrics` as it exits (torch/_dynamo/utils.py): the frame's
+# whole compile and the backend's part (AOTAutograd, Inductor) of it, in seconds.
+_METRICS = ("compile_id", "entire_frame_compile_time_s", "backend_compile_time_s")
 
 
 _check()
@@ -121,17 +131,33 @@ def _hooked_compile(code: Any, globals: Any, locals: Any, *args: Any, **kwargs: 
     except BaseException:
         calls.pop()
         tracing.raised = True
-        _finish(tracing)
+        _finish(tracing, kwargs.get("compile_id"))
         raise
     calls.pop()
     if getattr(result, "guarded_code", None) is None:  # Skipped: no cache entry, nothing compiled.
         _function_tracing.discard(tracing)
         return result
-    _finish(tracing)
+    _finish(tracing, kwargs.get("compile_id"))
     return result
 
 
-def _finish(tracing: _function_tracing.FunctionTracing) -> None:
+def _read_phases(tracing: _function_tracing.FunctionTracing, compile_id: Any) -> None:
+    """Dynamo's tracing (`trace`) and the backend's compile (`compile`), as torch measured them."""
+    try:
+        metrics = _dynamo_utils.get_compilation_metrics()
+        last = metrics[-1] if metrics else None
+        if last is None or compile_id is None or str(last.compile_id) != str(compile_id):
+            return
+        whole, backend = last.entire_frame_compile_time_s, last.backend_compile_time_s or 0.0
+        if whole is not None:
+            tracing.phases["trace"] = max(whole - backend, 0.0)
+            tracing.phases["compile"] = backend
+    except Exception:  # Costs unread: the whole compile is the trace's, as measured here.
+        return
+
+
+def _finish(tracing: _function_tracing.FunctionTracing, compile_id: Any) -> None:
+    _read_phases(tracing, compile_id)
     if tracing.backend_reasons:
         tracing.backend_changes = _guard_reasons.changes_of(tracing.backend_reasons[0], tracing.arguments)
     _function_tracing.end(tracing)

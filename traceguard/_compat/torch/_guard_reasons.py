@@ -22,7 +22,8 @@ import re
 from typing import Any
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.specs import ArgumentPath
+from traceguard._compat._specs import spec_of
+from traceguard._core.specs import ArgumentPath, TensorSpec
 
 # "0/1: " before each reason: the frame's id and the cache entry's compile id.
 _COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
@@ -31,7 +32,7 @@ _TENSOR = re.compile(r"^tensor '(?P<name>.+?)' (?P<aspect>size|stride|dtype|requ
                      r"expected (?P<old>.+?), actual (?P<new>.+?)$")
 _VALUE = re.compile(r"^(?P<name>[A-Za-z_][\w.\[\]']*) == (?P<old>.+?)$")
 _DEALLOCATED = re.compile(r"(?:Cache line invalidated because )?(?P<name>.+?) got deallocated")
-_ASPECTS = {"size": Aspect.DIM, "stride": Aspect.DIM, "dtype": Aspect.DTYPE, "rank": Aspect.RANK}
+_ASPECTS = {"dtype": Aspect.DTYPE}
 NEW_OBJECT = "a new object (the earlier one was deleted)"
 
 
@@ -59,6 +60,8 @@ def changes_of(reason: str, arguments: dict[str, Any] | None = None) -> tuple[Ch
         axis = int(found["axis"]) if found["axis"] is not None else None
         if aspect == "size":
             return (Change(path, Aspect.DIM, _number(found["old"]), _number(found["new"]), axis),)
+        if aspect == "rank":  # As specs: the new argument's, and the old rank's (its sizes not told).
+            return (_rank_change(path, found["old"], found["new"], (arguments or {}).get(found["name"])),)
         if aspect in _ASPECTS:
             return (Change(path, _ASPECTS[aspect], found["old"], found["new"]),)
         where = f" {axis}" if axis is not None else ""  # A stride's index.
@@ -73,6 +76,13 @@ def changes_of(reason: str, arguments: dict[str, Any] | None = None) -> tuple[Ch
         new = (arguments or {}).get(name, "another value")
         return (Change(ArgumentPath(name), Aspect.VALUE, found["old"], _text(new)),)
     return (Change(ArgumentPath("torch guard"), Aspect.CONTEXT, line or reason.strip(), "failed"),)
+
+
+def _rank_change(path: ArgumentPath, old: str, new: str, value: Any) -> Change:
+    new_spec = spec_of(value) if value is not None else None
+    if not isinstance(new_spec, TensorSpec):
+        return Change(path, Aspect.VALUE, f"rank {old}", f"rank {new}")
+    return Change(path, Aspect.RANK, new_spec._replace(dims=(None,) * int(old)), new_spec)
 
 
 def _number(text: str) -> Any:

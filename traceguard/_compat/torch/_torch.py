@@ -55,6 +55,13 @@ def keras3_flavor() -> KerasFlavor:
     return DEFAULT_FLAVOR
 
 
+def dynamo_compiling() -> bool:
+    """Whether Dynamo is tracing a frame now: it folds this to True while it traces
+    (`torch.compiler.is_compiling`, torch/compiler/__init__.py), so a branch on it costs nothing
+    in the compiled graph."""
+    return torch.compiler.is_compiling()
+
+
 def executing_eagerly() -> bool:
     # `torch.compiler.is_compiling()` is True while Dynamo traces a frame (torch/compiler/__init__.py).
     return not torch.compiler.is_compiling()
