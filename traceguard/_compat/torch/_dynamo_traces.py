@@ -63,7 +63,8 @@ def _check() -> None:
     fields = getattr(getattr(_dynamo_utils, "CompilationMetrics", None), "__dataclass_fields__", {})
     if not callable(getattr(_dynamo_utils, "get_compilation_metrics", None)) or \
             not set(_METRICS) <= set(fields):
-        raise internal_missing(f"torch._dynamo.utils.get_compilation_metrics() of CompilationMetrics{_METRICS}")
+        raise internal_missing(f"torch._dynamo.utils.get_compilation_metrics() of "
+                               f"CompilationMetrics{_METRICS}")
 
 
 # Each `_compile` records one `CompilationMetrics` as it exits (torch/_dynamo/utils.py): the frame's

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from traceguard._core.changes import Aspect, Change
 from traceguard._compat._specs import spec_of
+from traceguard._core.changes import Aspect, Change
 from traceguard._core.specs import ArgumentPath, TensorSpec
 
 # "0/1: " before each reason: the frame's id and the cache entry's compile id.
