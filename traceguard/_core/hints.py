@@ -104,6 +104,8 @@ def _torch_hint(change: Change, keras_step: bool, keras_call: KerasCall | None) 
     """The fix of a torch.compile recompile, from torch's guard as a change; None for the general one."""
     if change.aspect is Aspect.DIM and change.axis == 0 and (keras_call is not None or keras_step):
         return _dimension_hint(change, keras_step, False, keras_call, None)
+    if change.aspect is Aspect.CONTEXT and str(change.argument).endswith(".grad"):
+        return Hint.FIRST_STEP_GRADIENTS
     return _TORCH_HINT_BY_ASPECT.get(change.aspect)
 
 

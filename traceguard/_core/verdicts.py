@@ -102,6 +102,8 @@ class Hint(enum.Enum):
     NONE_DIMENSION = "none_dimension"
     # torch: a dimension that varies recompiled `torch.compile`: mark it dynamic.
     DYNAMIC_DIMENSION = "dynamic_dimension"
+    # torch: the first step ran before gradients existed; the second recompiled once they did.
+    FIRST_STEP_GRADIENTS = "first_step_gradients"
     FIXED_SHAPES = "fixed_shapes"  # jax.jit: no None dimension; pad or bucket.
     ONE_DTYPE = "one_dtype"
     ONE_RANK = "one_rank"

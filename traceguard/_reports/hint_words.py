@@ -9,6 +9,11 @@ from __future__ import annotations
 from traceguard._core.verdicts import Hint
 
 HINTS: dict[Hint, str] = {
+    Hint.FIRST_STEP_GRADIENTS: (
+        "Expected once per model: the first step ran before any gradient existed, and torch.compile "
+        "guarded on that (`zero_grad`'s `p.grad is None`); the second step recompiles once they exist, "
+        "and later steps reuse it. Nothing to fix."
+    ),
     Hint.DYNAMIC_DIMENSION: (
         "A dimension that varies recompiles `torch.compile`: mark it dynamic before the first call "
         "(`torch._dynamo.mark_dynamic(tensor, axis)`) or use `torch.compile(..., dynamic=True)`."

@@ -74,6 +74,9 @@ def test_torch_words_a_size_and_a_value_guard_as_the_parser_reads_them(records):
     ("Cache line invalidated because list.__getitem__(L['self']._layers, 1) got deallocated", {},
      "self._layers[1]: an object -> a new object (the earlier one was deleted) (compared by identity)",
      Aspect.IDENTITY),
+    ("1/0: list.__getitem__(self._layers, 1)._kernel._value.grad is None  # if p.grad is not None:", {},
+     "self._layers[1]._kernel._value.grad: None (before the first backward pass) -> a gradient "
+     "(tracing context)", Aspect.CONTEXT),
     ("0/0: ___check_global_state() against CUDA", {}, "torch guard: ___check_global_state() against CUDA -> "
      "failed (tracing context)", Aspect.CONTEXT),
 ])

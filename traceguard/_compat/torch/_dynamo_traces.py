@@ -7,7 +7,9 @@ globals, locals, ..., frame=..., compile_id=...)`, which asks
 code has entries already, then traces the frame (Dynamo), hands the graph to the
 backend (AOTAutograd, Inductor) and returns a `ConvertFrameReturn` whose
 `guarded_code` is the new cache entry, or None when the frame is skipped (nothing
-to compile). ConvertFrameAssert.__call__ calls `_compile` by its module name, and
+to compile; torch's metrics still say `has_guarded_code`, with no `graph_op_count`);
+it raises when Dynamo cannot compile the frame, which then runs eagerly, with no
+entry. ConvertFrameAssert.__call__ calls `_compile` by its module name, and
 `_compile` calls the reasons function by its module name (torch/_dynamo/convert_frame.py,
 torch 2.14.1), so both are replaced in that module while a listener listens, and put
 back, the very objects, when the last one leaves.
@@ -130,9 +132,10 @@ def _hooked_compile(code: Any, globals: Any, locals: Any, *args: Any, **kwargs: 
     try:
         result = _ORIGINAL_COMPILE(code, globals, locals, *args, **kwargs)
     except BaseException:
+        # Dynamo could not compile the frame (an unsupported construct in a loop, ...): torch runs it
+        # eagerly and keeps no cache entry, so no compile is recorded.
         calls.pop()
-        tracing.raised = True
-        _finish(tracing, kwargs.get("compile_id"))
+        _function_tracing.discard(tracing)
         raise
     calls.pop()
     if getattr(result, "guarded_code", None) is None:  # Skipped: no cache entry, nothing compiled.

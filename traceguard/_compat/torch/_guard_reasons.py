@@ -13,7 +13,9 @@ words (never a guess). Measured with torch 2.14.1:
 - `n == 2` (a Python int specialised into the graph) -> `n: 2 -> 3`, the new value read from
   the frame's arguments when the guard names one of them;
 - `Cache line invalidated because X got deallocated` -> `X: a new object (the earlier one was
-  deleted)`.
+  deleted)`;
+- `list.__getitem__(self._layers, 1)._kernel._value.grad is None` (Keras's first step) ->
+  `self._layers[1]._kernel._value.grad: None (before the first backward pass) -> a gradient`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ _VALUE = re.compile(r"^(?P<name>[A-Za-z_][\w.\[\]']*) == (?P<old>.+?)$")
 _DEALLOCATED = re.compile(r"(?:Cache line invalidated because )?(?P<name>.+?) got deallocated")
 _ASPECTS = {"dtype": Aspect.DTYPE}
 NEW_OBJECT = "a new object (the earlier one was deleted)"
+# `p.grad is None` (torch/nn/modules/module.py's `zero_grad`, run by Keras's torch `train_step`):
+# true in the first step, before any backward pass; false once gradients exist.
+_NO_GRADIENT = re.compile(r"^(?P<name>.+)\.grad is None$")
+NO_GRADIENT = "None (before the first backward pass)"
 
 
 def reason_lines(reason: str) -> str:
@@ -70,6 +76,10 @@ def changes_of(reason: str, arguments: dict[str, Any] | None = None) -> tuple[Ch
     found = _DEALLOCATED.search(line)
     if found:
         return (Change(ArgumentPath(_short(found["name"])), Aspect.IDENTITY, "an object", NEW_OBJECT),)
+    found = _NO_GRADIENT.match(line)
+    if found:  # Keras's step zeroes gradients that the first step's backward pass creates.
+        gradient = ArgumentPath(_short(found["name"]) + ".grad")
+        return (Change(gradient, Aspect.CONTEXT, NO_GRADIENT, "a gradient"),)
     found = _VALUE.match(line)
     if found:
         name = found["name"]

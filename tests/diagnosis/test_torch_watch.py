@@ -1,0 +1,109 @@
+"""`watch()`, its report and `no_retrace()` on torch: `torch.compile` and Keras 3's `jit_compile=True`.
+
+Compiles use Dynamo's `eager` backend (Keras's `torch.compile` too, patched): the guards, the
+recompiles and their reasons are Dynamo's, the same with Inductor, without its seconds per compile.
+"""
+
+import functools
+
+import keras
+import numpy as np
+import pytest
+import torch
+from torch._dynamo.utils import clear_compilation_metrics, counters, get_compilation_metrics
+
+import traceguard as tg
+from traceguard._compat import _function_tracing
+from traceguard._record import observers
+
+pytestmark = pytest.mark.backend("torch")
+
+
+def compiles_with_a_cache_entry():
+    """torch's own record of its frame compiles that made a cache entry: a skipped frame (no graph)
+    has `has_guarded_code` but no `graph_op_count`; a failed one neither."""
+    return [m for m in get_compilation_metrics() if m.has_guarded_code and m.graph_op_count is not None]
+
+HERE = __file__
+
+
+def line_of(text):
+    with open(HERE) as source:
+        return next(number for number, line in enumerate(source, 1) if text in line)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    counters.clear()
+    clear_compilation_metrics()
+    yield
+    torch._dynamo.reset()
+    assert observers.observers == () and not _function_tracing.is_installed()
+
+
+def test_the_report_names_the_change_torch_saw_and_the_fix():
+    @torch.compile(backend="eager")
+    def scale(x):
+        return x * 2
+
+    with tg.watch() as report:
+        scale(torch.ones(8))
+        scale(torch.ones(5))  # second-size
+        scale(torch.ones(3))
+    text = str(report)
+    assert "1 function traced 2 times: 1 trace, 1 retrace" in text
+    assert f"called at test_torch_watch.py:{line_of('# second-size')}" in text
+    assert "changed: x: dim 0 8 -> 5" in text
+    assert "torch.compile recompiled `scale`: a guard of its earlier compile failed: x: dim 0 8 -> 5." in text
+    assert "`torch._dynamo.mark_dynamic(x, 0)`" in text and "dynamic=True" in text
+
+
+def test_no_retrace_fails_on_a_recompile_after_warm_up_with_torchs_reason():
+    @torch.compile(backend="eager")
+    def shift(x, n):
+        return x + n
+
+    with tg.watch():
+        shift(torch.ones(4), 2)
+        with tg.no_retrace():
+            shift(torch.ones(4), 2)  # A cache hit: no compile.
+            with pytest.raises(tg.RetraceError) as raised:
+                shift(torch.ones(4), 3)  # new-int
+    message = str(raised.value)
+    assert "`shift` retraced inside the `traceguard.no_retrace()` block." in message
+    assert f"called at: {HERE}:{line_of('# new-int')}" in message
+    assert "changed: n: 2 -> 3" in message
+    assert "torch.tensor(n)" in message
+    # torch finished the compile before traceguard raised: it is among torch's compiles.
+    assert [m.co_name for m in get_compilation_metrics()] == ["shift", "shift"]
+
+
+@pytest.fixture
+def keras_compiles_eagerly(monkeypatch):
+    """Keras's `jit_compile=True` steps compiled by Dynamo's `eager` backend."""
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="eager"))
+
+
+@pytest.mark.slow  # About 30 s on 2 cores: Dynamo traces Keras's step in seconds even without Inductor.
+def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerly, records):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
+    model.compile("sgd", "mse", jit_compile=True)
+    x, y = np.ones((40, 4), "float32"), np.ones((40, 1), "float32")
+    with tg.watch() as report:
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    text = str(report)
+    # Every frame compile torch made a cache entry for, in order, with its reason: the records.
+    compiles = [(m.co_name, m.recompile_reason) for m in compiles_with_a_cache_entry()]
+    recorded = [(r.name, r.backend_reasons[0] if r.backend_reasons else None) for r in records.records()]
+    assert recorded == compiles
+    assert sum(runs.kind_counts.get("trace", 0) + runs.kind_counts.get("retrace", 0)
+               for runs in report.functions.values()) == len(compiles)
+    assert ("train_step", None) in compiles and ("one_step_on_data", None) in compiles
+    # The partial last batch (40 = 2 x 16 + 8), in both compiled steps, with the fix for arrays.
+    assert "changed: data[0][0]: dim 0 16 -> 8" in text and "changed: data[0]: dim 0 16 -> 8" in text
+    assert "choose a `batch_size` that divides the number of samples" in text
+    # The first step ran before gradients existed: expected once.
+    assert "grad: None (before the first backward pass) -> a gradient" in text
+    assert "Expected once per model: the first step ran before any gradient existed" in text
