@@ -155,13 +155,13 @@ def test_holds_array_sees_arrays_and_tracers_in_structures():
     assert _jax.holds_tensor(["text", 3, None]) is False
 
 
-def test_a_backend_other_than_tensorflow_or_jax_is_refused_at_first_use():
+def test_a_backend_other_than_tensorflow_jax_or_torch_is_refused_at_first_use():
     code = "import traceguard; traceguard.TraceAwareLayer"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env={**os.environ, "KERAS_BACKEND": "numpy"}, timeout=300)
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == (
-        "ImportError: traceguard records Keras 3 on the backends tensorflow, jax. "
+        "ImportError: traceguard records Keras 3 on the backends tensorflow, jax, torch. "
         f"Received: KERAS_BACKEND='numpy' (Keras {keras.__version__}).")
 
 

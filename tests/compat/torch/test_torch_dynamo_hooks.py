@@ -83,3 +83,13 @@ def test_torch_words_a_size_and_a_value_guard_as_the_parser_reads_them(records):
 def test_guard_reasons_read_as_changes(reason, arguments, expected, aspect):
     (change,) = _guard_reasons.changes_of(reason, arguments)
     assert (str(change), change.aspect) == (expected, aspect)
+
+
+def test_the_torch_backend_answers_every_question_of_the_interface():
+    from traceguard import _compat
+    from traceguard._compat._interface import BACKEND_NAMES
+    from traceguard._compat.torch import _torch
+
+    assert sorted(_torch.__all__) == sorted(BACKEND_NAMES)
+    assert all(hasattr(_torch, name) for name in BACKEND_NAMES)
+    assert (_compat.BACKEND, _compat.TRACER, _compat.executing_eagerly()) == ("torch", "torch.compile", True)
