@@ -13,6 +13,13 @@ from torch._dynamo.utils import clear_compilation_metrics, counters, get_compila
 
 pytestmark = pytest.mark.backend("torch")
 
+HERE = __file__
+
+
+def line_of(text):
+    with open(HERE) as source:
+        return next(number for number, line in enumerate(source, 1) if text in line)
+
 
 def compiles_with_a_cache_entry():
     """torch's own record of its frame compiles that made a cache entry: a skipped frame (no graph)
@@ -101,6 +108,11 @@ def test_a_graph_break_compiles_the_rest_as_a_frame_of_its_own(records):
         return y * 2
 
     noisy(torch.ones(3))
-    names = [r.name for r in records.records()]
-    assert names[0] == "noisy" and len(names) == 2 and names[1].startswith("torch_dynamo_resume_in_noisy_at_")
+    first, rest = records.records()
+    assert first.name == "noisy" and rest.name.startswith("torch_dynamo_resume_in_noisy_at_")
+    # The break is named in the compile it ended, where it happened, as torch words its kind.
+    ((what, where),) = first.graph_breaks
+    assert (where.path, where.line) == (HERE, line_of("# A graph break"))
+    assert counters["graph_break"] and any(what in reason for reason in counters["graph_break"])
+    assert rest.graph_breaks == ()
     assert_torch_agrees(records)

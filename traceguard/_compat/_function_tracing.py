@@ -134,6 +134,8 @@ class FunctionTracing:
     # the first of them as changes in the user's terms; None where the backend gives no reason.
     backend_reasons: tuple[str, ...] = ()
     backend_changes: tuple[Any, ...] | None = None
+    # torch: the graph breaks in this compile, as (torch's kind of break, file, line).
+    graph_breaks: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def duration(self) -> float:

@@ -111,6 +111,9 @@ class FunctionTrace:
     # torch: why Dynamo recompiled, in torch's own words, one per earlier cache entry, most
     # recent first (`changes` reads the first); () elsewhere.
     backend_reasons: tuple[str, ...] = ()
+    # torch: the graph breaks of this compile, each Dynamo's kind of break and where it happened;
+    # the code after each one is compiled as a frame of its own (`torch_dynamo_resume_in_...`).
+    graph_breaks: tuple[tuple[str, Site], ...] = ()
 
     @property
     def backend(self) -> str:

@@ -185,7 +185,9 @@ class FunctionRecords:
                 started=_epoch(tracing.start), requested=getattr(tracing, "requested", False),
                 restored=getattr(tracing, "restored", False),
                 traced_for=getattr(tracing, "traced_for", None), body_of=getattr(tracing, "body_of", None),
-                backend_reasons=tuple(getattr(tracing, "backend_reasons", ())))
+                backend_reasons=tuple(getattr(tracing, "backend_reasons", ())),
+                graph_breaks=tuple((what, Site(file, line)) for what, file, line
+                                   in getattr(tracing, "graph_breaks", ())))
             self._records.append(record)
             self._pending[tracing.serial] = (index, object_key, _Compared(
                 index, signature, placements=getattr(tracing, "placements", None)))

@@ -38,6 +38,10 @@ def test_the_internals_the_hook_replaces_are_where_it_expects():
     assert "_compile" in convert_frame.ConvertFrameAssert.__call__.__code__.co_names
     assert "get_and_maybe_log_recompilation_reasons" in convert_frame._compile.__code__.co_names
     assert "guarded_code" in convert_frame.ConvertFrameReturn.__dataclass_fields__
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    assert tuple(inspect.signature(InstructionTranslatorBase.log_graph_break).parameters) == (
+        "self", "code_options", "reason", "exc")
 
 
 def test_the_hooks_exist_only_while_listening_and_are_restored_exactly():
@@ -47,6 +51,8 @@ def test_the_hooks_exist_only_while_listening_and_are_restored_exactly():
         assert _dynamo_traces.is_installed()
     assert convert_frame._compile is original is _dynamo_traces._ORIGINAL_COMPILE
     assert convert_frame.get_and_maybe_log_recompilation_reasons is reasons
+    assert "log_graph_break" not in vars(_dynamo_traces._TRANSLATOR) or \
+        _dynamo_traces._TRANSLATOR.log_graph_break is _dynamo_traces._ORIGINAL_LOG_BREAK
     assert not _dynamo_traces.is_installed()
 
 

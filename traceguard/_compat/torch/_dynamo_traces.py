@@ -20,7 +20,8 @@ code is a trace, the next ones recompiles. Its `backend_reasons` are torch's wor
 verbatim, most recent cache entry first; its `backend_changes`, the first of them
 in the user's terms (`_guard_reasons`). A graph break makes Dynamo compile the rest of
 the function as a new frame (`torch_dynamo_resume_in_<function>_at_<line>`), seen here
-as a compile of its own. Its `trace` phase is the whole frame compile, Dynamo's
+as a compile of its own; the break itself is in the compile it ended, `graph_breaks`: torch's
+kind of break and the file and line it happened at. Its `trace` phase is the whole frame compile, Dynamo's
 tracing and the backend's compile together, as `_compile` runs both.
 """
 
@@ -33,6 +34,7 @@ import weakref
 from typing import Any
 
 from torch._dynamo import convert_frame as _convert_frame
+from torch._dynamo import symbolic_convert as _symbolic_convert
 from torch._dynamo import utils as _dynamo_utils
 
 from traceguard._compat import _calling_code, _function_tracing
@@ -43,6 +45,11 @@ ORIGIN = "torch.compile"
 _COMPILE_PARAMETERS = ("code", "globals", "locals", "builtins", "closure")
 _ORIGINAL_COMPILE = _convert_frame.__dict__.get("_compile")
 _ORIGINAL_REASONS = _convert_frame.__dict__.get("get_and_maybe_log_recompilation_reasons")
+# Dynamo logs each graph break once, from the translator of the frame (or inlined function) it
+# happened in, as `log_graph_break(code_options, reason, exc)` (torch/_dynamo/symbolic_convert.py).
+_TRANSLATOR = _symbolic_convert.InstructionTranslatorBase
+_ORIGINAL_LOG_BREAK = _TRANSLATOR.__dict__.get("log_graph_break")
+_LOG_BREAK_PARAMETERS = ("self", "code_options", "reason", "exc")
 
 
 def _check() -> None:
@@ -62,6 +69,13 @@ def _check() -> None:
                                "called by _compile")
     if "guarded_code" not in getattr(_convert_frame.ConvertFrameReturn, "__dataclass_fields__", {}):
         raise internal_missing("torch._dynamo.types.ConvertFrameReturn.guarded_code")
+    try:
+        found = tuple(inspect.signature(_ORIGINAL_LOG_BREAK).parameters)
+    except (TypeError, ValueError):
+        found = ()
+    if found != _LOG_BREAK_PARAMETERS:
+        raise internal_missing(f"torch._dynamo.symbolic_convert.InstructionTranslatorBase.log_graph_break"
+                               f"{_LOG_BREAK_PARAMETERS} (found {found})")
     fields = getattr(getattr(_dynamo_utils, "CompilationMetrics", None), "__dataclass_fields__", {})
     if not callable(getattr(_dynamo_utils, "get_compilation_metrics", None)) or \
             not set(_METRICS) <= set(fields):
@@ -104,17 +118,20 @@ def install() -> None:
     """Patches the hooks in (idempotent)."""
     _convert_frame._compile = _hooked_compile
     _convert_frame.get_and_maybe_log_recompilation_reasons = _hooked_reasons
+    _TRANSLATOR.log_graph_break = _hooked_log_break
 
 
 def uninstall() -> None:
     """Puts torch's own functions back, the very objects that were there."""
     _convert_frame._compile = _ORIGINAL_COMPILE
     _convert_frame.get_and_maybe_log_recompilation_reasons = _ORIGINAL_REASONS
+    _TRANSLATOR.log_graph_break = _ORIGINAL_LOG_BREAK
 
 
 def is_installed() -> bool:
     return _convert_frame.__dict__.get("_compile") is not _ORIGINAL_COMPILE or \
-        _convert_frame.__dict__.get("get_and_maybe_log_recompilation_reasons") is not _ORIGINAL_REASONS
+        _convert_frame.__dict__.get("get_and_maybe_log_recompilation_reasons") is not _ORIGINAL_REASONS \
+        or _TRANSLATOR.__dict__.get("log_graph_break") is not _ORIGINAL_LOG_BREAK
 
 
 def _hooked_reasons(*args: Any, **kwargs: Any) -> Any:
@@ -123,6 +140,17 @@ def _hooked_reasons(*args: Any, **kwargs: Any) -> Any:
     if calls and isinstance(reasons, list):
         calls[-1].backend_reasons = tuple(str(reason) for reason in reasons)
     return reasons
+
+
+def _hooked_log_break(self: Any, code_options: Any, reason: Any, exc: Any) -> Any:
+    calls = getattr(_local, "calls", None)
+    if calls and not getattr(exc, "logged", True):
+        try:  # Torch's kind of break (its first line) and where it happened: the translated code's line.
+            what = getattr(exc, "gb_type", None) or str(reason).strip().splitlines()[0]
+            calls[-1].graph_breaks += ((what, self.f_code.co_filename, self.lineno),)
+        except Exception:  # Not named: the break is still seen as the frame it makes.
+            pass
+    return _ORIGINAL_LOG_BREAK(self, code_options, reason, exc)
 
 
 def _hooked_compile(code: Any, globals: Any, locals: Any, *args: Any, **kwargs: Any) -> Any:
