@@ -57,6 +57,10 @@ def test_the_report_names_the_change_torch_saw_and_the_fix():
     assert "changed: x: dim 0 8 -> 5" in text
     assert "torch.compile recompiled `scale`: a guard of its earlier compile failed: x: dim 0 8 -> 5." in text
     assert "`torch._dynamo.mark_dynamic(x, 0)`" in text and "dynamic=True" in text
+    # torch's own words follow, verbatim.
+    (runs,) = report.functions.values()
+    assert runs.events[1].reason.endswith(
+        "torch's guard failure: `tensor 'x' size mismatch at index 0. expected 8, actual 5`.")
 
 
 def test_no_retrace_fails_on_a_recompile_after_warm_up_with_torchs_reason():
@@ -110,6 +114,10 @@ def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerl
     assert any(name == "train_step" and what == "Unsupported Tensor.backward() call"
                and path.endswith("keras/src/backend/torch/trainer.py") for name, what, path in breaks)
     assert any(r.name.startswith("torch_dynamo_resume_in_train_step_at_") for r in records.records())
+    first_step = next(event for runs in report.functions.values() for event in runs.events
+                      if event.function == "train_step")
+    assert "Graph break: Unsupported Tensor.backward() call at trainer.py:" in first_step.reason
+    assert "(Keras's code); the code after it compiles as a frame of its own." in first_step.reason
     # The first step ran before gradients existed: expected once.
     assert "grad: None (before the first backward pass) -> a gradient" in text
     assert "Expected once per model: the first step ran before any gradient existed" in text

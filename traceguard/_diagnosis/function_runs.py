@@ -19,6 +19,7 @@ from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, MISS_KINDS, Trac
 from traceguard._core.specs import Site, Spec
 from traceguard._core.verdicts import Verdict
 from traceguard._reports.messages import hint_text, reason_text
+from traceguard._reports.torch_words import torch_details
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
@@ -342,7 +343,8 @@ def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> Func
     return FunctionEvent(
         serial=record.serial, kind=verdict.kind, function=record.name,
         signature=record.signature, changes=tuple(verdict.changes),
-        reason=reason_text(verdict), hint=hint_text(verdict), call_site=record.call_site,
+        reason=_with_backend_words(reason_text(verdict), record), hint=hint_text(verdict),
+        call_site=record.call_site,
         definition=record.definition,
         duration_s=0.0 if verdict.kind is TraceKind.COMPILE else record.duration,
         object_number=record.object_number, created_variables=record.created_variables,
@@ -350,6 +352,12 @@ def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> Func
         same_graph_as=record.same_graph_as if verdict.kind is TraceKind.RETRACE else None,
         phases=dict(record.phases), miss_s=record.miss, persistent_cache=record.persistent_cache,
         cache_saved_s=record.cache_saved, verdict=verdict, started=record.started)
+
+
+def _with_backend_words(reason: str, record: FunctionTrace) -> str:
+    """`reason`, then what the backend itself said of the trace (torch: its guard failure, graph breaks)."""
+    details = torch_details(record) if record.origin == "torch.compile" else ""
+    return f"{reason} {details}" if details else reason
 
 
 def function_key(record: FunctionTrace) -> str:

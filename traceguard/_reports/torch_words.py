@@ -9,8 +9,14 @@ Python int with the int dynamic: later sizes and values reuse that compile.
 
 from __future__ import annotations
 
+import re
+
 from traceguard._core.changes import Aspect
+from traceguard._core.functions import FunctionTrace
 from traceguard._core.verdicts import Hint, Reason, Verdict
+
+# A reason's compile id ("0/1: "), as Dynamo prefixes it.
+_COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
 
 
 def torch_reason(verdict: Verdict) -> str | None:
@@ -47,3 +53,18 @@ def torch_hint(verdict: Verdict) -> str | None:
         return ("A guard torch.compile put on a value outside the arguments (a global, an attribute, a "
                 "config) failed: keep that value fixed between calls, or read it as a tensor argument.")
     return None
+
+
+def torch_details(record: FunctionTrace) -> str:
+    """What torch itself said of a compile, after traceguard's sentence: the guard that failed, in
+    torch's words (the first line, without its compile id and source comment), and the graph
+    breaks in it with where each happened. `""` for other backends' records."""
+    parts = []
+    if record.backend_reasons:
+        line = _COMPILE_ID.sub("", record.backend_reasons[0].strip().splitlines()[0]).split("  #", 1)[0]
+        parts.append(f"torch's guard failure: `{line.strip()}`.")
+    for what, where in record.graph_breaks:
+        whose = " (Keras's code)" if "/keras/" in where.path.replace("\\", "/") else ""
+        parts.append(f"Graph break: {what} at {where.path.rsplit('/', 1)[-1]}:{where.line}{whose}; "
+                     "the code after it compiles as a frame of its own.")
+    return " ".join(parts)
