@@ -121,3 +121,27 @@ def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerl
     # The first step ran before gradients existed: expected once.
     assert "grad: None (before the first backward pass) -> a gradient" in text
     assert "Expected once per model: the first step ran before any gradient existed" in text
+
+
+def test_a_trace_file_written_on_torch_reads_back_without_torch(tmp_path):
+    import subprocess
+    import sys
+
+    @torch.compile(backend="eager")
+    def scale(x):
+        return x * 2
+
+    path = tmp_path / "torch.jsonl"
+    with tg.watch(trace_file=str(path)):
+        scale(torch.ones(8))
+        scale(torch.ones(5))
+    # `traceguard report` with torch, TensorFlow, JAX and Keras refused.
+    refuse = "; ".join(f"sys.modules[{name!r}] = None" for name in ("torch", "tensorflow", "jax", "keras"))
+    result = subprocess.run(
+        [sys.executable, "-c", f"import sys; {refuse}; from traceguard._cli import main; "
+                               f"sys.exit(main(['report', {str(path)!r}]))"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "changed: x: dim 0 8 -> 5" in result.stdout
+    assert "torch.compile recompiled `scale`" in result.stdout
+    assert "`tensor 'x' size mismatch at index 0." in result.stdout
