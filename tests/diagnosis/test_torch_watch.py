@@ -145,3 +145,21 @@ def test_a_trace_file_written_on_torch_reads_back_without_torch(tmp_path):
     assert "changed: x: dim 0 8 -> 5" in result.stdout
     assert "torch.compile recompiled `scale`" in result.stdout
     assert "`tensor 'x' size mismatch at index 0." in result.stdout
+
+
+def test_traceguard_run_reports_a_scripts_recompiles_and_the_demo_says_what_runs_on_torch(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "compiled.py"
+    script.write_text("import torch\n\n@torch.compile(backend='eager')\ndef f(x):\n    return x * 2\n\n"
+                      "for n in (8, 5, 3):\n    f(torch.ones(n))\n")
+    result = subprocess.run([sys.executable, "-m", "traceguard", "run", str(script)],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = result.stderr  # `run` leaves stdout to the script.
+    assert "1 function traced 2 times: 1 trace, 1 retrace" in report
+    assert "called at compiled.py:8" in report and "changed: x: dim 0 8 -> 5" in report
+    demo = subprocess.run([sys.executable, "-m", "traceguard", "demo"], capture_output=True, text=True,
+                          timeout=300)
+    assert demo.returncode != 0 and "record your own script instead: `traceguard run script.py`" in demo.stderr
