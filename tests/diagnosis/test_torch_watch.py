@@ -162,4 +162,5 @@ def test_traceguard_run_reports_a_scripts_recompiles_and_the_demo_says_what_runs
     assert "called at compiled.py:8" in report and "changed: x: dim 0 8 -> 5" in report
     demo = subprocess.run([sys.executable, "-m", "traceguard", "demo"], capture_output=True, text=True,
                           timeout=300)
-    assert demo.returncode != 0 and "record your own script instead: `traceguard run script.py`" in demo.stderr
+    assert demo.returncode != 0
+    assert "record your own script instead: `traceguard run script.py`" in demo.stderr
