@@ -1,7 +1,7 @@
 """Which backend runs here, and whether Keras does, decided before anything imports TensorFlow.
 
 The first thing `traceguard._compat` asks, and the only one asked without the
-backend's engine: the answer picks the backend module (`_tensorflow` or `_jax`)
+backend's engine: the answer picks the backend module (`tensorflow.backend` or `jax.backend`)
 that answers every later question, so the JAX path never imports TensorFlow.
 
 Found, not assumed: traceguard records whatever is installed. Keras 3 decides its

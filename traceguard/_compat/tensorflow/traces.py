@@ -1,4 +1,4 @@
-"""The hook that sees every `tf.function` trace (TensorFlow's retracing warning: `_tf_retracing`).
+"""The hook that sees every `tf.function` trace (TensorFlow's retracing warning: `tensorflow.retracing`).
 
 `tf.function` looks its cache up on every call and builds a graph only on a miss,
 in one place per TensorFlow release:
@@ -16,7 +16,7 @@ in one place per TensorFlow release:
 The hook replaces that function while `_function_tracing` has listeners, and puts
 the original back exactly afterwards. It traces nothing itself, so traced graphs
 keep their ops. The FuncGraph it is handed is the one `wrapped_fn` holds as
-`default_graph` (see `_tf_function`): the same identity `TfFunctionFrame.trace`
+`default_graph` (see `tensorflow.function`): the same identity `TfFunctionFrame.trace`
 refers to. Part of the TensorFlow backend; imported when the first listener comes.
 """
 
@@ -38,13 +38,13 @@ from traceguard._compat import (
     _function_tracing,
     _graph_fingerprint,
     _keras_optimizers,
-    _tf_calls,
-    _tf_context,
-    _tf_data_elements,
-    _tf_function,
-    _tf_trace_types,
 )
 from traceguard._compat._flavors import internal_missing
+from traceguard._compat.tensorflow import calls as _tf_calls
+from traceguard._compat.tensorflow import context as _tf_context
+from traceguard._compat.tensorflow import data_elements as _tf_data_elements
+from traceguard._compat.tensorflow import function as _tf_function
+from traceguard._compat.tensorflow import keys as _tf_trace_types
 
 try:  # TF 2.14+.
     from tensorflow.python.eager.polymorphic_function import tracing_compilation as _compilation
@@ -93,7 +93,7 @@ if _HOOKED not in _CALLER.__code__.co_names:
     raise internal_missing(f"{_CALLER.__qualname__} calling {_HOOKED}")
 _ORIGINAL = _OWNER.__dict__[_HOOKED]
 
-# The `Function` methods whose `self` is the tf.function being traced (see `_tf_function`).
+# The `Function` methods whose `self` is the tf.function being traced (see `tensorflow.function`).
 _FUNCTION_CODES = (_tf_function._CALL_CODE, _tf_function._CONCRETE_FUNCTION_CODE)
 if "_created_variables" not in _polymorphic_function.Function.__init__.__code__.co_names:
     raise internal_missing("polymorphic_function.Function._created_variables")
@@ -115,7 +115,7 @@ _CONTROL_FLOW_GRAPHS = (
     (_control_flow_graphs.WhileCondFuncGraph, "while_cond"),
     (_control_flow_graphs.CondBranchFuncGraph, "cond_branch"),
 )
-# See `_tf_function._KERAS_SCRATCH_GRAPH_PREFIX`, and `_tf_context.KERAS2_SCRATCH_GRAPH_SUFFIX`.
+# See `tensorflow.function._KERAS_SCRATCH_GRAPH_PREFIX`, and `tensorflow.context.KERAS2_SCRATCH_GRAPH_SUFFIX`.
 _KERAS_SCRATCH_PREFIX, _KERAS2_SCRATCH_SUFFIX = "scratch_graph", "_scratch_graph"
 GRAPH_ROLES = ("eager", "function", "while_body", "while_cond", "cond_branch", "keras_scratch",
                "other")
@@ -144,7 +144,7 @@ def function_graph_of(graph: Any) -> Any:
     """The graph of the function trace that `graph` is built in, hooked or not.
 
     Goes outward (`outer_graph`) past control-flow bodies and Keras's scratch
-    graphs: the FuncGraph `_tf_function` keys a trace's facts by. `graph` itself
+    graphs: the FuncGraph `tensorflow.function` keys a trace's facts by. `graph` itself
     when it is such a graph; None for an eager (global) graph.
     """
     while graph is not None and graph_role(graph) in ("while_body", "while_cond", "cond_branch",
@@ -170,8 +170,8 @@ def control_flow_path(graph: Any) -> tuple[str, ...]:
 
 # --- the hook ---------------------------------------------------------------------------
 def install() -> None:
-    """Patches the hook in (idempotent), the call-level hook (`_tf_calls`), and the note of what
-    `tf.data` iterators hand out (`_tf_data_elements`)."""
+    """Patches the hook in (idempotent), the call-level hook (`tensorflow.calls`), and the note of what
+    `tf.data` iterators hand out (`tensorflow.data_elements`)."""
     setattr(_OWNER, _HOOKED, _hooked if _compilation is not None else _hooked_method)
     _tf_calls.install()
     _tf_data_elements.install()
@@ -358,7 +358,7 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
     tracing.phase = phase
     tracing.requested = requested
     # TF's save context, or Keras's `export` tracing before it enters it (see
-    # `_tf_function.in_save_context`), seen between here and the user's frame.
+    # `tensorflow.function.in_save_context`), seen between here and the user's frame.
     tracing.saving = exporting or _save_context.in_save_context()
     if frame is not None:
         _note_caller(tracing, frame, entry, given)
