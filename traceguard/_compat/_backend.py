@@ -17,6 +17,8 @@ import importlib.util
 import json
 import os
 
+from traceguard._core.backends import Backend
+
 
 def parse_version(version: str) -> tuple[int, int]:
     """`"2.15.1"` -> `(2, 15)`: versions are compared as numbers, never as strings."""
@@ -128,10 +130,10 @@ def _decide_backend() -> str:
     return backend
 
 
-BACKEND = _decide_backend()
-IS_JAX = BACKEND == "jax"
+BACKEND = Backend(_decide_backend())
+IS_JAX = BACKEND is Backend.JAX
 
 
 def describe_engine() -> str:
     """`"TensorFlow 2.21.0"` or `"JAX 0.10.2"`: the engine recorded here."""
-    return f"{_ENGINE_NAMES[BACKEND]} {importlib.import_module(BACKEND).__version__}"
+    return f"{_ENGINE_NAMES[BACKEND]} {importlib.import_module(BACKEND.value).__version__}"

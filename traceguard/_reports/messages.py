@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from traceguard._core.backends import Backend
 from traceguard._core.changes import Aspect
 from traceguard._core.keras_names import KERAS_STEP_FUNCTIONS as _KERAS_STEPS
 from traceguard._core.verdicts import Hint, Reason, Verdict
@@ -126,7 +127,7 @@ _FIXED_STRUCTURE = {
 def _varying_length(verdict: Verdict) -> str:
     (change, *_) = verdict.changes
     what = f"Dimension {change.axis} of `{change.argument}` (e.g. a sequence length) varies"
-    if verdict.backend == "jax":
+    if verdict.backend == Backend.JAX:
         return (f"{what}: `jax.jit` compiles once per shape. Pad the inputs to a fixed length, or "
                 "bucket them to a few lengths.")
     if verdict.keras_call is not None or verdict.function in _KERAS_STEPS:
@@ -246,9 +247,9 @@ _HINTS_WITH_FACTS = {
 }
 
 
-def _names(function: str | None, backend: str) -> tuple[bool, str, str, str]:
+def _names(function: str | None, backend: Backend) -> tuple[bool, str, str, str]:
     """Whether the backend is JAX, its tracer, its engine, and where the run was traced."""
-    jax = backend == "jax"
+    jax = backend == Backend.JAX
     tracer, engine = ("jax.jit", "JAX") if jax else ("tf.function", "TensorFlow")
     where = f"{tracer} `{function}`" if function else ("a JAX trace" if jax else "a graph")
     return jax, tracer, engine, where
@@ -283,9 +284,9 @@ def reason_text(verdict: Verdict) -> str:
         return (f"{_subject(verdict.function, verdict.backend)} traced again because "
                 f"{_what_changed(verdict.changes, 'the signature')} changed: "
                 f"{'; '.join(map(str, verdict.changes))}.")
-    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend != "jax":
+    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend != Backend.JAX:
         return _TF_SAME_KEY.format(subject=_subject(verdict.function, verdict.backend))
-    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend == "jax":
+    if verdict.reason is Reason.SAME_ARGUMENTS and verdict.of_function and verdict.backend == Backend.JAX:
         return (f"{_subject(verdict.function, verdict.backend)} traced again, and its cache key shows no "
                 "difference from an earlier trace's: the arguments' pytree (node types, static fields, "
                 "keyword or positional), their shapes, dtypes and weak types, the static arguments and the "
@@ -319,7 +320,7 @@ def _what_changed(changes: tuple, arguments: str) -> str:
     return f"its tracing context and {arguments}" if any(context) else arguments
 
 
-def _subject(function: str | None, backend: str) -> str:
+def _subject(function: str | None, backend: Backend) -> str:
     jax, tracer, _, _ = _names(function, backend)
     if function:
         return f"The {tracer} `{function}`"
@@ -327,7 +328,8 @@ def _subject(function: str | None, backend: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _reason_of_place(reason: Reason, function: str | None, backend: str, objects: int | None = None) -> str:
+def _reason_of_place(reason: Reason, function: str | None, backend: Backend,
+                     objects: int | None = None) -> str:
     jax, _, engine, where = _names(function, backend)
     subject = _subject(function, backend)
     if reason is Reason.EAGER:
@@ -374,7 +376,8 @@ def hint_text(verdict: Verdict) -> str | None:
         return compilation_hint(verdict)
     if hint is Hint.PYTHON_VALUE_AS_TENSOR:
         return _PYTHON_VALUE[_backend(verdict)].format(argument=verdict.argument)
-    if hint is Hint.TRACING_CONTEXT and verdict.argument == "device_functions" and _backend(verdict) != "jax":
+    if (hint is Hint.TRACING_CONTEXT and verdict.argument == "device_functions"
+            and _backend(verdict) is not Backend.JAX):
         return _TF_DEVICE_CONTEXT
     if hint in _BY_BACKEND:
         return _BY_BACKEND[hint][_backend(verdict)].format(argument=verdict.argument,
@@ -393,5 +396,5 @@ _BY_ARGUMENT = {Hint.WEAK_TYPE: _WEAK_TYPE, Hint.STATIC_VALUE: _STATIC_VALUE,
                 Hint.CALL_STRUCTURE: _CALL_STRUCTURE, Hint.ONE_SHARDING: _ONE_SHARDING}
 
 
-def _backend(verdict: Verdict) -> str:
-    return "jax" if verdict.backend == "jax" else "tensorflow"
+def _backend(verdict: Verdict) -> Backend:
+    return Backend.JAX if verdict.backend == Backend.JAX else Backend.TENSORFLOW
