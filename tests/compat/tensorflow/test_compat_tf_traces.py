@@ -16,6 +16,7 @@ import traceguard as tg
 from traceguard import _compat
 from traceguard._compat import _function_tracing
 from traceguard._compat.tensorflow import function as _tf_function
+from traceguard._compat.tensorflow import graphs as _tf_graphs
 from traceguard._compat.tensorflow import retracing as _tf_retracing
 from traceguard._compat.tensorflow import traces as _tf_traces
 from traceguard._core.specs import format_signature
@@ -226,8 +227,8 @@ def test_a_while_loop_body_belongs_to_the_function_trace_it_is_built_in(records)
         def body(i, total):
             graph = _compat.default_graph()
             tracing = _function_tracing.tracing_of_graph(graph)
-            roles.append((_tf_traces.graph_role(graph), _tf_traces.control_flow_path(graph),
-                          tracing.name, _tf_traces.function_graph_of(graph) is tracing.graph()))
+            roles.append((_tf_graphs.graph_role(graph), _tf_graphs.control_flow_path(graph),
+                          tracing.name, _tf_graphs.function_graph_of(graph) is tracing.graph()))
             return i + 1, total + tf.cast(i, tf.float32)
 
         return tf.while_loop(lambda i, total: i < n, body, (tf.constant(0), tf.constant(0.0)))
@@ -244,7 +245,7 @@ def test_a_cond_branch_inside_a_while_body_is_on_the_control_flow_path(records):
     def f(n):
         def body(i):
             def branch():
-                paths.append(_tf_traces.control_flow_path(_compat.default_graph()))
+                paths.append(_tf_graphs.control_flow_path(_compat.default_graph()))
                 return i + 1
 
             return tf.cond(i > 0, branch, lambda: i + 2)
@@ -253,7 +254,7 @@ def test_a_cond_branch_inside_a_while_body_is_on_the_control_flow_path(records):
 
     f(tf.constant(3))
     assert paths == [("while_body", "cond_branch")]
-    assert _tf_traces.graph_role(tf.compat.v1.get_default_graph()) == "eager"
+    assert _tf_graphs.graph_role(tf.compat.v1.get_default_graph()) == "eager"
 
 
 def test_a_tf_data_map_function_is_recorded_with_the_user_s_function(records):

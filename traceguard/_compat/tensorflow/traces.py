@@ -18,6 +18,9 @@ the original back exactly afterwards. It traces nothing itself, so traced graphs
 keep their ops. The FuncGraph it is handed is the one `wrapped_fn` holds as
 `default_graph` (see `tensorflow.function`): the same identity `TfFunctionFrame.trace`
 refers to. Part of the TensorFlow backend; imported when the first listener comes.
+
+This module hooks the trace and reads its call; `graphs` says what a graph being built is
+(a function trace's own, a control-flow body, Keras's scratch graph) and where it sits.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from typing import Any
 
 from tensorflow.python.data.ops import structured_function as _structured_function
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _polymorphic_function
-from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
 from tensorflow.python.saved_model import save_context as _save_context
 
 from traceguard._compat import (
@@ -44,6 +46,9 @@ from traceguard._compat.tensorflow import calls as _tf_calls
 from traceguard._compat.tensorflow import context as _tf_context
 from traceguard._compat.tensorflow import data_elements as _tf_data_elements
 from traceguard._compat.tensorflow import function as _tf_function
+
+# Imported with the hook so that its control-flow graph types are checked when the hook is.
+from traceguard._compat.tensorflow import graphs as _tf_graphs  # noqa: F401
 from traceguard._compat.tensorflow import keys as _tf_trace_types
 
 try:  # TF 2.14+.
@@ -105,68 +110,6 @@ if "_created_variables" not in _polymorphic_function.Function.__init__.__code__.
 _STRUCTURED_INIT = _structured_function.StructuredFunctionWrapper.__init__
 _check_locals(_STRUCTURED_INIT, ("func", "fn_factory", "self"), "StructuredFunctionWrapper.__init__")
 _STRUCTURED_INIT_CODE = _STRUCTURED_INIT.__code__
-
-# --- control flow inside a trace ------------------------------------------------------
-# `tf.while_loop` and `tf.cond` (v2, every graph inside a tf.function) trace their
-# bodies into FuncGraphs of these types, whose `outer_graph` is the graph around them
-# (tensorflow/python/ops/control_flow_v2_func_graphs.py, TF 2.12 to 2.21).
-_CONTROL_FLOW_GRAPHS = (
-    (_control_flow_graphs.WhileBodyFuncGraph, "while_body"),
-    (_control_flow_graphs.WhileCondFuncGraph, "while_cond"),
-    (_control_flow_graphs.CondBranchFuncGraph, "cond_branch"),
-)
-# See `tensorflow.function._KERAS_SCRATCH_GRAPH_PREFIX`, and `tensorflow.context.KERAS2_SCRATCH_GRAPH_SUFFIX`.
-_KERAS_SCRATCH_PREFIX, _KERAS2_SCRATCH_SUFFIX = "scratch_graph", "_scratch_graph"
-GRAPH_ROLES = ("eager", "function", "while_body", "while_cond", "cond_branch", "keras_scratch",
-               "other")
-
-
-def graph_role(graph: Any) -> str:
-    """What `graph` is: one of `GRAPH_ROLES`.
-
-    `"function"` is a graph a function trace builds while a listener sees it (see
-    `_function_tracing.tracing_of_graph`); `"other"` any other FuncGraph.
-    """
-    if graph is None or not getattr(graph, "building_function", False):
-        return "eager"
-    for graph_type, role in _CONTROL_FLOW_GRAPHS:
-        if isinstance(graph, graph_type):
-            return role
-    if id(graph) in _function_tracing._running_by_graph:
-        return "function"
-    name = getattr(graph, "name", "")
-    if name.startswith(_KERAS_SCRATCH_PREFIX) or name.endswith(_KERAS2_SCRATCH_SUFFIX):
-        return "keras_scratch"
-    return "other"
-
-
-def function_graph_of(graph: Any) -> Any:
-    """The graph of the function trace that `graph` is built in, hooked or not.
-
-    Goes outward (`outer_graph`) past control-flow bodies and Keras's scratch
-    graphs: the FuncGraph `tensorflow.function` keys a trace's facts by. `graph` itself
-    when it is such a graph; None for an eager (global) graph.
-    """
-    while graph is not None and graph_role(graph) in ("while_body", "while_cond", "cond_branch",
-                                                      "keras_scratch"):
-        graph = getattr(graph, "outer_graph", None)
-    return None if graph is None or not getattr(graph, "building_function", False) else graph
-
-
-def control_flow_path(graph: Any) -> tuple[str, ...]:
-    """The control-flow bodies from the enclosing function trace's graph in to `graph`.
-
-    `("while_body",)` for an RNN cell's run inside a Keras step; `()` when `graph`
-    is a function trace's own graph, or outside any trace.
-    """
-    roles: list[str] = []
-    while graph is not None and id(graph) not in _function_tracing._running_by_graph:
-        role = graph_role(graph)
-        if role in ("while_body", "while_cond", "cond_branch"):
-            roles.append(role)
-        graph = getattr(graph, "outer_graph", None)
-    return tuple(reversed(roles)) if graph is not None else ()
-
 
 # --- the hook ---------------------------------------------------------------------------
 def install() -> None:
