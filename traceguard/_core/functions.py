@@ -11,6 +11,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
+from traceguard._core.backends import Backend
 from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import RETRACE_KINDS, TraceKind
@@ -110,10 +111,10 @@ class FunctionTrace:
     body_of: str | None = None
 
     @property
-    def backend(self) -> str:
-        """The backend that traced it: `"jax"` for `jax.jit` and the bodies below it, else
-        `"tensorflow"`."""
-        return "jax" if self.origin.startswith("jax.") else "tensorflow"
+    def backend(self) -> Backend:
+        """The backend that traced it: `Backend.JAX` for `jax.jit` and the bodies below it, else
+        `Backend.TENSORFLOW`."""
+        return Backend.JAX if self.origin.startswith("jax.") else Backend.TENSORFLOW
 
     @property
     def cost(self) -> float:
