@@ -19,7 +19,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf  # noqa: E402
 
-from traceguard._compat import _function_tracing, _tf_traces  # noqa: E402
+from traceguard._compat import _function_tracing  # noqa: E402
+from traceguard._compat.tensorflow import traces as _tf_traces
 from traceguard._record.functions import FunctionRecords  # noqa: E402
 
 

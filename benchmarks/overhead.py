@@ -755,7 +755,7 @@ def own_work_timer(clock=time.perf_counter):
                (_function_calls, "open_call"), (_function_calls, "close_call"),
                (_graph_fingerprint, "same_graph_as")]
     if _compat.BACKEND == "tensorflow":
-        from traceguard._compat import _tf_calls
+        from traceguard._compat.tensorflow import calls as _tf_calls
 
         targets += [(_tf_calls._Shadow, "_shapes"), (_tf_calls, "watch_concrete_function")]
     spent = {"seconds": 0.0, "depth": 0}

@@ -207,7 +207,8 @@ def test_a_report_of_a_trace_file_renders_costs_and_compilations_without_tensorf
 
 
 def test_nothing_is_hooked_or_shadowed_once_watch_exits():
-    from traceguard._compat import _function_calls, _tf_calls
+    from traceguard._compat import _function_calls
+    from traceguard._compat.tensorflow import calls as _tf_calls
 
     step = tf.function(matmuls, jit_compile=True, reduce_retracing=True)
     with tg.watch():

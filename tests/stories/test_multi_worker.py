@@ -28,7 +28,7 @@ pytestmark = [
     pytest.mark.backend("tensorflow"),
     pytest.mark.slow, pytest.mark.multi_process,
     # Two TensorFlow processes and their collectives take 10-40 s of a two-core machine: run on the
-    # newest TensorFlow (its Keras 3 and tf_keras jobs) only, for CI's time.
+    # newest TensorFlow only (in CI, the tf2.21-keras3 job: the one TF 2.21 job with -m ""), for time.
     pytest.mark.skipif(_compat.TF_VERSION < (2, 21),
                        reason="multi-worker jobs run on TensorFlow >= 2.21 only"),
 ]

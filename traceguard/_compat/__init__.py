@@ -16,11 +16,12 @@ The modules, in the order they are imported:
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
 - `_keras_calls`: which Keras method (`fit`, `predict`, ...) a trace runs under.
 - `_function_tracing`: every trace of a whole function (`tf.function`, `jax.jit`), told to
-  listeners while any listens (`_tf_traces`, `_jax_traces` hook the backend).
+  listeners while any listens (`tensorflow.traces`, `jax.traces` hook the backend).
 - `_interface`: the backend interface, `Backend`, written once.
-- One backend module, whose `__all__` is that interface:
-  `_tensorflow` (with `_tf_context`, `_tf_function` and `_autograph`), or `_jax`,
-  which never imports TensorFlow.
+- One backend folder, whose `backend` module's `__all__` is that interface, with the same module
+  names for the same jobs (`backend`, `traces`, `calls`, `keys`): `tensorflow/` (with `context`,
+  `function` and `autograph`), or `jax/`, which never imports TensorFlow. The two folders import
+  nothing of each other (`.importlinter`).
 - `_specs`: the `_core.specs` values of live arguments (`spec_of`, `signature_of`).
 
 The pure Keras vocabulary (step names, Keras methods, variable owners) is `_core.keras_names`:
@@ -28,7 +29,7 @@ this package reads live objects, and gives `_core` values back.
 
 Callers use the names below as `_compat.<name>`: replace one there (a test's
 `monkeypatch.setattr(_compat, ...)`) to change what callers get. A module's own
-state (`_flavors._KERAS_EXPORT_DIRS`, `_tf_function._facts_of_trace`, ...) is read
+state (`_flavors._KERAS_EXPORT_DIRS`, `tensorflow.function._facts_of_trace`, ...) is read
 from that module: it exists there only.
 """
 
@@ -72,9 +73,9 @@ from traceguard._core.keras_names import KERAS_METHODS, KerasCall
 
 # The backend's answers, the names of `_interface.Backend` (each backend's `__all__`).
 if TYPE_CHECKING:
-    # Type checkers cannot read a computed `__all__`: the same names, as `_tensorflow` types
+    # Type checkers cannot read a computed `__all__`: the same names, as `tensorflow.backend` types
     # them (tests/compat/tensorflow/test_compat.py checks that this list is `BACKEND_NAMES`).
-    from traceguard._compat._tensorflow import (  # noqa: F401 (re-exported: `__all__`)
+    from traceguard._compat.tensorflow.backend import (  # noqa: F401 (re-exported: `__all__`)
         DEFAULT_FLAVOR,
         TF_VERSION,
         TRACER,
@@ -114,11 +115,11 @@ if TYPE_CHECKING:
         wrap_call,
     )
 elif IS_JAX:
-    from traceguard._compat._jax import *  # noqa: F403
+    from traceguard._compat.jax.backend import *  # noqa: F403
 elif BACKEND == "torch":
-    from traceguard._compat.torch._torch import *  # noqa: F403
+    from traceguard._compat.torch.backend import *  # noqa: F403
 else:
-    from traceguard._compat._tensorflow import *  # noqa: F403
+    from traceguard._compat.tensorflow.backend import *  # noqa: F403
 
 from traceguard._compat._specs import signature_of, spec_of  # noqa: E402 (after the backend)
 from traceguard._core.keras_names import (  # noqa: E402

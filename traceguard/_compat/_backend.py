@@ -1,7 +1,7 @@
 """Which backend runs here, and whether Keras does, decided before anything imports TensorFlow.
 
 The first thing `traceguard._compat` asks, and the only one asked without the
-backend's engine: the answer picks the backend module (`_tensorflow` or `_jax`)
+backend's engine: the answer picks the backend module (`tensorflow.backend` or `jax.backend`)
 that answers every later question, so the JAX path never imports TensorFlow.
 
 Found, not assumed: traceguard records whatever is installed. Keras 3 decides its
@@ -16,6 +16,8 @@ import importlib
 import importlib.util
 import json
 import os
+
+from traceguard._core.backends import Backend
 
 
 def parse_version(version: str) -> tuple[int, int]:
@@ -128,11 +130,11 @@ def _decide_backend() -> str:
     return backend
 
 
-BACKEND = _decide_backend()
-IS_JAX = BACKEND == "jax"
-IS_TORCH = BACKEND == "torch"
+BACKEND = Backend(_decide_backend())
+IS_JAX = BACKEND is Backend.JAX
+IS_TORCH = BACKEND is Backend.TORCH
 
 
 def describe_engine() -> str:
     """`"TensorFlow 2.21.0"` or `"JAX 0.10.2"`: the engine recorded here."""
-    return f"{_ENGINE_NAMES[BACKEND]} {importlib.import_module(BACKEND).__version__}"
+    return f"{_ENGINE_NAMES[BACKEND]} {importlib.import_module(BACKEND.value).__version__}"

@@ -31,7 +31,7 @@ def is_library(filename: str) -> bool:
     return known
 
 
-# traceguard's own hooks (`_tf_calls`' around `Function.__call__`) are no entry a user called.
+# traceguard's own hooks (`tensorflow.calls`' around `Function.__call__`) are no entry a user called.
 OWN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
 
 

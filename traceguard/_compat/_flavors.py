@@ -8,7 +8,7 @@ Three Kerases can be recorded, even side by side in one process:
 
 Each is imported when a layer class of it is first seen (`flavor_of_class`), and its
 internals are checked then. Which one `traceguard.TraceAwareLayer` subclasses, the
-default flavor, is the backend's decision (`_tensorflow`, `_jax`), recorded here once.
+default flavor, is the backend's decision (`tensorflow.backend`, `jax.backend`), recorded here once.
 This module holds every flavor's state and never imports TensorFlow itself.
 """
 

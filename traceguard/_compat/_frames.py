@@ -31,7 +31,7 @@ class TfFunctionFrame:
     key: Any  # A weak reference to the Function, or its name when none was found.
     name: str
     creates_variables: bool | None  # None when the phase could not be seen.
-    # What the Function wraps (see `_tf_function.function_origin`), or None.
+    # What the Function wraps (see `tensorflow.function.function_origin`), or None.
     origin: Any = None
     trace: Any = None  # A weak reference to the FuncGraph being built: one per trace.
 

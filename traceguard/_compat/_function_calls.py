@@ -2,7 +2,7 @@
 
 A trace is the first part of a cache miss. The call that made it goes on to build
 and optimise the graph, or to lower and compile it, and runs it once; the dispatcher
-looked its cache up before. The backend's call-level hook (`_tf_calls`, `_jax_calls`)
+looked its cache up before. The backend's call-level hook (`tensorflow.calls`, `jax.calls`)
 opens a `Call` when a traced function is called while listeners listen, and closes it
 when the call returns or raises. The traces made inside it (`_function_tracing.begin`)
 belong to it; when it closes, the last of them gets the whole call less what its

@@ -1,6 +1,6 @@
 """Every trace of a whole function (`tf.function`, `jax.jit`), reported while someone listens.
 
-The backend's hook (`_tf_traces` on TensorFlow, `_jax_traces` on JAX) is patched
+The backend's hook (`tensorflow.traces` on TensorFlow, `jax.traces` on JAX) is patched
 in when the first listener is added and removed, restoring the originals exactly,
 when the last one leaves: with no listener, no hook exists, nothing costs
 anything, and traced graphs are what TensorFlow alone makes. While installed, the
@@ -43,10 +43,10 @@ from traceguard._core.keras_names import KerasCall, OptimizerBuild
 Listener = Callable[["FunctionTracing"], None]
 # Where a trace's function came from: `tf.function` (a user's, or Keras's own
 # steps), a `tf.data` transformation's function, `jax.jit`, or a function JAX traces
-# below `jax.jit` with the same cache (a `lax.scan` body, a `lax.cond` branch, ...; `_jax_bodies`).
-# `torch.compile`: a Dynamo frame compile (`_compat/torch/_dynamo_traces`).
+# below `jax.jit` with the same cache (a `lax.scan` body, a `lax.cond` branch, ...; `jax.bodies`).
+# `torch.compile`: a Dynamo frame compile (`torch/traces`).
 ORIGINS = ("tf.function", "tf.data", "jax.jit", BODY_ORIGIN, "torch.compile")
-# The trace phases of a `tf.function` (see `_tf_function`): the first trace may
+# The trace phases of a `tf.function` (see `tensorflow.function`): the first trace may
 # create variables; once it did, later traces may not.
 PHASES = ("variable_creation", "no_variable_creation")
 
@@ -93,7 +93,7 @@ class FunctionTracing:
     # The serial of an earlier trace of the same function object (and phase) that
     # built the same graph: a retrace that changed nothing (see `_graph_fingerprint`).
     same_graph_as: int | None = None
-    # The call's cache key as the backend compares it (`_tf_trace_types`, `_jax_keys`): specs by
+    # The call's cache key as the backend compares it (`tensorflow.keys`, `jax.keys`): specs by
     # argument name; None when the hook could not read it (the records read `arguments` then).
     signature: dict[Any, Any] | None = None
     # The context the backend keyed the trace by besides the arguments (JAX: `config.trace_context()`;
@@ -103,7 +103,7 @@ class FunctionTracing:
     # JAX: the arguments the call passed by keyword, sorted (`jax.jit` keys `(args, kwargs)`);
     # None when not read (TensorFlow binds every argument to its parameter first).
     keywords: tuple[str, ...] | None = None
-    # JAX: where each argument's arrays are placed (`_jax_keys.placements`), which the compiled
+    # JAX: where each argument's arrays are placed (`jax.keys.placements`), which the compiled
     # executable is keyed by; None when not read.
     placements: dict[Any, str] | None = None
     # With `relaxed`: the key TensorFlow traced instead (a dimension made None), as specs.
@@ -152,7 +152,7 @@ _serial = 0
 _running_by_graph: dict[int, FunctionTracing] = {}
 
 
-# The backend's hook module (`_tf_traces` or `_jax_traces`: `install`, `uninstall`,
+# The backend's hook module (`tensorflow.traces` or `jax.traces`: `install`, `uninstall`,
 # `is_installed`), set by the backend module when it is imported.
 _hook: Any = None
 

@@ -15,8 +15,8 @@ same object traces again (a retrace) are its graph and its earlier ones
 fingerprinted, once each. Traces in another phase (the variable-lifting retrace
 of a first trace that created variables) or for saving are not compared. The
 graphs are read through `FuncGraph.as_graph_def()` (public API on `tf.Graph`);
-what is private is which graph a trace builds (see `_tf_traces`). On JAX,
-`_jax_traces` compares jaxprs the same way (`jaxpr_fingerprint` there). State
+what is private is which graph a trace builds (see `tensorflow.traces`). On JAX,
+`jax.traces` compares jaxprs the same way (`jaxpr_fingerprint` there). State
 lives only while the hook is installed: `forget()` drops it.
 """
 

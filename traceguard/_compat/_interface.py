@@ -1,4 +1,4 @@
-"""The backend interface: what `_tensorflow` and `_jax` each provide, written once.
+"""The backend interface: what `tensorflow.backend` and `jax.backend` each provide, written once.
 
 `traceguard._compat` re-exports the names of the backend Keras runs on; each backend
 module's `__all__` is `BACKEND_NAMES`, and tests/compat/tensorflow/test_compat.py checks that both

@@ -29,11 +29,11 @@ from traceguard._core.specs import (
 )
 
 if IS_JAX:
-    from traceguard._compat._jax import tensor_spec_reader
+    from traceguard._compat.jax.backend import tensor_spec_reader
 elif BACKEND == "torch":
     from traceguard._compat._flavors import keras_tensor_spec_reader as tensor_spec_reader
 else:
-    from traceguard._compat._tensorflow import tensor_spec_reader
+    from traceguard._compat.tensorflow.backend import tensor_spec_reader
 
 _MAX_TENSOR_TYPES = 64
 _new_tuple = tuple.__new__  # A `TensorSpec` made in C: `TensorSpec(...)` is a Python call.

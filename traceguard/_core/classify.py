@@ -14,6 +14,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from traceguard._core.backends import Backend
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.hints import layer_variable_retrace_hint, new_object_hint, retrace_hint
 from traceguard._core.keras_names import KerasCall
@@ -65,7 +66,7 @@ class Observation:
     earlier: Sequence[EarlierTrace] = ()
     same_origin: Sequence[EarlierTrace] = ()
     trace: Any = None
-    backend: str = "tensorflow"
+    backend: Backend = Backend.TENSORFLOW
     keras_step: bool = False
     keras_call: KerasCall | None = None
     control_flow: str | None = None
@@ -80,7 +81,7 @@ _SYMBOLIC_HINTS = {None: Hint.SYMBOLIC_PASS, SymbolicPass.BUILD: Hint.DEFINE_BUI
 
 
 @functools.lru_cache(maxsize=256)
-def verdict_of_place(context: RunContext, function: str | None, backend: str,
+def verdict_of_place(context: RunContext, function: str | None, backend: Backend,
                      symbolic_pass: SymbolicPass | None = None) -> Verdict:
     """The verdict of an eager, symbolic or save run, which depends on where it ran only (and,
     for a symbolic run, which pass ran it); of a graph run, what its place alone says (a

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from traceguard._core.backends import Backend
 from traceguard._core.changes import Aspect
 from traceguard._core.classify import verdict_of_place
 from traceguard._core.functions import FunctionTrace
@@ -32,8 +33,9 @@ def is_avoidable(kind: TraceKind, hint: Hint | None, reason: Reason | None = Non
     return (kind in MISS_KINDS or (made_anew and hint is not None)) and hint not in EXPECTED_HINTS
 
 
-def classify_function_trace(record: FunctionTrace, old: Signature | None, backend: str = "tensorflow",
-                            keras_step: bool = False, keras_call: KerasCall | None = None) -> Verdict:
+def classify_function_trace(record: FunctionTrace, old: Signature | None,
+                            backend: Backend = Backend.TENSORFLOW, keras_step: bool = False,
+                            keras_call: KerasCall | None = None) -> Verdict:
     """The verdict of one whole-function trace, from its record and the closest earlier signature.
 
     `old` is the signature its `changes` were computed from, or None for a first trace.
@@ -45,7 +47,7 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None, backen
     return dataclasses.replace(verdict, control_flow=record.traced_for, body_of=record.body_of)
 
 
-def _classify(record: FunctionTrace, old: Signature | None, backend: str, keras_step: bool,
+def _classify(record: FunctionTrace, old: Signature | None, backend: Backend, keras_step: bool,
               keras_call: KerasCall | None) -> Verdict:
     name = record.name
     if record.saving:
@@ -89,7 +91,7 @@ def _classify(record: FunctionTrace, old: Signature | None, backend: str, keras_
                    of_function=True)
 
 
-def compilation_verdict(record: FunctionTrace, backend: str, keras_call: KerasCall | None) -> Verdict:
+def compilation_verdict(record: FunctionTrace, backend: Backend, keras_call: KerasCall | None) -> Verdict:
     """The verdict of a compilation without a trace (`record.kind` is `TraceKind.COMPILE`)."""
     name = record.name
     if all(change.aspect is Aspect.SHARDING for change in record.changes):  # JAX: the same trace.

@@ -11,6 +11,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
+from traceguard._core.backends import Backend
 from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import RETRACE_KINDS, TraceKind
@@ -116,12 +117,12 @@ class FunctionTrace:
     graph_breaks: tuple[tuple[str, Site], ...] = ()
 
     @property
-    def backend(self) -> str:
-        """The backend that traced it: `"jax"` for `jax.jit` and the bodies below it, `"torch"`
-        for `torch.compile`, else `"tensorflow"`."""
+    def backend(self) -> Backend:
+        """The backend that traced it: `Backend.JAX` for `jax.jit` and the bodies below it,
+        `Backend.TORCH` for `torch.compile`, else `Backend.TENSORFLOW`."""
         if self.origin.startswith("torch."):
-            return "torch"
-        return "jax" if self.origin.startswith("jax.") else "tensorflow"
+            return Backend.TORCH
+        return Backend.JAX if self.origin.startswith("jax.") else Backend.TENSORFLOW
 
     @property
     def cost(self) -> float:

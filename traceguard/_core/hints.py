@@ -5,6 +5,7 @@ Pure rules over `_core` values; `_reports.messages` words each `Hint`.
 
 from __future__ import annotations
 
+from traceguard._core.backends import Backend
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.keras_names import KerasCall
 from traceguard._core.signature import Signature
@@ -53,7 +54,7 @@ _BATCH_HINT_BY_CALL: dict[tuple[str, str | None], Hint] = {
 
 
 def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: bool = False,
-                 backend: str = "tensorflow", keras_call: KerasCall | None = None,
+                 backend: Backend = Backend.TENSORFLOW, keras_call: KerasCall | None = None,
                  relaxed: bool | None = None) -> tuple[Hint, str | None]:
     """The fix that matches a retrace's first change, and the argument it names.
 
@@ -62,7 +63,7 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
     the backend, whether it relaxed the signature already (`relaxed`), and the Keras
     method whose step traced (`keras_call`) with its data.
     """
-    jax = backend == "jax"
+    jax = backend == Backend.JAX
     name = change.parameter
     aspect = change.aspect
     if backend == "torch":

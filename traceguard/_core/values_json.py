@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from traceguard._core.backends import Backend
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
@@ -144,7 +145,7 @@ def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> V
     keras_call = data.get("keras_call")
     return Verdict(TraceKind(data["kind"]), changes, Reason(data["reason"]),
                    None if data.get("hint") is None else Hint(data["hint"]), data.get("function"),
-                   data.get("backend", "tensorflow"), data.get("argument"),
+                   Backend(data.get("backend", "tensorflow")), data.get("argument"),
                    None if keras_call is None else KerasCall(**keras_call), data.get("control_flow"),
                    data.get("objects"), tuple(data.get("created", ())), data.get("data"),
                    None if data.get("relaxed_to") is None else spec_from_json(data["relaxed_to"]),

@@ -12,6 +12,7 @@ import dataclasses
 import enum
 from typing import Any, NamedTuple
 
+from traceguard._core.backends import Backend
 from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
@@ -159,7 +160,7 @@ class Verdict:
     reason: Reason
     hint: Hint | None
     function: str | None = None
-    backend: str = "tensorflow"
+    backend: Backend = Backend.TENSORFLOW
     argument: str | None = None
     keras_call: KerasCall | None = None  # The Keras method of the step, for a hint's numbers.
     control_flow: str | None = None  # "tf.while_loop" or "tf.cond" whose body or branch ran it.

@@ -5,6 +5,9 @@ One report type for `explain()`, `watch()`, `python -m traceguard run` and
 `_diagnosis.filler`, private to traceguard) of each run; it keeps plain data only
 (`TraceEvent`s and counts, never a layer or a tensor), so a report outlives what it
 describes and other renderers can read `layers` and `events` as they are.
+
+This module gathers and answers (counts, filters, fixes, renderings); one layer's runs are
+a `LayerRuns` (`layer_runs`), one function's a `FunctionRuns` (`function_runs`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._core.events import TraceEvent
 from traceguard._diagnosis.fixes import FixIt, propose_fix
 from traceguard._diagnosis.function_runs import (
     FunctionRuns,
@@ -29,6 +32,7 @@ from traceguard._diagnosis.function_runs import (
     count_traces,
     function_key,
 )
+from traceguard._diagnosis.layer_runs import LayerRuns
 from traceguard._record.log import event_of, normalize_kinds
 from traceguard._record.settings import STATE_ATTRIBUTE
 from traceguard._reports.html import render_html, write_document
@@ -46,42 +50,6 @@ if TYPE_CHECKING:
 
 EVENTS_PER_LAYER = 1000
 _SIGNATURES_KEPT = 10_000
-
-
-@dataclasses.dataclass
-class LayerRuns:
-    """The body runs of one layer in an `Explanation`.
-
-    Attributes:
-        name: The layer's Keras `name`; `"dense#2"` when an earlier layer of
-            the report already had the name `"dense"`.
-        class_name: Name of the layer's class, e.g. `"Dense"`.
-        trace_aware: Whether the layer is a `TraceAwareLayer` (which also logs
-            each run in its own `trace_log`).
-        events: The `TraceEvent`s, oldest first (at most 1000; older ones are
-            counted in `dropped`).
-        eager_calls: How many eager runs the body made, logged as events or
-            not.
-        dropped: How many older events were dropped.
-    """
-
-    name: str
-    class_name: str
-    trace_aware: bool
-    events: list[TraceEvent] = dataclasses.field(default_factory=list)
-    eager_calls: int = 0
-    dropped: int = 0
-
-    def count(self, kind: Any = None) -> int:
-        """How many events are of the given kind(s); all when None."""
-        kinds = normalize_kinds(kind)
-        return sum(kinds is None or event.kind in kinds for event in self.events)
-
-    def counts(self) -> dict[str, int]:
-        """Events per kind name, every `TraceKind` included; `eager` counts all eager runs."""
-        counts = collections.Counter(event.kind.value for event in self.events)
-        counts[TraceKind.EAGER.value] = max(self.eager_calls, counts[TraceKind.EAGER.value])
-        return {kind: counts[kind] for kind in TRACE_KINDS}
 
 
 class Explanation:

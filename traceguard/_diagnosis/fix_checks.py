@@ -81,7 +81,7 @@ def wrapped_object(function: Any) -> str | None:
     """What a live `tf.function` wraps when it is a callable object (a layer): `"Dense 'dense'"`."""
     if function is None or _compat.IS_JAX:
         return None
-    from traceguard._compat import _replay
+    from traceguard._compat.tensorflow import replay as _replay
 
     wrapped = _replay.python_function(function)
     if wrapped is None or inspect.isfunction(wrapped) or inspect.ismethod(wrapped):
@@ -94,7 +94,7 @@ def verify_fix(fix: FixIt, function: Any) -> FixCheck:
     """Replays `fix.signatures` against copies of `function` (the live `tf.function`, or None)."""
     if _compat.IS_JAX:
         return FixCheck(fix, 0, None, None, "verification replays `tf.function`s; not available on JAX")
-    from traceguard._compat import _replay
+    from traceguard._compat.tensorflow import replay as _replay
 
     python_function = None if function is None else _replay.python_function(function)
     if python_function is None:

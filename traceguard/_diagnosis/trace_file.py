@@ -23,6 +23,7 @@ import threading
 import time
 from typing import IO, Any
 
+from traceguard._core.backends import Backend
 from traceguard._core.values_json import change_json, signature_json, site_json, verdict_json
 from traceguard._diagnosis.workers import check_trace_file_pattern, current_worker, expand_trace_file
 from traceguard._version import __version__
@@ -284,7 +285,7 @@ class TraceFileWriter:
             self._file.flush()
 
 
-def _backend() -> str:
+def _backend() -> Backend:
     from traceguard import _compat
 
     return _compat.BACKEND

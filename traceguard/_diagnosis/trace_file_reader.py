@@ -27,8 +27,9 @@ from traceguard._core.values_json import (
     site_from_json,
     verdict_from_json,
 )
-from traceguard._diagnosis.explanation import EVENTS_PER_LAYER, Explanation, LayerRuns
+from traceguard._diagnosis.explanation import EVENTS_PER_LAYER, Explanation
 from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
+from traceguard._diagnosis.layer_runs import LayerRuns
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
 from traceguard._diagnosis.workers import Worker
 

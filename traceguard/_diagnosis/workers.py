@@ -25,6 +25,8 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
+from traceguard._core.backends import Backend
+
 # The fields a trace file's path may hold, as `{name}`; docs/trace-files.md describes each.
 TRACE_FILE_FIELDS = ("worker", "task_type", "task_index", "process_index", "pid", "host")
 # What tf.distribute and JAX call a process of no multi-worker job: TensorFlow runs it as
@@ -95,7 +97,7 @@ def current_worker() -> Worker | None:
     """This process's place in a multi-worker job of the backend Keras runs on, or None."""
     from traceguard import _compat
 
-    if _compat.BACKEND == "tensorflow":
+    if _compat.BACKEND is Backend.TENSORFLOW:
         return tf_config_worker()
     process = _compat.distributed_process()
     return None if process is None else Worker("jax.distributed", "process", process[0], process[1])

@@ -12,6 +12,9 @@ on a tie, among the object's own earlier traces, or for a new object among every
 earlier trace of its code (as JAX's cache-miss explanations pick the closest
 previous key, jax/_src/pjit.py). Pure Python: no TensorFlow, no JAX, and no
 reference to a tensor, graph or function is kept.
+
+This module keeps the records (per object, per code, per compiled executable) and numbers
+them; `compared` holds the signatures as compared and picks the closest earlier one.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import weakref
 from collections import OrderedDict, deque
 from typing import Any
 
-from traceguard import _compat
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.functions import BODY_ORIGIN, FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
 from traceguard._core.signature import (
@@ -33,39 +35,15 @@ from traceguard._core.signature import (
     diff_placements,
     diff_signatures,
 )
-from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Site, Spec, TensorSpec
+from traceguard._core.specs import ArgumentPath, Site, Spec
 from traceguard._core.verdicts import EnclosingTrace, Reason
+from traceguard._record.compared import Compared, argument_spec, closest_signature
 from traceguard._record.function_identity import code_key, definition_site
 
 # How many distinct earlier signatures of one code (and of one object) are kept to compare with.
 _MAX_COMPARED = 256
-# Candidates differing in one argument compared change by change (`_closest`).
-_TIES_COMPARED = 8
 # Tracing contexts kept per signature (JAX), to compare a new one with the closest.
 _MAX_CONTEXTS = 8
-# The pair that keys a call's keyword arguments, beside its signature's (JAX).
-_KEYWORDS = ("(passed by keyword)",)
-
-
-class _Compared:
-    """A signature as compared: its (name, spec) pairs and names, as sets; the tracing
-    contexts it was traced in (JAX; latest last), or none when not read; and the arguments
-    passed by keyword (JAX keys them apart: one more pair), or None when not read."""
-
-    __slots__ = ("index", "signature", "pairs", "names", "contexts", "keywords", "placements")
-
-    def __init__(self, index: int, signature: dict[str, Spec],
-                 contexts: tuple[tuple[tuple[str, Any], ...], ...] = (),
-                 keywords: tuple[str, ...] | None = None, placements: dict[Any, str] | None = None) -> None:
-        self.index, self.signature, self.contexts, self.keywords = index, signature, contexts, keywords
-        self.placements = placements  # JAX: what the executable compiled for it is keyed by besides.
-        pairs = signature.items() if keywords is None else (*signature.items(), (_KEYWORDS, keywords))
-        self.pairs = frozenset(pairs)
-        self.names = frozenset(signature)
-
-    def differing_arguments(self, new: _Compared) -> int:
-        # Set differences run in C on hashes computed once per signature.
-        return len(new.pairs - self.pairs) + len(self.names - new.names)
 
 
 # --- the records ------------------------------------------------------------------------
@@ -77,7 +55,7 @@ class _Code:
     def __init__(self) -> None:
         self.objects: dict[Any, int] = {}  # Function object key -> its number (1, 2, ...).
         # Distinct signatures, latest last (an OrderedDict drops its oldest in O(1)).
-        self.signatures: OrderedDict[frozenset, _Compared] = OrderedDict()
+        self.signatures: OrderedDict[frozenset, Compared] = OrderedDict()
 
 
 class FunctionRecords:
@@ -97,10 +75,10 @@ class FunctionRecords:
         self._codes: dict[tuple, _Code] = {}
         # Per function object: its last trace's (compared signature, phase, created variables),
         # and its distinct signatures, latest last.
-        self._object_traces: dict[Any, list[tuple[_Compared, str | None, bool]]] = {}
+        self._object_traces: dict[Any, list[tuple[Compared, str | None, bool]]] = {}
         # `def` site -> object key -> its number among the site's objects (`_numbered_by_site`).
         self._site_objects: dict[tuple[str, str, int], dict[Any, int]] = {}
-        self._object_signatures: dict[Any, OrderedDict[frozenset, _Compared]] = {}
+        self._object_signatures: dict[Any, OrderedDict[frozenset, Compared]] = {}
         self._next_index = 0
         self._code_of: dict[int, tuple] = {}  # Record index -> its code key.
         self._owner_of: dict[int, Any] = {}  # Record index -> its function object key.
@@ -110,8 +88,8 @@ class FunctionRecords:
         self._previews: dict[int, EnclosingTrace] = {}
         # Per function object: the signatures compiled (XLA, JAX), latest last; and the
         # records made but not yet completed (`on_complete`), by serial.
-        self._compiled: dict[Any, OrderedDict[frozenset, _Compared]] = {}
-        self._pending: dict[int, tuple[int, Any, _Compared]] = {}
+        self._compiled: dict[Any, OrderedDict[frozenset, Compared]] = {}
+        self._pending: dict[int, tuple[int, Any, Compared]] = {}
         # Per JAX body object (`BODY_ORIGIN`): the serial of the trace its last trace ran inside.
         self._body_parents: dict[Any, int | None] = {}
 
@@ -189,7 +167,7 @@ class FunctionRecords:
                 graph_breaks=tuple((what, Site(file, line)) for what, file, line
                                    in getattr(tracing, "graph_breaks", ())))
             self._records.append(record)
-            self._pending[tracing.serial] = (index, object_key, _Compared(
+            self._pending[tracing.serial] = (index, object_key, Compared(
                 index, signature, placements=getattr(tracing, "placements", None)))
             if len(self._pending) > self.limit:
                 self._pending.pop(next(iter(self._pending)))
@@ -209,14 +187,14 @@ class FunctionRecords:
         `_compat._function_calls`), or None when it was not recorded. The signature it
         compiled is kept, to compare later compilations with."""
         compiled = getattr(tracing, "compiled_arguments", None)
-        specs = None if compiled is None else {name: _spec(value) for name, value in compiled.items()}
+        specs = None if compiled is None else {name: argument_spec(value) for name, value in compiled.items()}
         with self._lock:
             pending = self._pending.pop(tracing.serial, None)
             if pending is None:
                 return None
             index, object_key, compared = pending
             if specs is not None:
-                compared = _Compared(index, specs)
+                compared = Compared(index, specs)
             if not tracing.raised:
                 signatures = self._compiled.setdefault(object_key, OrderedDict())
                 signatures[compared.pairs] = compared
@@ -246,10 +224,10 @@ class FunctionRecords:
         """
         index = self._next_index
         self._next_index += 1
-        compared = _Compared(index, signature, placements=placements)
+        compared = Compared(index, signature, placements=placements)
         code = self._codes.get(key) or _Code()
         number = code.objects.get(object_key, len(code.objects) + 1)
-        closest = _closest(self._compiled.get(object_key, OrderedDict()), compared)
+        closest = closest_signature(self._compiled.get(object_key, OrderedDict()), compared)
         changes = diff_signatures(closest.signature, signature) if closest is not None else []
         reason = Reason.XLA_COMPILE if changes else Reason.RECOMPILE
         if closest is not None:
@@ -262,7 +240,7 @@ class FunctionRecords:
         # The key as the backend compared it when the hook read it; else each argument's value.
         signature = tracing.signature
         if signature is None:
-            signature = {name: _spec(value) for name, value in (tracing.arguments or {}).items()}
+            signature = {name: argument_spec(value) for name, value in (tracing.arguments or {}).items()}
         # A weak reference: equal to another only while both point at the same live
         # object, so a function object made where a dead one was is a new object.
         object_key = tracing.function if tracing.function is not None else tracing.function_id
@@ -278,7 +256,7 @@ class FunctionRecords:
         index = self._next_index
         context = tracing.context
         keywords = getattr(tracing, "keywords", None)
-        compared = _Compared(index, signature, () if context is None else (context,), keywords)
+        compared = Compared(index, signature, () if context is None else (context,), keywords)
         code = self._codes.get(key) or _Code()
         own = self._object_traces.get(object_key) if object_key in code.objects else None
         number = code.objects.get(object_key, len(code.objects) + 1)
@@ -286,7 +264,8 @@ class FunctionRecords:
         own_signatures = self._object_signatures.get(object_key, OrderedDict()) if own else OrderedDict()
         # A concrete function serves every value its unknown dimensions hold: TensorFlow's
         # lookup is by subtype, so the closest earlier trace is compared the same way.
-        closest = _closest(own_signatures if own else code.signatures, compared, accepts_unknown=True)
+        candidates = own_signatures if own else code.signatures
+        closest = closest_signature(candidates, compared, accepts_unknown=True)
         changes: list[Change] = []
         backend_changes = getattr(tracing, "backend_changes", None)
         if backend_changes is not None and own:  # torch said why (its guards), in the user's terms.
@@ -322,7 +301,7 @@ class FunctionRecords:
             # signature (`float32[None]`), which later calls are looked up against.
             relaxed = tracing.relaxed_signature
             kept = compared if relaxed is None \
-                else _Compared(index, dict(relaxed), compared.contexts, keywords)
+                else Compared(index, dict(relaxed), compared.contexts, keywords)
             earlier = own_signatures.get(kept.pairs) or code.signatures.get(kept.pairs)
             if earlier is not None and context is not None:  # The backend keys (context, signature).
                 kept.contexts = add_context(earlier.contexts, context, _MAX_CONTEXTS)
@@ -370,7 +349,7 @@ class FunctionRecords:
         return site_number, max(objects, len(known))
 
     @staticmethod
-    def _reason(own: list, objects: int, compared: _Compared, phase: str | None, changed: bool) -> Reason:
+    def _reason(own: list, objects: int, compared: Compared, phase: str | None, changed: bool) -> Reason:
         if own:
             last, last_phase, created = own[-1]
             if phase == "no_variable_creation" and last_phase == "variable_creation" and created \
@@ -411,54 +390,3 @@ class FunctionRecords:
 def _epoch(perf_counter_time: float) -> float:
     """A `time.perf_counter()` reading of this process as seconds since the epoch."""
     return time.time() - (time.perf_counter() - perf_counter_time)
-
-
-def _closest(candidates: dict[frozenset, _Compared], new: _Compared,
-             accepts_unknown: bool = False) -> _Compared | None:
-    """The candidate with the fewest differing arguments; among those, the fewest changes
-    (`diff_signatures`, with `accepts_unknown`); the most recent on a tie.
-
-    `candidates` are distinct signatures, latest last. The same signature is the
-    closest if present; else at least one argument differs, and the search ends at
-    the `_TIES_COMPARED`th candidate with one differing argument: one argument's
-    `float32[2,2]` is closer to its relaxed `float32[None]` (rank) than to a newer
-    `int32[5]` (dtype and rank).
-    """
-    exact = candidates.get(new.pairs)
-    if exact is not None:
-        return exact
-    best: _Compared | None = None
-    best_count = -1
-    ties: list[_Compared] = []
-    for candidate in reversed(candidates.values()):
-        count = candidate.differing_arguments(new)
-        if count <= 1:
-            ties.append(candidate)
-            if len(ties) == _TIES_COMPARED:
-                break
-        elif best is None or count < best_count:
-            best, best_count = candidate, count
-    if len(ties) == 1:
-        return ties[0]
-    if ties:  # min keeps the first (newest) of equals.
-        return min(ties, key=lambda tie: len(diff_signatures(tie.signature, new.signature, accepts_unknown)))
-    return best
-
-
-def _spec(value: Any) -> Spec:
-    # A `tf.data` iterator or dataset traces by its elements' specs (its public
-    # `element_spec`), not by its identity.
-    element_spec = getattr(value, "element_spec", None) if not hasattr(value, "shape") else None
-    return _as_dense(_compat.spec_of(value if element_spec is None else element_spec))
-
-
-def _as_dense(spec: Spec) -> Spec:
-    # A `tf.TensorSpec` (an `input_signature`, a `tf.data` element) stands for the
-    # tensor it describes: `float32[None,3]`, as a tensor's spec reads.
-    if isinstance(spec, TensorSpec):
-        return spec._replace(type_name="") if spec.type_name == "TensorSpec" else spec
-    if isinstance(spec, SequenceSpec):
-        return spec._replace(items=tuple(_as_dense(item) for item in spec.items))
-    if isinstance(spec, MappingSpec):
-        return spec._replace(items=tuple((key, _as_dense(item)) for key, item in spec.items))
-    return spec

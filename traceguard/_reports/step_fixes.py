@@ -9,6 +9,7 @@ that changed (the batch size and the sequence length).
 
 from __future__ import annotations
 
+from traceguard._core.backends import Backend
 from traceguard._core.keras_names import variable_owner
 from traceguard._core.verdicts import Hint, Verdict
 
@@ -73,7 +74,7 @@ def predict_shape_fix(verdict: Verdict) -> str:
     changed, axes = _dimensions(verdict)
     changed = changed or "a new batch size"
     other = [axis for axis in axes if axis]
-    jax = verdict.backend == "jax"
+    jax = verdict.backend == Backend.JAX
     pad = (" and pad the sequences to one length (`keras.utils.pad_sequences`)" if other else "")
     if jax:
         return (f"`predict` got inputs of a new shape ({changed}): on JAX each shape costs a trace and a "

@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from traceguard._core.backends import Backend
 from traceguard._core.events import TRACE_KINDS, TraceEvent
 from traceguard._core.specs import Site, signature_line
 from traceguard._core.verdicts import Reason
@@ -292,9 +293,9 @@ def made_anew_text(runs: Any) -> str:
             "and reuse it (see the fix below).")
 
 
-def _backend_of(runs: Any) -> str:
+def _backend_of(runs: Any) -> Backend:
     backends = [event.verdict.backend for event in runs.events if event.verdict is not None]
-    return "jax" if backends and backends[0] == "jax" else "tensorflow"
+    return Backend.JAX if backends and backends[0] == Backend.JAX else Backend.TENSORFLOW
 
 
 # What makes a function anew, in each backend's words.

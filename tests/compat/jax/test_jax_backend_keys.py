@@ -8,7 +8,7 @@ import pytest
 from helpers import texts
 
 import traceguard as tg
-from traceguard._compat import _jax_traces
+from traceguard._compat.jax import traces as _jax_traces
 from traceguard._core.changes import Aspect
 from traceguard._core.specs import ObjectSpec, TensorSpec
 from traceguard._core.verdicts import Hint

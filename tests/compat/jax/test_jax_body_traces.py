@@ -1,8 +1,8 @@
-"""The hook on JAX's tracing-cache misses below `jax.jit` (`_compat._jax_bodies`), on real traces.
+"""The hook on JAX's tracing-cache misses below `jax.jit` (`_compat.jax.bodies`), on real traces.
 
 When one of these fails after a JAX upgrade, `partial_eval.trace_to_jaxpr`'s cache or its
 `explain` moved (jax/_src/interpreters/partial_eval.py, jax/_src/util.py `_weakref_lru_cache`):
-`traceguard/_compat/_jax_bodies.py` needs a new branch.
+`traceguard/_compat/jax/bodies.py` needs a new branch.
 """
 
 import inspect
@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import pytest
 from helpers import changes, record_kind
 
-from traceguard._compat import _function_tracing, _jax_bodies
+from traceguard._compat import _function_tracing
+from traceguard._compat.jax import bodies as _jax_bodies
 from traceguard._core.functions import BODY_ORIGIN
 from traceguard._core.verdicts import Reason
 from traceguard._record.functions import FunctionRecords

@@ -1,6 +1,6 @@
 """Each JAX / Keras-on-JAX internal traceguard relies on, checked on the installed versions.
 
-When one of these fails after an upgrade, `traceguard/_compat/_jax.py` needs a new branch.
+When one of these fails after an upgrade, `traceguard/_compat/jax/backend.py` needs a new branch.
 """
 
 import os
@@ -14,7 +14,9 @@ import pytest
 from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
 from traceguard import _compat
-from traceguard._compat import _flavors, _frames, _function_calls, _jax, _jax_keys
+from traceguard._compat import _flavors, _frames, _function_calls
+from traceguard._compat.jax import backend as _jax
+from traceguard._compat.jax import keys as _jax_keys
 
 pytestmark = pytest.mark.backend("jax")
 
@@ -210,7 +212,7 @@ def test_trace_to_jaxpr_announces_each_run_of_the_body_with_a_test_event():
     # The hook tells a trace from a call JAX's tracing cache served by this event (#31).
     from jax._src import util
 
-    from traceguard._compat import _jax_traces
+    from traceguard._compat.jax import traces as _jax_traces
 
     events, bodies = [], []
     previous = util.test_event_listener

@@ -1,8 +1,8 @@
-"""What a `jax.jit` miss costs (`_compat._jax_calls`): phases from `jax.monitoring`, the whole
+"""What a `jax.jit` miss costs (`_compat.jax.calls`): phases from `jax.monitoring`, the whole
 miss, and the persistent compilation cache, on real calls.
 
 When one of these fails after a JAX upgrade, `pjit._infer_params`, `pjit._run_python_pjit`
-or the monitoring events moved: `traceguard/_compat/_jax_calls.py` needs a new branch.
+or the monitoring events moved: `traceguard/_compat/jax/calls.py` needs a new branch.
 """
 
 import inspect
@@ -21,7 +21,8 @@ from jax._src import dispatch, pjit
 from jax._src import monitoring as jax_monitoring
 
 import traceguard as tg
-from traceguard._compat import _function_calls, _function_tracing, _jax_calls
+from traceguard._compat import _function_calls, _function_tracing
+from traceguard._compat.jax import calls as _jax_calls
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("jax")

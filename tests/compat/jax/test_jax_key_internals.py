@@ -1,12 +1,12 @@
 """The JAX internals behind #38's keys, checked on the installed JAX: the traces of the
-transformations that keep no cache (`_jax_transforms`) and the pytree and call-structure
-readings of `_jax_keys`."""
+transformations that keep no cache (`jax.transforms`) and the pytree and call-structure
+readings of `jax.keys`."""
 
 import jax
 import jax.numpy as jnp
 import pytest
 
-from traceguard._compat import _jax_transforms
+from traceguard._compat.jax import transforms as _jax_transforms
 
 pytestmark = pytest.mark.backend("jax")
 
@@ -39,7 +39,7 @@ def test_uncached_setting_is_none_outside_a_keras_step():
 def test_node_data_and_key_paths_give_a_node_s_fields_and_static_data():
     import dataclasses
 
-    from traceguard._compat import _jax_keys
+    from traceguard._compat.jax import keys as _jax_keys
 
     @jax.tree_util.register_dataclass
     @dataclasses.dataclass
@@ -57,7 +57,7 @@ def test_node_data_and_key_paths_give_a_node_s_fields_and_static_data():
 
 
 def test_committed_and_sharding_tell_where_an_array_is_placed():
-    from traceguard._compat import _jax_keys
+    from traceguard._compat.jax import keys as _jax_keys
 
     device = jax.devices()[0]
     placed = jax.device_put(jnp.ones(2), device)

@@ -1,7 +1,7 @@
-"""The `jax.jit` trace hook (`_compat._jax_traces`) on real traces, with `FunctionRecords`.
+"""The `jax.jit` trace hook (`_compat.jax.traces`) on real traces, with `FunctionRecords`.
 
 When one of these fails after a JAX upgrade, `pjit._trace_for_jit` moved:
-`traceguard/_compat/_jax_traces.py` needs a new branch.
+`traceguard/_compat/jax/traces.py` needs a new branch.
 """
 
 import functools
@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from helpers import changes, record_kind
 
-from traceguard._compat import _function_tracing, _jax_traces
+from traceguard._compat import _function_tracing
+from traceguard._compat.jax import traces as _jax_traces
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("jax")

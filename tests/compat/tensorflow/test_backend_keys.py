@@ -9,7 +9,7 @@ from helpers import texts
 
 import traceguard as tg
 from traceguard import _compat
-from traceguard._compat import _tf_data_elements
+from traceguard._compat.tensorflow import data_elements as _tf_data_elements
 from traceguard._core.changes import Aspect
 from traceguard._core.specs import ObjectSpec, TensorSpec, ValueSpec, format_signature
 from traceguard._core.verdicts import Hint

@@ -18,7 +18,8 @@ from conftest import FLAVORS
 
 import traceguard as tg
 from traceguard import _compat
-from traceguard._compat import _flavors, _frames, _tf_function
+from traceguard._compat import _flavors, _frames
+from traceguard._compat.tensorflow import function as _tf_function
 
 pytestmark = pytest.mark.backend("tensorflow")
 
@@ -264,15 +265,16 @@ def module_names_of(path):
 
 
 def test_both_backends_implement_the_interface_written_once():
-    # `_compat` takes the backend's names from `_tensorflow` here and from `_jax` on JAX,
+    # `_compat` takes the backend's names from `tensorflow.backend` here and from `jax.backend` on JAX,
     # which cannot be imported here: its source says what it defines.
-    from traceguard._compat import _interface, _tensorflow
+    from traceguard._compat import _interface
+    from traceguard._compat.tensorflow import backend as _tensorflow
 
     assert _interface.BACKEND_NAMES == tuple(sorted(_interface.BACKEND_NAMES))
     assert {"executing_eagerly", "enclosing_tf_function", "TRACER"} <= set(_interface.BACKEND_NAMES)
     assert _tensorflow.__all__ == list(_interface.BACKEND_NAMES)
     assert set(_interface.BACKEND_NAMES) <= module_names_of(
-        os.path.join(os.path.dirname(_compat.__file__), "_jax.py"))
+        os.path.join(os.path.dirname(_compat.__file__), "jax", "backend.py"))
     assert all(getattr(_compat, name) is getattr(_tensorflow, name) for name in _tensorflow.__all__)
     assert set(_tensorflow.__all__) <= set(_compat.__all__)
     assert all(hasattr(_compat, name) for name in _compat.__all__)
@@ -411,7 +413,7 @@ def test_trace_aware_layers_run_keras_own_call(keras_flavor):
 def test_keras2_traceback_filter_hides_traceguard_frames_only():
     if _compat.IS_KERAS_3:
         pytest.skip("Keras 2's traceback filter; tf.keras is Keras 3 here")
-    from traceguard._compat import _tensorflow
+    from traceguard._compat.tensorflow import backend as _tensorflow
 
     traceback_utils = _tensorflow._keras2_traceback_utils
     assert traceback_utils.__name__.split(".")[0] == _compat.LayerBase.__module__.split(".")[0]

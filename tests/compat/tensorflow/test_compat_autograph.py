@@ -1,6 +1,6 @@
 """Each AutoGraph internal traceguard relies on, checked on the installed versions.
 
-`traceguard/_compat/_autograph.py` wraps `call` and keeps AutoGraph out of traceguard;
+`traceguard/_compat/tensorflow/autograph.py` wraps `call` and keeps AutoGraph out of traceguard;
 when one of these fails after an upgrade, it needs a new branch.
 """
 
@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 from traceguard import _compat
-from traceguard._compat import _autograph, _tf_function
+from traceguard._compat.tensorflow import autograph as _autograph
+from traceguard._compat.tensorflow import function as _tf_function
 from traceguard._side_effects.routed_globals import copy_with_print
 
 pytestmark = pytest.mark.backend("tensorflow")

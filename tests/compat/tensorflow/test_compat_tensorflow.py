@@ -1,7 +1,7 @@
 """Each internal of the TensorFlow backend, checked on the installed versions.
 
-The internals of `traceguard/_compat/_tf_context.py`, `_tf_function.py` and
-`_tensorflow.py`. When one of these fails after an upgrade, the module named in the
+The internals of `traceguard/_compat/tensorflow/context.py`, `tensorflow/function.py` and
+`tensorflow/backend.py`. When one of these fails after an upgrade, the module named in the
 failing check needs a new branch.
 """
 
@@ -15,7 +15,8 @@ import tensorflow as tf
 from conftest import FLAVORS
 
 from traceguard import _compat
-from traceguard._compat import _tf_context, _tf_function
+from traceguard._compat.tensorflow import context as _tf_context
+from traceguard._compat.tensorflow import function as _tf_function
 
 pytestmark = pytest.mark.backend("tensorflow")
 
@@ -346,7 +347,7 @@ def test_variables_made_by_a_first_trace_are_told_from_eager_ones():
 
 # --- _tensorflow: the variable creation watch -------------------------------------------
 def test_creation_watch_sees_variables_made_in_a_trace_and_restores_the_creator_stack():
-    from traceguard._compat import _tensorflow
+    from traceguard._compat.tensorflow import backend as _tensorflow
 
     created, outer, holder = [], [], []
 
@@ -374,7 +375,7 @@ def test_creation_watch_sees_variables_made_in_a_trace_and_restores_the_creator_
 
 
 def test_creation_watch_refuses_to_unwind_a_stack_it_did_not_leave():
-    from traceguard._compat import _tensorflow
+    from traceguard._compat.tensorflow import backend as _tensorflow
 
     graph = tf.Graph()
     watch = _tensorflow.variable_creation_watch(lambda v: None, graph)

@@ -1,4 +1,4 @@
-"""The call-level hooks on TensorFlow (`_compat._tf_calls`, `_keras_batches`) on real calls.
+"""The call-level hooks on TensorFlow (`_compat.tensorflow.calls`, `_keras_batches`) on real calls.
 
 When one of these fails after a TensorFlow or Keras upgrade, a call path moved:
 `Function.__call__`, `ConcreteFunction._call_flat`, `Dataset.batch`'s dataset, or
@@ -14,7 +14,8 @@ import tensorflow as tf
 from helpers import record_kind
 
 from traceguard import _compat
-from traceguard._compat import _function_calls, _function_tracing, _keras_batches, _tf_calls
+from traceguard._compat import _function_calls, _function_tracing, _keras_batches
+from traceguard._compat.tensorflow import calls as _tf_calls
 from traceguard._core.specs import format_signature
 from traceguard._record.functions import FunctionRecords
 

@@ -1,7 +1,7 @@
-"""The tf.function trace hook (`_compat._tf_traces`) on real traces, with `FunctionRecords`.
+"""The tf.function trace hook (`_compat.tensorflow.traces`) on real traces, with `FunctionRecords`.
 
 When one of these fails after a TensorFlow upgrade, the function that builds a
-graph on a cache miss moved: `traceguard/_compat/_tf_traces.py` needs a new branch.
+graph on a cache miss moved: `traceguard/_compat/tensorflow/traces.py` needs a new branch.
 """
 
 import inspect
@@ -14,7 +14,11 @@ from helpers import changes, record_kind, texts
 
 import traceguard as tg
 from traceguard import _compat
-from traceguard._compat import _function_tracing, _tf_function, _tf_retracing, _tf_traces
+from traceguard._compat import _function_tracing
+from traceguard._compat.tensorflow import function as _tf_function
+from traceguard._compat.tensorflow import graphs as _tf_graphs
+from traceguard._compat.tensorflow import retracing as _tf_retracing
+from traceguard._compat.tensorflow import traces as _tf_traces
 from traceguard._core.specs import format_signature
 from traceguard._record.functions import FunctionRecords
 
@@ -48,7 +52,7 @@ def test_the_function_context_is_read_by_its_fields():
 def test_device_functions_and_graphs_of_the_function_context_read_as_names():
     from tensorflow.python.framework import device as tf_device
 
-    from traceguard._compat import _tf_context
+    from traceguard._compat.tensorflow import context as _tf_context
 
     # `MergeDevice` keeps its `DeviceSpec` as `_spec` (tensorflow/python/framework/device.py).
     merge = tf_device.MergeDevice("/job:localhost/replica:0/task:0/device:CPU:1")
@@ -223,8 +227,8 @@ def test_a_while_loop_body_belongs_to_the_function_trace_it_is_built_in(records)
         def body(i, total):
             graph = _compat.default_graph()
             tracing = _function_tracing.tracing_of_graph(graph)
-            roles.append((_tf_traces.graph_role(graph), _tf_traces.control_flow_path(graph),
-                          tracing.name, _tf_traces.function_graph_of(graph) is tracing.graph()))
+            roles.append((_tf_graphs.graph_role(graph), _tf_graphs.control_flow_path(graph),
+                          tracing.name, _tf_graphs.function_graph_of(graph) is tracing.graph()))
             return i + 1, total + tf.cast(i, tf.float32)
 
         return tf.while_loop(lambda i, total: i < n, body, (tf.constant(0), tf.constant(0.0)))
@@ -241,7 +245,7 @@ def test_a_cond_branch_inside_a_while_body_is_on_the_control_flow_path(records):
     def f(n):
         def body(i):
             def branch():
-                paths.append(_tf_traces.control_flow_path(_compat.default_graph()))
+                paths.append(_tf_graphs.control_flow_path(_compat.default_graph()))
                 return i + 1
 
             return tf.cond(i > 0, branch, lambda: i + 2)
@@ -250,7 +254,7 @@ def test_a_cond_branch_inside_a_while_body_is_on_the_control_flow_path(records):
 
     f(tf.constant(3))
     assert paths == [("while_body", "cond_branch")]
-    assert _tf_traces.graph_role(tf.compat.v1.get_default_graph()) == "eager"
+    assert _tf_graphs.graph_role(tf.compat.v1.get_default_graph()) == "eager"
 
 
 def test_a_tf_data_map_function_is_recorded_with_the_user_s_function(records):
@@ -471,7 +475,7 @@ def test_each_trace_type_reads_as_the_spec_of_what_tensorflow_compares():
 
     from tensorflow.core.function.trace_type import trace_type_builder
 
-    from traceguard._compat import _tf_trace_types
+    from traceguard._compat.tensorflow import keys as _tf_trace_types
     from traceguard._core.specs import MappingSpec, ObjectSpec, SequenceSpec, TensorSpec, ValueSpec
 
     def read(value):
@@ -500,7 +504,7 @@ def test_each_trace_type_reads_as_the_spec_of_what_tensorflow_compares():
 def test_tf_data_iterators_are_followed_only_while_watched():
     from tensorflow.python.data.ops import iterator_ops
 
-    from traceguard._compat import _tf_data_elements
+    from traceguard._compat.tensorflow import data_elements as _tf_data_elements
 
     original = iterator_ops.OwnedIterator.__next__
     with tg.watch():

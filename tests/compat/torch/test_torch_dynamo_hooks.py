@@ -1,4 +1,4 @@
-"""The Dynamo frame-compile hook (`_compat/torch/_dynamo_traces`) and the torch internals it reads.
+"""The Dynamo frame-compile hook (`_compat/torch/traces`) and the torch internals it reads.
 
 When one of these fails after a torch upgrade, what the hook relies on in
 torch/_dynamo/convert_frame.py moved (https://github.com/pytorch/pytorch/blob/main/torch/_dynamo/convert_frame.py:
@@ -16,7 +16,8 @@ from torch._dynamo import convert_frame
 from torch._dynamo.utils import counters
 
 from traceguard._compat import _function_tracing
-from traceguard._compat.torch import _dynamo_traces, _guard_reasons
+from traceguard._compat.torch import guard_reasons as _guard_reasons
+from traceguard._compat.torch import traces as _dynamo_traces
 from traceguard._core.changes import Aspect
 from traceguard._record.functions import FunctionRecords
 
@@ -94,7 +95,7 @@ def test_guard_reasons_read_as_changes(reason, arguments, expected, aspect):
 def test_the_torch_backend_answers_every_question_of_the_interface():
     from traceguard import _compat
     from traceguard._compat._interface import BACKEND_NAMES
-    from traceguard._compat.torch import _torch
+    from traceguard._compat.torch import backend as _torch
 
     assert sorted(_torch.__all__) == sorted(BACKEND_NAMES)
     assert all(hasattr(_torch, name) for name in BACKEND_NAMES)

@@ -1,8 +1,8 @@
 """The torch backend (Keras 3 on `KERAS_BACKEND=torch`): every `torch.compile` frame compile.
 
-- `_torch`: the backend interface (`_interface.Backend`) answered for torch; never imports
+- `backend`: the backend interface (`_interface.Backend`) answered for torch; never imports
   TensorFlow or JAX.
-- `_dynamo_traces`: the hook on Dynamo's frame compiles, installed while a function-trace
+- `traces`: the hook on Dynamo's frame compiles, installed while a function-trace
   listener listens; each compile is a `FunctionTracing` for the one sink.
-- `_guard_reasons`: torch's own guard-failure reasons, read as `_core` changes.
+- `guard_reasons`: torch's own guard-failure reasons, read as `_core` changes.
 """

@@ -1,4 +1,4 @@
-"""The hook that sees every `tf.function` trace (TensorFlow's retracing warning: `_tf_retracing`).
+"""The hook that sees every `tf.function` trace (TensorFlow's retracing warning: `tensorflow.retracing`).
 
 `tf.function` looks its cache up on every call and builds a graph only on a miss,
 in one place per TensorFlow release:
@@ -16,8 +16,11 @@ in one place per TensorFlow release:
 The hook replaces that function while `_function_tracing` has listeners, and puts
 the original back exactly afterwards. It traces nothing itself, so traced graphs
 keep their ops. The FuncGraph it is handed is the one `wrapped_fn` holds as
-`default_graph` (see `_tf_function`): the same identity `TfFunctionFrame.trace`
+`default_graph` (see `tensorflow.function`): the same identity `TfFunctionFrame.trace`
 refers to. Part of the TensorFlow backend; imported when the first listener comes.
+
+This module hooks the trace and reads its call; `graphs` says what a graph being built is
+(a function trace's own, a control-flow body, Keras's scratch graph) and where it sits.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from typing import Any
 
 from tensorflow.python.data.ops import structured_function as _structured_function
 from tensorflow.python.eager.polymorphic_function import polymorphic_function as _polymorphic_function
-from tensorflow.python.ops import control_flow_v2_func_graphs as _control_flow_graphs
 from tensorflow.python.saved_model import save_context as _save_context
 
 from traceguard._compat import (
@@ -38,13 +40,16 @@ from traceguard._compat import (
     _function_tracing,
     _graph_fingerprint,
     _keras_optimizers,
-    _tf_calls,
-    _tf_context,
-    _tf_data_elements,
-    _tf_function,
-    _tf_trace_types,
 )
 from traceguard._compat._flavors import internal_missing
+from traceguard._compat.tensorflow import calls as _tf_calls
+from traceguard._compat.tensorflow import context as _tf_context
+from traceguard._compat.tensorflow import data_elements as _tf_data_elements
+from traceguard._compat.tensorflow import function as _tf_function
+
+# Imported with the hook so that its control-flow graph types are checked when the hook is.
+from traceguard._compat.tensorflow import graphs as _tf_graphs  # noqa: F401
+from traceguard._compat.tensorflow import keys as _tf_trace_types
 
 try:  # TF 2.14+.
     from tensorflow.python.eager.polymorphic_function import tracing_compilation as _compilation
@@ -93,7 +98,7 @@ if _HOOKED not in _CALLER.__code__.co_names:
     raise internal_missing(f"{_CALLER.__qualname__} calling {_HOOKED}")
 _ORIGINAL = _OWNER.__dict__[_HOOKED]
 
-# The `Function` methods whose `self` is the tf.function being traced (see `_tf_function`).
+# The `Function` methods whose `self` is the tf.function being traced (see `tensorflow.function`).
 _FUNCTION_CODES = (_tf_function._CALL_CODE, _tf_function._CONCRETE_FUNCTION_CODE)
 if "_created_variables" not in _polymorphic_function.Function.__init__.__code__.co_names:
     raise internal_missing("polymorphic_function.Function._created_variables")
@@ -106,72 +111,10 @@ _STRUCTURED_INIT = _structured_function.StructuredFunctionWrapper.__init__
 _check_locals(_STRUCTURED_INIT, ("func", "fn_factory", "self"), "StructuredFunctionWrapper.__init__")
 _STRUCTURED_INIT_CODE = _STRUCTURED_INIT.__code__
 
-# --- control flow inside a trace ------------------------------------------------------
-# `tf.while_loop` and `tf.cond` (v2, every graph inside a tf.function) trace their
-# bodies into FuncGraphs of these types, whose `outer_graph` is the graph around them
-# (tensorflow/python/ops/control_flow_v2_func_graphs.py, TF 2.12 to 2.21).
-_CONTROL_FLOW_GRAPHS = (
-    (_control_flow_graphs.WhileBodyFuncGraph, "while_body"),
-    (_control_flow_graphs.WhileCondFuncGraph, "while_cond"),
-    (_control_flow_graphs.CondBranchFuncGraph, "cond_branch"),
-)
-# See `_tf_function._KERAS_SCRATCH_GRAPH_PREFIX`, and `_tf_context.KERAS2_SCRATCH_GRAPH_SUFFIX`.
-_KERAS_SCRATCH_PREFIX, _KERAS2_SCRATCH_SUFFIX = "scratch_graph", "_scratch_graph"
-GRAPH_ROLES = ("eager", "function", "while_body", "while_cond", "cond_branch", "keras_scratch",
-               "other")
-
-
-def graph_role(graph: Any) -> str:
-    """What `graph` is: one of `GRAPH_ROLES`.
-
-    `"function"` is a graph a function trace builds while a listener sees it (see
-    `_function_tracing.tracing_of_graph`); `"other"` any other FuncGraph.
-    """
-    if graph is None or not getattr(graph, "building_function", False):
-        return "eager"
-    for graph_type, role in _CONTROL_FLOW_GRAPHS:
-        if isinstance(graph, graph_type):
-            return role
-    if id(graph) in _function_tracing._running_by_graph:
-        return "function"
-    name = getattr(graph, "name", "")
-    if name.startswith(_KERAS_SCRATCH_PREFIX) or name.endswith(_KERAS2_SCRATCH_SUFFIX):
-        return "keras_scratch"
-    return "other"
-
-
-def function_graph_of(graph: Any) -> Any:
-    """The graph of the function trace that `graph` is built in, hooked or not.
-
-    Goes outward (`outer_graph`) past control-flow bodies and Keras's scratch
-    graphs: the FuncGraph `_tf_function` keys a trace's facts by. `graph` itself
-    when it is such a graph; None for an eager (global) graph.
-    """
-    while graph is not None and graph_role(graph) in ("while_body", "while_cond", "cond_branch",
-                                                      "keras_scratch"):
-        graph = getattr(graph, "outer_graph", None)
-    return None if graph is None or not getattr(graph, "building_function", False) else graph
-
-
-def control_flow_path(graph: Any) -> tuple[str, ...]:
-    """The control-flow bodies from the enclosing function trace's graph in to `graph`.
-
-    `("while_body",)` for an RNN cell's run inside a Keras step; `()` when `graph`
-    is a function trace's own graph, or outside any trace.
-    """
-    roles: list[str] = []
-    while graph is not None and id(graph) not in _function_tracing._running_by_graph:
-        role = graph_role(graph)
-        if role in ("while_body", "while_cond", "cond_branch"):
-            roles.append(role)
-        graph = getattr(graph, "outer_graph", None)
-    return tuple(reversed(roles)) if graph is not None else ()
-
-
 # --- the hook ---------------------------------------------------------------------------
 def install() -> None:
-    """Patches the hook in (idempotent), the call-level hook (`_tf_calls`), and the note of what
-    `tf.data` iterators hand out (`_tf_data_elements`)."""
+    """Patches the hook in (idempotent), the call-level hook (`tensorflow.calls`), and the note of what
+    `tf.data` iterators hand out (`tensorflow.data_elements`)."""
     setattr(_OWNER, _HOOKED, _hooked if _compilation is not None else _hooked_method)
     _tf_calls.install()
     _tf_data_elements.install()
@@ -358,7 +301,7 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
     tracing.phase = phase
     tracing.requested = requested
     # TF's save context, or Keras's `export` tracing before it enters it (see
-    # `_tf_function.in_save_context`), seen between here and the user's frame.
+    # `tensorflow.function.in_save_context`), seen between here and the user's frame.
     tracing.saving = exporting or _save_context.in_save_context()
     if frame is not None:
         _note_caller(tracing, frame, entry, given)

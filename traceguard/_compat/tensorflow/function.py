@@ -3,7 +3,7 @@
 Found by walking the Python stack to TensorFlow's own frames, once per trace (the
 answer is kept for the graph the trace builds), and across the threads
 `MirroredStrategy` runs replicas in. Part of the TensorFlow backend (see
-`_tensorflow`); imported only when Keras runs on TensorFlow.
+`tensorflow.backend`); imported only when Keras runs on TensorFlow.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tensorflow.python.saved_model import save_context as _save_context
 from traceguard._compat import _flavors, _keras_calls
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat._frames import TfFunctionFrame
-from traceguard._compat._tf_context import current_graph_name, default_graph, in_symbolic_build
+from traceguard._compat.tensorflow.context import current_graph_name, default_graph, in_symbolic_build
 from traceguard._core.keras_names import KerasCall
 
 

@@ -1,9 +1,9 @@
 """The TensorFlow backend: every backend question, answered for Keras on TensorFlow.
 
-`__all__` is the backend interface (`_interface.Backend`), as in `_jax`; `traceguard._compat`
+`__all__` is the backend interface (`_interface.Backend`), as in `jax.backend`; `traceguard._compat`
 takes them from the backend Keras runs on, so no caller asks which one it is.
-The answers live in `_tf_context` (eager, graph, XLA, replica), `_tf_function`
-(the function being traced, saving) and `_autograph`; this module decides which
+The answers live in `tensorflow.context` (eager, graph, XLA, replica), `tensorflow.function`
+(the function being traced, saving) and `tensorflow.autograph`; this module decides which
 Keras `tf.keras` is, and holds the rest: variable creation, printing, Keras's traceback filter.
 
 `traceguard.TraceAwareLayer` follows `tf.keras`, decided once at import, the way
@@ -67,14 +67,15 @@ _FOLLOWED = _flavor_following_tf_keras()
 DEFAULT_FLAVOR: KerasFlavor | None = _flavors.set_default_flavor(_FOLLOWED) if _FOLLOWED else None
 
 # The backend's answers that live in its own modules (re-exported: `__all__`).
-from traceguard._compat import _function_tracing, _tf_traces  # noqa: E402
-from traceguard._compat._autograph import (  # noqa: E402, F401
+from traceguard._compat import _function_tracing  # noqa: E402
+from traceguard._compat.tensorflow import traces as _tf_traces  # noqa: E402
+from traceguard._compat.tensorflow.autograph import (  # noqa: E402, F401
     graph_body,
     keep_autograph_out,
     run_unconverted,
     wrap_call,
 )
-from traceguard._compat._tf_context import (  # noqa: E402, F401
+from traceguard._compat.tensorflow.context import (  # noqa: E402, F401
     control_flow_of,
     current_graph_name,
     current_replica,
@@ -83,17 +84,17 @@ from traceguard._compat._tf_context import (  # noqa: E402, F401
     in_symbolic_build,
     in_xla_context,
 )
-from traceguard._compat._tf_function import (  # noqa: E402, F401
+from traceguard._compat.tensorflow.function import (  # noqa: E402, F401
     enclosing_tf_function,
     in_save_context,
     keras_call,
     scratch_graph_outer,
 )
-from traceguard._compat._tf_retracing import (  # noqa: E402, F401
+from traceguard._compat.tensorflow.retracing import (  # noqa: E402, F401
     frequent_tracing_threshold,
     retracing_warning_notes,
 )
-from traceguard._compat._tf_traces import traces_before  # noqa: E402, F401
+from traceguard._compat.tensorflow.traces import traces_before  # noqa: E402, F401
 
 _function_tracing.set_hook(_tf_traces)
 

@@ -2,7 +2,7 @@
 
 When `jax.jit`'s C++ dispatch misses, it calls the Python `cache_miss` its
 `_cpp_pjit` made, which calls `pjit._infer_params(fun, ji, args, kwargs)` (the
-tracing cache's lookup, and on a miss `_trace_for_jit`, hooked by `_jax_traces`),
+tracing cache's lookup, and on a miss `_trace_for_jit`, hooked by `jax.traces`),
 then `pjit._run_python_pjit(p, args_flat, fun, args, kwargs)`, which lowers the
 jaxpr to MLIR, compiles it (or reads it from the persistent compilation cache) and
 runs it (jax/_src/pjit.py, jax 0.10). Both are looked up as module globals at each
@@ -33,8 +33,9 @@ from jax._src import core as _core
 from jax._src import dispatch as _dispatch
 from jax._src import pjit as _pjit
 
-from traceguard._compat import _calling_code, _function_calls, _jax_keys
+from traceguard._compat import _calling_code, _function_calls
 from traceguard._compat._flavors import internal_missing
+from traceguard._compat.jax import keys as _jax_keys
 
 _INFER_PARAMS = _pjit.__dict__.get("_infer_params")
 _RUN_PYTHON_PJIT = _pjit.__dict__.get("_run_python_pjit")

@@ -18,7 +18,7 @@ Each compile that made a cache entry is a `FunctionTracing` of origin
 `torch.compile`, keyed by its code object (the cache's key): the first compile of a
 code is a trace, the next ones recompiles. Its `backend_reasons` are torch's words,
 verbatim, most recent cache entry first; its `backend_changes`, the first of them
-in the user's terms (`_guard_reasons`). A graph break makes Dynamo compile the rest of
+in the user's terms (`guard_reasons`). A graph break makes Dynamo compile the rest of
 the function as a new frame (`torch_dynamo_resume_in_<function>_at_<line>`), seen here
 as a compile of its own; the break itself is in the compile it ended, `graph_breaks`: torch's
 kind of break and the file and line it happened at. Its `trace` phase is the whole frame compile, Dynamo's
@@ -39,7 +39,7 @@ from torch._dynamo import utils as _dynamo_utils
 
 from traceguard._compat import _calling_code, _function_tracing
 from traceguard._compat._flavors import internal_missing
-from traceguard._compat.torch import _guard_reasons
+from traceguard._compat.torch import guard_reasons as _guard_reasons
 
 ORIGIN = "torch.compile"
 _COMPILE_PARAMETERS = ("code", "globals", "locals", "builtins", "closure")

@@ -3,7 +3,7 @@
 `__all__` is the backend interface (`_interface.Backend`), as in `_jax`. Keras 3 on
 torch runs eagerly unless a step is compiled (`jit_compile=True`: `torch.compile` of
 `one_step_on_data`, keras/src/backend/torch/trainer.py); a body run is then part of
-a Dynamo frame compile (`_dynamo_traces`), found by thread as on JAX. Symbolic runs
+a Dynamo frame compile (`traces`), found by thread as on JAX. Symbolic runs
 are Keras's `SymbolicScope` (`compute_output_spec` on meta tensors). torch has no
 graph object a run could be asked about, no AutoGraph and no variable-creation trace:
 the TensorFlow-only questions have neutral answers. Never imports TensorFlow or JAX.
@@ -23,7 +23,7 @@ from traceguard._compat import _backend, _flavors, _frames, _function_tracing, _
 from traceguard._compat._flavors import KerasFlavor, load_flavor
 from traceguard._compat._frames import TfFunctionFrame
 from traceguard._compat._interface import BACKEND_NAMES
-from traceguard._compat.torch import _dynamo_traces
+from traceguard._compat.torch import traces as _dynamo_traces
 from traceguard._core.keras_names import KerasCall
 
 __all__ = list(BACKEND_NAMES)

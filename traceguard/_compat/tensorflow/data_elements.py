@@ -5,7 +5,7 @@ step(x, y)`) gets its fixes from the pipeline (`dataset.batch(..., drop_remainde
 one fed anything else must not. The trace hook asks `came_from_dataset(values)`: whether
 any of the call's arguments is a tensor the thread's last `next()` on a `tf.data`
 iterator returned. `OwnedIterator.__next__` (tensorflow/python/data/ops/iterator_ops.py,
-TF 2.12 to 2.21: what `iter(dataset)` returns) is wrapped while `_tf_traces`' hook is
+TF 2.12 to 2.21: what `iter(dataset)` returns) is wrapped while `tensorflow.traces`' hook is
 installed, and put back with it; the wrapper keeps the `id()`s of the element's tensors
 only, never the tensors.
 """

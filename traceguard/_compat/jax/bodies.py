@@ -21,7 +21,7 @@ sees the miss's end: the trace is a `_function_tracing.FunctionTracing` from the
 miss to the wrapper's return, of origin `jax.body`, with JAX's `traced_for`
 (`scan`, `while_body`, ...) and the function it is a body of: the enclosing
 trace's, else the user's function that called the control flow. A `jax.jit`
-miss (`pjit._trace_for_jit` calls the cache) is `_jax_traces`' and is left to it.
+miss (`pjit._trace_for_jit` calls the cache) is `jax.traces`' and is left to it.
 Both are put back, the very objects, when the last listener leaves.
 """
 
@@ -40,8 +40,9 @@ from jax._src import pjit as _pjit
 from jax._src import source_info_util as _source_info_util
 from jax._src.interpreters import partial_eval as _partial_eval
 
-from traceguard._compat import _function_tracing, _jax_keys
+from traceguard._compat import _function_tracing
 from traceguard._compat._flavors import internal_missing
+from traceguard._compat.jax import keys as _jax_keys
 
 _log = logging.getLogger("traceguard")
 _CACHED = _partial_eval.__dict__.get("trace_to_jaxpr")
@@ -78,7 +79,7 @@ _JIT_CALLER = getattr(_pjit.__dict__.get("_trace_for_jit"), "__code__", None)
 if _JIT_CALLER is None:
     raise internal_missing("jax._src.pjit._trace_for_jit")
 # JAX's explanation names the call site by the innermost frame outside the files it excludes: the
-# hook's frames are excluded as JAX excludes its own (see `_jax_traces`).
+# hook's frames are excluded as JAX excludes its own (see `jax.traces`).
 _source_info_util.register_exclusion(__file__)
 
 
@@ -119,7 +120,7 @@ class _Entry:
 
 
 def _hooked(fun: Any, *args: Any, **kwargs: Any) -> Any:
-    if sys._getframe(1).f_code is _JIT_CALLER:  # A `jax.jit` miss: `_jax_traces` records it.
+    if sys._getframe(1).f_code is _JIT_CALLER:  # A `jax.jit` miss: `jax.traces` records it.
         return _CACHED(fun, *args, **kwargs)
     calls = _local.__dict__.setdefault("calls", [])
     entry = _Entry(fun)

@@ -1,6 +1,6 @@
 """Where TensorFlow is running now: eagerly, in which graph, under XLA, in which replica.
 
-Part of the TensorFlow backend (see `_tensorflow`); imported only when Keras runs
+Part of the TensorFlow backend (see `tensorflow.backend`); imported only when Keras runs
 on TensorFlow.
 """
 

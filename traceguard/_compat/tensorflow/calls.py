@@ -3,7 +3,7 @@ first call, and XLA's compilations that are no trace.
 
 - Every call of a `tf.function` (`polymorphic_function.Function.__call__`, TF 2.12 to
   2.21) opens a `_function_calls.Call` while listeners listen: the trace hook
-  (`_tf_traces`) finds it, and when it returns the whole miss is known. A call made
+  (`tensorflow.traces`) finds it, and when it returns the whole miss is known. A call made
   while tracing another function (graph mode) of a `jit_compile=True` function marks
   the enclosing trace as running XLA.
 - Each concrete function a watched trace makes (`tracing_compilation.
@@ -41,7 +41,7 @@ from tensorflow.python.util import nest as _nest
 
 from traceguard._compat import _calling_code, _function_calls, _function_tracing, _keras_batches
 from traceguard._compat._flavors import internal_missing
-from traceguard._compat._tf_context import default_graph, executing_eagerly
+from traceguard._compat.tensorflow.context import default_graph, executing_eagerly
 
 try:  # TF 2.13-2.21.
     from tensorflow.python.eager.polymorphic_function.concrete_function import ConcreteFunction as _CONCRETE

@@ -1,6 +1,6 @@
 """The JAX backend: every backend question, answered for Keras 3 on JAX, without TensorFlow.
 
-`__all__` is the backend interface (`_interface.Backend`), as in `_tensorflow`;
+`__all__` is the backend interface (`_interface.Backend`), as in `tensorflow.backend`;
 `traceguard._compat` takes them from the backend Keras runs on. This module never
 imports TensorFlow (tests/record/test_jax_backend.py checks it in a subprocess).
 
@@ -30,11 +30,12 @@ from typing import Any
 import jax
 from jax._src import core as _jax_core
 
-from traceguard._compat import _backend, _flavors, _frames, _function_tracing, _jax_traces, _keras_calls
+from traceguard._compat import _backend, _flavors, _frames, _function_tracing, _keras_calls
 from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flavor
 from traceguard._compat._frames import TfFunctionFrame
 from traceguard._compat._interface import BACKEND_NAMES
-from traceguard._compat._jax_transforms import uncached_setting, uncached_transformation  # noqa: F401
+from traceguard._compat.jax import traces as _jax_traces
+from traceguard._compat.jax.transforms import uncached_setting, uncached_transformation  # noqa: F401
 from traceguard._core.keras_names import KerasCall
 
 __all__ = list(BACKEND_NAMES)

@@ -1,6 +1,6 @@
 """AutoGraph: kept out of traceguard's code, and applied to the user's `call` where Keras would.
 
-Part of the TensorFlow backend (see `_tensorflow`); imported only when Keras runs
+Part of the TensorFlow backend (see `tensorflow.backend`); imported only when Keras runs
 on TensorFlow. JAX has no AutoGraph.
 """
 

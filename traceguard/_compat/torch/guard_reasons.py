@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from traceguard._compat._specs import spec_of
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.specs import ArgumentPath, TensorSpec
 
@@ -89,8 +88,9 @@ def changes_of(reason: str, arguments: dict[str, Any] | None = None) -> tuple[Ch
 
 
 def _rank_change(path: ArgumentPath, old: str, new: str, value: Any) -> Change:
-    new_spec = spec_of(value) if value is not None else None
-    if not isinstance(new_spec, TensorSpec):
+    try:  # A tensor's spec as `_specs` reads it (`torch.float32[4,2]`), without the other backends.
+        new_spec = TensorSpec(str(value.dtype), tuple(int(size) for size in value.shape))
+    except (AttributeError, TypeError, ValueError):  # Not a plain tensor argument.
         return Change(path, Aspect.VALUE, f"rank {old}", f"rank {new}")
     return Change(path, Aspect.RANK, new_spec._replace(dims=(None,) * int(old)), new_spec)
 

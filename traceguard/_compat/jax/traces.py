@@ -1,4 +1,4 @@
-"""The hook that sees every `jax.jit` trace (a tracing-cache miss); `_jax_bodies` sees the rest.
+"""The hook that sees every `jax.jit` trace (a tracing-cache miss); `jax.bodies` sees the rest.
 
 `jax.jit` looks its caches up in `pjit._infer_params` on every call that leaves the
 C++ fast path, and on a miss of the first calls `pjit._trace_for_jit(fun, ji,
@@ -17,14 +17,14 @@ It replaces `_trace_for_jit` (and sets the test-event listener, after any other)
 while `_function_tracing` has listeners, and puts both back afterwards. JAX has no
 graph object and no variable-creation trace: `graph` and `phase` stay None, and
 layer runs link to a trace by thread (`_function_tracing.innermost_tracing()`).
-The call's cache key is read as JAX compares it (`_jax_keys`). Never imports
+The call's cache key is read as JAX compares it (`jax.keys`). Never imports
 TensorFlow.
 
 JAX's own `jax_explain_cache_misses` names each miss's call site by the innermost
 frame outside JAX and the standard library (`source_info_util.user_frames`), and
 guesses "maybe the function is being re-defined repeatedly" when a call site missed
 before. The hooks' frames would be that site for every miss: this module and
-`_jax_calls` are registered as JAX's exclusions, as JAX registers its own modules
+`jax.calls` are registered as JAX's exclusions, as JAX registers its own modules
 (`source_info_util.register_exclusion`), so JAX names the user's line while watched.
 """
 
@@ -40,15 +40,11 @@ from jax._src import source_info_util as _source_info_util
 from jax._src import util as _util
 from jax._src.interpreters import partial_eval as _partial_eval
 
-from traceguard._compat import (
-    _calling_code,
-    _function_tracing,
-    _graph_fingerprint,
-    _jax_bodies,
-    _jax_calls,
-    _jax_keys,
-)
+from traceguard._compat import _calling_code, _function_tracing, _graph_fingerprint
 from traceguard._compat._flavors import internal_missing
+from traceguard._compat.jax import bodies as _jax_bodies
+from traceguard._compat.jax import calls as _jax_calls
+from traceguard._compat.jax import keys as _jax_keys
 
 _PARAMETERS = ("fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs")
 _ORIGINAL = _pjit.__dict__.get("_trace_for_jit")
@@ -79,7 +75,7 @@ _previous_listener: Any = None
 
 
 def install() -> None:
-    """Patches the hook in (idempotent), and the call-level hooks (`_jax_calls`)."""
+    """Patches the hook in (idempotent), and the call-level hooks (`jax.calls`)."""
     global _previous_listener
     _pjit._trace_for_jit = _hooked
     _jax_calls.install()
@@ -140,7 +136,7 @@ def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, k
     # `_trace_for_jit` returns a `PjitParams` whose `params["jaxpr"]` is the traced ClosedJaxpr.
     params = getattr(result, "params", None)
     jaxpr = params.get("jaxpr") if isinstance(params, dict) else None
-    if jaxpr is not None and not tracing.library_function:  # Not Keras's steps (see `_tf_traces`).
+    if jaxpr is not None and not tracing.library_function:  # Not Keras's steps (see `tensorflow.traces`).
         # The same jaxpr under another tracing context (a matmul precision, a mesh) can lower to
         # another program: only traces of the same context are compared.
         try:
