@@ -30,7 +30,6 @@ Expected:
   backend: tensorflow
   kinds: ["trace"]
   note: the restored function is made by TensorFlow's loader with its internal def_function.function, which _trace_counts.py does not wrap; count mode sees 0 for it (and 1 for the original __call__, traced when it is saved); the restored function's count (1) is printed by the program from experimental_get_tracing_count()
-  status: open
 """
 import tempfile
 

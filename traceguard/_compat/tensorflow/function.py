@@ -283,17 +283,3 @@ if not isinstance(_RESTORED_FUNCTION, type) or not issubclass(_RESTORED_FUNCTION
 def is_restored(function: Any) -> bool:
     """Whether `function` is a tf.function restored by `tf.saved_model.load`."""
     return isinstance(function, _RESTORED_FUNCTION)
-
-
-def restored_name(function: Any) -> str:
-    """The saved name of a `RestoredFunction` (`f`), read from its concrete functions' names,
-    `__inference_<name>_<uid>` (TensorFlow names every traced graph's function so); its own
-    `name` is its dispatcher's, `restored_function_body`, for every restored function."""
-    for concrete in getattr(function, "concrete_functions", None) or ():
-        name = getattr(concrete, "name", b"")
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        if name.startswith("__inference_"):
-            base = name[len("__inference_"):].rsplit("_", 1)
-            if len(base) == 2 and base[1].isdigit() and base[0]:
-                return base[0]
-    return function.name

@@ -224,7 +224,13 @@ def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: 
          *args: Any) -> Any:
     try:
         result = original(*args)
-    except BaseException:
+    except BaseException as error:
+        if tracing.restored and not _function_tracing.stops_trace(error):
+            # A restored function's body is TensorFlow's dispatcher to the saved concrete
+            # functions: when none matches it raises having traced nothing, and its
+            # `experimental_get_tracing_count()` does not move (measured, TF 2.21).
+            _function_tracing.discard(tracing, func_graph)
+            raise
         tracing.raised = True
         _function_tracing.end(tracing, func_graph)
         raise
@@ -310,10 +316,14 @@ def _begin(caller: Any, given: dict[str, Any], func_graph: Any, owns: Callable[[
 
 def _begin_function(function: Any, given: dict[str, Any],
                     func_graph: Any) -> _function_tracing.FunctionTracing:
-    """The trace of a `tf.function` begins; a function `tf.saved_model.load` restored is the user's."""
+    """The trace of a `tf.function` begins; a function `tf.saved_model.load` restored is the user's.
+
+    Named as TensorFlow names it (its `name`, `__name__` and retracing warning): a restored
+    function is `restored_function_body`, the name of TensorFlow's dispatcher.
+    """
     wrapped, restored = function.python_function, _tf_function.is_restored(function)
     tracing = _function_tracing.begin(
-        "tf.function", _tf_function.restored_name(function) if restored else function.name, function,
+        "tf.function", function.name, function,
         _unwrap(wrapped), _calling_code.bind_arguments(wrapped, given.get("args"), given.get("kwargs")),
         func_graph)
     tracing.function_text = _calling_code.function_text(wrapped)
