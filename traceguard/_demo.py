@@ -109,7 +109,7 @@ def run_demo(out: TextIO, keras_version: int | None = None) -> None:
 
     if _compat.DEFAULT_FLAVOR is None and keras_version is None:
         return run_plain_demo(out)  # The installed stack has no Keras: its engine alone.
-    if _compat.BACKEND == "torch":
+    if _compat.IS_TORCH:
         raise ImportError("The demo runs on TensorFlow or JAX; on torch (KERAS_BACKEND=torch), record "
                           "your own script instead: `traceguard run script.py`.")
     if _compat.IS_JAX and keras_version != 2:

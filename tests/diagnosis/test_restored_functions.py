@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 import traceguard as tg
+from traceguard import _compat
 
 pytestmark = pytest.mark.backend("tensorflow")
 
@@ -25,14 +26,15 @@ def test_a_restored_function_s_new_shape_names_saving_a_signature_or_the_serving
         loaded.f(tf.ones((3,)))  # A saved signature: traced by the restored function all the same.
         assert loaded.f.experimental_get_tracing_count() == 2
         # Measured: a shape nothing was saved for traces, and the trace raises; nothing is cached.
+        # TF 2.14+ counts cache entries (2); TF 2.12-2.13 counted the trace as it began (3).
         with pytest.raises(ValueError, match="Could not find matching concrete function"):
             loaded.f(tf.ones((4,)))
-        assert loaded.f.experimental_get_tracing_count() == 2
+        assert loaded.f.experimental_get_tracing_count() == (3 if _compat.TF_VERSION < (2, 14) else 2)
     (runs,) = explanation.functions.values()
     assert runs.function == loaded.f.name == "restored_function_body"  # As TensorFlow names it.
-    # The call that raised traced nothing (the count stayed 2): no third trace is recorded.
-    assert len(runs.events) == loaded.f.experimental_get_tracing_count() == 2
-    assert [event.kind.value for event in runs.events] == ["trace", "retrace"]
+    # Where the call that raised traced nothing (the count stayed 2), no third trace is recorded.
+    assert len(runs.events) == loaded.f.experimental_get_tracing_count()
+    assert [event.kind.value for event in runs.events[:2]] == ["trace", "retrace"]
     retrace = runs.events[1]
     assert [str(change) for change in retrace.changes] == ["x: dim 0 2 -> 3"]
     assert "`restored_function_body` was restored by `tf.saved_model.load`" in retrace.hint

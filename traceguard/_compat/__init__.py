@@ -35,7 +35,7 @@ from that module: it exists there only.
 
 from typing import TYPE_CHECKING
 
-from traceguard._compat._backend import BACKEND, BACKENDS, IS_JAX, KERAS_UNAVAILABLE, parse_version
+from traceguard._compat._backend import BACKEND, BACKENDS, IS_JAX, IS_TORCH, KERAS_UNAVAILABLE, parse_version
 from traceguard._compat._flavors import (
     KerasFlavor,
     backing_variable,
@@ -116,7 +116,7 @@ if TYPE_CHECKING:
     )
 elif IS_JAX:
     from traceguard._compat.jax.backend import *  # noqa: F403
-elif BACKEND == "torch":
+elif IS_TORCH:
     from traceguard._compat.torch.backend import *  # noqa: F403
 else:
     from traceguard._compat.tensorflow.backend import *  # noqa: F403
@@ -139,8 +139,8 @@ LayerBase = DEFAULT_FLAVOR.layer_base if DEFAULT_FLAVOR else None  # noqa: F405
 # `_interface.BACKEND_NAMES` (tests/compat/tensorflow/test_compat.py checks it).
 __all__ = [
     "BACKEND", "BACKENDS", "BACKEND_NAMES", "DEFAULT_FLAVOR", "DENSE_TENSOR_TYPES", "FunctionTracing",
-    "IS_JAX", "IS_KERAS_3", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS", "KERAS_UNAVAILABLE",
-    "KerasCall",
+    "IS_JAX", "IS_KERAS_3", "IS_TORCH", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS",
+    "KERAS_UNAVAILABLE", "KerasCall",
     "KerasFlavor", "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "add_trace_listener",
     "any_created_in_a_trace", "backing_variable", "built_by_keras_call", "calling_frame",
     "control_flow_of", "current_graph_name", "current_replica", "default_graph",

@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from traceguard._compat._backend import BACKEND, IS_JAX
+from traceguard._compat._backend import IS_JAX, IS_TORCH
 from traceguard._core.keras_names import DENSE_TENSOR_TYPES
 from traceguard._core.specs import (
     MAX_REPR,
@@ -30,7 +30,7 @@ from traceguard._core.specs import (
 
 if IS_JAX:
     from traceguard._compat.jax.backend import tensor_spec_reader
-elif BACKEND == "torch":
+elif IS_TORCH:
     from traceguard._compat._flavors import keras_tensor_spec_reader as tensor_spec_reader
 else:
     from traceguard._compat.tensorflow.backend import tensor_spec_reader

@@ -66,7 +66,7 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
     jax = backend == Backend.JAX
     name = change.parameter
     aspect = change.aspect
-    if backend == "torch":
+    if backend == Backend.TORCH:
         torch_hint = _torch_hint(change, keras_step, keras_call)
         if torch_hint is not None:
             return torch_hint, name

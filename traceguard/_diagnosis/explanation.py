@@ -26,13 +26,13 @@ from traceguard._core.events import TraceEvent
 from traceguard._diagnosis.fixes import FixIt, propose_fix
 from traceguard._diagnosis.function_runs import (
     FunctionRuns,
-    LibraryTraces,
     add_cost,
     add_record,
     count_traces,
     function_key,
 )
 from traceguard._diagnosis.layer_runs import LayerRuns
+from traceguard._diagnosis.reported import LibraryTraces
 from traceguard._record.log import event_of, normalize_kinds
 from traceguard._record.settings import STATE_ATTRIBUTE
 from traceguard._reports.html import render_html, write_document

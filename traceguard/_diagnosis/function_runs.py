@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from traceguard._core.changes import Change
 from traceguard._core.function_rules import classify_function_trace, is_avoidable
-from traceguard._core.hints import requested
 from traceguard._core.keras_names import is_keras_step_function
 from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, MISS_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
@@ -271,69 +270,6 @@ def count_traces(functions: Any, kind: Any = None, layer: str | None = None,
                 f"layer's: count them with `of=\"layers\"`). Received: kind={kind!r}")
     return int(sum(count for runs in functions for name, count in runs.kind_counts.items()
                    if names is None or name in names))
-
-
-def is_reported(record: FunctionTrace) -> bool:
-    """Whether a report shows the record: the user's functions and Keras's steps, not the
-    library's own helpers (Keras's data-adapter `tf.data` functions, TensorFlow's). On torch,
-    every frame compile: Keras's frames Dynamo compiles after a step's graph break (the optimizer's
-    update, `torch_dynamo_resume_in_train_step_at_70`) are compiles torch counts and pays for."""
-    return not record.library_function or is_keras_step_function(record.name) \
-        or record.origin == "torch.compile"
-
-
-class LibraryTraces:
-    """A library's own `tf.function`s called eagerly, held back until their code traced as often
-    as makes TensorFlow warn.
-
-    TensorFlow counts the traces of each code in calls made eagerly, whichever function
-    objects made them, and warns at `_compat.frequent_tracing_threshold()` of them ("5 out of
-    the last 5 calls to <function pfor.<locals>.f> triggered tf.function retracing"): a
-    library's function traced that often comes from the user's loop calling its public API
-    eagerly (`tf.vectorized_map` makes a new `tf.function` per eager call), and the fix is
-    the user's. Then the traces held so far are reported, and each later one.
-    """
-
-    def __init__(self) -> None:
-        self._held: dict[str, list[FunctionTrace]] = {}
-        self._reported: set[str] = set()
-
-    def reported(self, record: FunctionTrace) -> list[FunctionTrace]:
-        """The records a report shows now that `record` ended: it, the ones held with it, or none."""
-        if is_reported(record):
-            return [record]
-        # TensorFlow's warning counts the traces of eager `__call__`s only: not a nested function's,
-        # nor one `get_concrete_function` asked for (`tf.data`'s multi-device iterator builds its
-        # functions that way each time a distributed dataset is iterated, as documented).
-        if record.origin != "tf.function" or record.parent is not None or record.saving \
-                or record.requested or requested(record.entry):
-            return []
-        key = function_key(record)
-        if key in self._reported:
-            return [record]
-        # Only a recording asks, and recording runs on the backend: its import is done.
-        from traceguard import _compat
-
-        threshold = _compat.frequent_tracing_threshold()
-        if threshold is None:
-            return []
-        held = self._held.setdefault(key, [])
-        held.append(record)
-        if len(held) < threshold:
-            return []
-        self._reported.add(key)
-        return self._held.pop(key)
-
-    def completed(self, record: FunctionTrace) -> bool:
-        """Whether `record`, completed with its costs, is reported; a held one is kept completed."""
-        key = function_key(record)
-        if is_reported(record) or key in self._reported:
-            return True
-        held = self._held.get(key, [])
-        for number, earlier in enumerate(held):
-            if earlier.index == record.index:
-                held[number] = record
-        return False
 
 
 def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> FunctionEvent:

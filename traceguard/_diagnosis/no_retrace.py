@@ -27,7 +27,8 @@ from traceguard._core.events import GRAPH_TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._core.functions import FunctionTrace
 from traceguard._core.guards import GUARDED_KINDS, GUARDED_REASONS, ON_RETRACE_MODES
 from traceguard._core.verdicts import Reason
-from traceguard._diagnosis.function_runs import function_event, is_reported
+from traceguard._diagnosis.function_runs import function_event
+from traceguard._diagnosis.reported import is_reported
 from traceguard._record import observers as _observers
 from traceguard._reports.guards import format_guard_failure, unrecorded_retrace_reason
 from traceguard._reports.text import format_retracing_note

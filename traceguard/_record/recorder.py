@@ -35,7 +35,7 @@ from traceguard._record.variables import made_in_trace
 # bookkeeping (stack frames, locks) would break that graph and add frames of its own (measured
 # with torch 2.14.1: 297 frames compiled for a 2-layer `fit`). Under Dynamo only the body runs:
 # the frame's compile is recorded whole (`_compat/torch/traces`).
-if _compat.BACKEND == "torch":
+if _compat.IS_TORCH:
     from traceguard._compat.torch.backend import dynamo_compiling as _dynamo_compiling
 else:
     _dynamo_compiling = None

@@ -156,7 +156,7 @@ def _names(function: str | None, backend: Backend) -> tuple[bool, str, str, str]
     """Whether the backend is JAX, its tracer, its engine, and where the run was traced."""
     jax = backend == Backend.JAX
     tracer, engine = ("jax.jit", "JAX") if jax else ("tf.function", "TensorFlow")
-    if backend == "torch":
+    if backend == Backend.TORCH:
         tracer, engine = "torch.compile", "torch"
     where = f"{tracer} `{function}`" if function else ("a JAX trace" if jax else "a graph")
     return jax, tracer, engine, where
@@ -174,8 +174,9 @@ def reason_text(verdict: Verdict) -> str:
         return body_reason(verdict)
     if verdict.reason in _COMPILATION_REASONS:
         return compilation_reason(verdict)
-    if verdict.backend == "torch" and torch_reason(verdict) is not None:
-        return torch_reason(verdict)
+    torch_words = torch_reason(verdict) if verdict.backend == Backend.TORCH else None
+    if torch_words is not None:
+        return torch_words
     if verdict.reason is Reason.SAME_TRACE:
         _, tracer, _, where = _names(verdict.function, verdict.backend)
         how = (f"as the body of a `{verdict.control_flow}` traced within it (an RNN cell, "
@@ -274,7 +275,7 @@ def hint_text(verdict: Verdict) -> str | None:
     hint = verdict.hint
     if hint is None:
         return None
-    fix = step_fix(verdict) or (torch_hint(verdict) if verdict.backend == "torch" else None)
+    fix = step_fix(verdict) or (torch_hint(verdict) if verdict.backend == Backend.TORCH else None)
     if fix is not None:
         return fix
     if hint in (Hint.DEFINE_BODY_ONCE, Hint.WEAK_CARRY):

@@ -225,10 +225,11 @@ def _run(tracing: _function_tracing.FunctionTracing, func_graph: Any, original: 
     try:
         result = original(*args)
     except BaseException as error:
-        if tracing.restored and not _function_tracing.stops_trace(error):
+        if tracing.restored and _compilation is not None and not _function_tracing.stops_trace(error):
             # A restored function's body is TensorFlow's dispatcher to the saved concrete
-            # functions: when none matches it raises having traced nothing, and its
-            # `experimental_get_tracing_count()` does not move (measured, TF 2.21).
+            # functions: when none matches it raises having traced nothing, and TF 2.14+'s
+            # `experimental_get_tracing_count()` does not move (measured, TF 2.21). TF 2.12-2.13
+            # count the trace as it begins (measured, TF 2.12: 3): there it is recorded, raised.
             _function_tracing.discard(tracing, func_graph)
             raise
         tracing.raised = True

@@ -77,7 +77,8 @@ def uncached_setting(frame: Any = None) -> tuple[str, str] | None:
 
 def in_symbolic_build() -> bool:
     """True while Keras runs `call` on symbolic inputs to infer shapes or build."""
-    return DEFAULT_FLAVOR is not None and DEFAULT_FLAVOR.symbolic_scope()
+    scope = DEFAULT_FLAVOR.symbolic_scope if DEFAULT_FLAVOR is not None else None
+    return scope is not None and scope()
 
 
 def default_graph() -> None:
