@@ -1,6 +1,6 @@
 """Runs a corpus program and prints how often each traced function's Python body ran (its traces).
 
-Usage: python tests/programs/_trace_counts.py [--backend tensorflow|jax] tests/programs/x.py
+Usage: python tests/programs/_trace_counts.py [--backend tensorflow|jax|torch] tests/programs/x.py
 
 Independent of traceguard. TensorFlow: `tf.function` is wrapped, before the
 program is imported, so that every execution of a decorated Python function's
@@ -16,6 +16,9 @@ name (and stays in the output, JAX's own account of each miss). Not
 fires when `jit`'s outer cache misses but the jaxpr comes from the inner
 tracing cache, without running the body (measured with jax 0.10.2:
 `jit_same_function_rewrapped_in_loop.py` gets two events, one body run). Used
+torch: `torch._dynamo.utils.get_compilation_metrics()` after the program, one
+entry per frame compile, counted under the frame's `co_name` when the compile
+made a cache entry (`fail_type` is None); nothing is wrapped. Used
 by `check.py` to confirm each program traces as its `Expected:` block says.
 """
 import collections
@@ -59,13 +62,24 @@ class _JaxMissCounter(logging.Handler):
             COUNTS[(match.group(1) or match.group(2)).rsplit(".", 1)[-1]] += 1
 
 
+def _count_torch_compiles():
+    """One count per frame compile torch recorded that made a cache entry, under its code's name."""
+    from torch._dynamo.utils import get_compilation_metrics
+
+    for metrics in get_compilation_metrics():
+        if getattr(metrics, "fail_type", None) is None and getattr(metrics, "co_name", None):
+            COUNTS[metrics.co_name] += 1
+
+
 def main():
     backend = "tensorflow"
     if sys.argv[1] == "--backend":
         backend = sys.argv[2]
         del sys.argv[1:3]
     script = sys.argv[1]
-    if backend == "jax":
+    if backend == "torch":
+        pass  # torch keeps its own record of every frame compile: read after the run.
+    elif backend == "jax":
         import jax
 
         jax.config.update("jax_explain_cache_misses", True)
@@ -87,6 +101,8 @@ def main():
             import tensorflow as tf
 
             tf.function = _ORIGINAL.pop("function")
+        if backend == "torch":
+            _count_torch_compiles()
     print("TRACE_COUNTS " + json.dumps(dict(COUNTS), sort_keys=True))
     return status
 

@@ -15,9 +15,10 @@ time, in a fresh interpreter each:
   program, every `jax.jit` function's) traces without traceguard, to confirm
   the program still traces as its `traces:` says.
 
-A program's `backend:` (`tensorflow`, the default, or `jax`) picks the
+A program's `backend:` (`tensorflow`, the default, `jax` or `torch`) picks the
 interpreter: JAX programs run with `$TRACEGUARD_JAX_PYTHON` (default: this
-interpreter) and `KERAS_BACKEND=jax`. `run` and `watch` also write a trace file
+interpreter) and `KERAS_BACKEND=jax`, torch programs with
+`$TRACEGUARD_TORCH_PYTHON` and `KERAS_BACKEND=torch`. `run` and `watch` also write a trace file
 (`<NAME>.run.jsonl`, `<NAME>.watch.jsonl`).
 
 Each report is then checked with keyword heuristics taken from the
@@ -54,24 +55,31 @@ CAUSES = (
     "object-identity",  # tf.function: a Python object argument (keyed by identity) is a new object
     "relaxed",  # one retrace that relaxed a shape to None, then none
     "tracing-context",  # JAX: a call under another jax.config value or context manager
+    # Added with issue #39's torch reports (torch.compile's guards; traceguard may not name them yet):
+    "graph-break",  # torch: a graph break splits a compiled function into frames compiled one by one
+    "requires-grad",  # torch: a tensor argument's requires_grad changed (a guard torch keeps per tensor)
+    "recompile-limit",  # torch: a frame recompiled up to torch._dynamo's recompile_limit, then runs eagerly
     # Added with issue #38's held-out reports (traceguard may not name them yet):
     "call-structure",  # JAX: the same arguments passed positionally, then by keyword
     "static-field",  # JAX: a pytree node's static field (auxiliary data) took a new value
     "sharding",  # JAX: an argument's sharding or committedness changed (a trace, or a compile alone)
     "restored-function",  # a function restored from a SavedModel was called with a new signature
 )
-BACKENDS = ("tensorflow", "jax")
+BACKENDS = ("tensorflow", "jax", "torch")
 # What changed in one retrace, as the trace file's `change_fields[].aspect` names it (issue #31).
 ASPECTS = ("dim", "rank", "dtype", "weak_type", "value", "identity", "structure", "function_object",
            "added", "removed", "context",
            # Issue #38: JAX keys these too; named here so a program can expect them before traceguard does.
-           "call_structure", "static_field", "sharding")
+           "call_structure", "static_field", "sharding",
+           # Issue #39: torch guards each tensor's requires_grad.
+           "requires_grad")
 KINDS = ("trace", "retrace", "variable_retrace", "save",
          "compile")  # a compilation without a trace (issue #34): listed in `kinds:`, not counted in `traces:`
 COMPILE = "compile"
 STATUSES = ("open",)  # `status: open`: the diagnosis does not pass yet; the slow test skips it
 REPEAT = "*"  # In `changes:`, repeats the entry before it for every later retrace
 JAX_PYTHON_VARIABLE = "TRACEGUARD_JAX_PYTHON"
+TORCH_PYTHON_VARIABLE = "TRACEGUARD_TORCH_PYTHON"
 TIMEOUT_SECONDS = 300
 
 WATCH_SNIPPET = """
@@ -198,6 +206,8 @@ def check_changed(text, expected):
         pattern = r"dtype|float64"
     elif aspect.startswith("shape"):
         pattern = r"shape|dim|->"
+    elif aspect.startswith("requires_grad"):
+        pattern = r"requires_grad"
     else:
         pattern = r"->|object|changed"
     return any(re.search(rf"\b{re.escape(name)}\b[^\n]{{0,100}}(?:{pattern})", text) for name in names)
@@ -326,6 +336,8 @@ def judge_trace_file(records, expected):
 def _interpreter(expected):
     if expected.get("backend") == "jax":
         return os.environ.get(JAX_PYTHON_VARIABLE) or sys.executable
+    if expected.get("backend") == "torch":
+        return os.environ.get(TORCH_PYTHON_VARIABLE) or sys.executable
     return sys.executable
 
 
@@ -339,8 +351,8 @@ def run_mode(mode, program, out_dir, env, rejudge=False, expected=None):
         text = report_path.read_text() if report_path.exists() else ""
         return {"status": "saved", "seconds": 0.0, "text": text, "records": read_trace_records(trace_path)}
     python = _interpreter(expected)
-    if expected["backend"] == "jax":
-        env = dict(env, KERAS_BACKEND="jax")
+    if expected["backend"] in ("jax", "torch"):
+        env = dict(env, KERAS_BACKEND=expected["backend"])
     if mode == "run":
         command = [python, "-m", "traceguard", "run", "--full", "--output", str(report_path),
                    "--trace-file", str(trace_path), str(program)]

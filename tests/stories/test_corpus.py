@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-pytestmark = pytest.mark.backend("tensorflow", "jax")
+pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")
 
 PROGRAMS_DIR = pathlib.Path(__file__).parent.parent / "programs"
 PROGRAMS = sorted(p for p in PROGRAMS_DIR.glob("*.py") if not p.name.startswith("_") and p.name != "check.py")
@@ -49,8 +49,8 @@ def test_expected_block_is_valid(program):
     assert expected["backend"] in check.BACKENDS
     if expected["cause"] == "none-expected" and check.has_structured_keys(expected):
         assert expected["kinds"] == ["trace"] * int(expected["traces"])
-    if expected["backend"] == "jax":
-        assert check.has_structured_keys(expected), "a JAX program's block needs `kinds:` or `changes:`"
+    if expected["backend"] in ("jax", "torch"):
+        assert check.has_structured_keys(expected), "a JAX or torch block needs `kinds:` or `changes:`"
 
 
 def test_the_issue_31_reports_have_the_required_mix():
@@ -72,7 +72,7 @@ def test_the_issue_31_reports_have_the_required_mix():
 
 
 @pytest.mark.parametrize("key, value, message", [
-    ("backend", "torch", "`backend:` expects one of tensorflow, jax. Received: backend='torch'"),
+    ("backend", "mxnet", "`backend:` expects one of tensorflow, jax, torch. Received: backend='mxnet'"),
     ("status", "flaky", "`status:` expects one of open"),
     ("kinds", '["trace", "recompile"]', "`kinds:` expects a JSON list of trace, retrace"),
     ("kinds", '["trace"]', "`kinds:` lists 1 traces but `traces:` says 2"),
@@ -157,7 +157,7 @@ def test_judge_needs_the_enclosing_functions_argument():
 @pytest.mark.slow
 @pytest.mark.parametrize("program", PROGRAMS, ids=[program.stem for program in PROGRAMS])
 def test_report_names_the_established_cause(program, tmp_path):
-    # The programs reproduce reports on TF 2.21 with Keras 3, or on jax 0.10 with Keras 3 (their
+    # The programs reproduce reports on TF 2.21 with Keras 3, on jax 0.10 or torch 2.14 with Keras 3 (their
     # `Expected:` counts were measured there); other stacks trace differently. A block with
     # `status: open` is a report the diagnosis does not pass yet (issue #31): check.py runs it, this
     # test does not, until the diagnosis lands and the block drops `status: open`.
@@ -169,7 +169,10 @@ def test_report_names_the_established_cause(program, tmp_path):
     if expected["backend"] == "jax":
         if not _compat.IS_JAX:
             pytest.skip("a JAX program: runs on the jax stack")
-    elif not _compat.IS_KERAS_3 or _compat.IS_JAX or _compat.TF_VERSION < (2, 21):
+    elif expected["backend"] == "torch":
+        if not _compat.IS_TORCH:
+            pytest.skip("a torch program (issue #39): runs on the torch stack")
+    elif not _compat.IS_KERAS_3 or _compat.IS_JAX or _compat.IS_TORCH or _compat.TF_VERSION < (2, 21):
         pytest.skip("the corpus reproduces its TensorFlow reports on TensorFlow 2.21 with Keras 3")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     result = check.run_mode("run", program, tmp_path, env, expected=expected)
