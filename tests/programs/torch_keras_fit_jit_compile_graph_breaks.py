@@ -29,7 +29,6 @@ Expected:
   traces: 2
   kinds: ["trace", "retrace"]
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `train_step` with a cache entry: the first, and the recompile for `grad is None` after the first step; `one_step_on_data` 1, a resume frame after `Tensor.backward()` 1, the optimizer's frame 1), torch 2.14.1, keras 3.15.1
-  status: open
 """
 import os
 

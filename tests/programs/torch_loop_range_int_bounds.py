@@ -17,19 +17,25 @@ on their value: pass them as tensors, or write the loop as tensor operations
 (here a `cumsum` over a slice) so no Python value is specialised. Here the
 reporter's structure on CPU with `backend="eager"` (Dynamo's guards and
 recompiles are the same as Inductor's; only the backend compile is skipped),
-5 values of `start`.
+5 values of `start`. Measured with torch 2.14.1: 5 compiles, each for
+`start == N`, with the default automatic dynamic shapes and the same 5 with
+`dynamic=True`: making ints dynamic does not help a Python loop bound, so a
+hint must not promise that later values reuse a compile or suggest
+`dynamic=True`.
 
 Expected:
   backend: torch
   function: accumulate
   cause: python-value-arg
   changed: "start: value"
-  fix: the Python int bounds of an unrolled loop are specialised per value - pass start/end as tensors or replace the loop with tensor ops (cumsum over a slice)
-  fix_keywords: ["tensor", "cumsum"]
+  fix: the Python int bounds of an unrolled loop are specialised per value (dynamic=True does not help) - replace the Python loop with tensor ops (cumsum over a slice)
+  fix_keywords: ["cumsum", "tensor op", "python loop", "unroll"]
+  forbidden_keywords: ["dynamic=True"]
   traces: 5
   kinds: ["trace", "retrace", "retrace", "retrace", "retrace"]
   changes: [{"argument": "start", "aspect": "value"}, "*"]
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `accumulate` with a cache entry), torch 2.14.1
+  status: open
 """
 import torch
 

@@ -36,7 +36,6 @@ Expected:
   kinds: ["trace", "retrace"]
   changes: [{"argument": "self", "aspect": "value"}]
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of Adam's `step` with a cache entry; `fn` 1, `wrapper` 1, a resume frame 1), torch 2.14.1
-  status: open
 """
 import torch
 

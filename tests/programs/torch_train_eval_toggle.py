@@ -13,7 +13,8 @@ now guarded as a value, and the compile for each mode stays in the cache, so
 toggling costs one recompile for the second mode and none after. The expected
 diagnosis: one recompile because `self.training` changed `True -> False`, once
 per value of the flag (as Keras's `training=` argument), nothing to fix unless
-the second compile matters. Here the reporter's toggle on CPU with
+the second compile matters; a bool flag cannot be made dynamic, so
+`dynamic=True` is no fix. Here the reporter's toggle on CPU with
 `backend="eager"`, 3 rounds of train/eval.
 
 Expected:
@@ -22,11 +23,13 @@ Expected:
   cause: training-flag
   changed: "self: value"
   fix: one compile per value of module.training is expected (the compile for each mode is kept); nothing to fix
-  fix_keywords: ["training", "once per value"]
+  fix_keywords: ["once per value", "per mode", "each mode", "nothing to fix"]
+  forbidden_keywords: ["dynamic=True"]
   traces: 2
   kinds: ["trace", "retrace"]
   changes: [{"argument": "self", "aspect": "value"}]
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `forward` with a cache entry), torch 2.14.1
+  status: open
 """
 import torch
 
