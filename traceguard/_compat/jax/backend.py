@@ -21,7 +21,6 @@ is recorded too: `DEFAULT_FLAVOR` is then None, and only `jax.jit` functions tra
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 import weakref
 from collections.abc import Callable
@@ -33,6 +32,20 @@ from jax._src import core as _jax_core
 from traceguard._compat import _backend, _flavors, _frames, _function_tracing, _keras_calls
 from traceguard._compat._flavors import KerasFlavor, internal_missing, load_flavor
 from traceguard._compat._frames import TfFunctionFrame
+from traceguard._compat._graphless import (  # noqa: F401 (the backend interface's answers)
+    deferred_since,
+    deferred_variable_paths,
+    deferred_variables_mark,
+    defers_variables,
+    graph_body,
+    keep_autograph_out,
+    run_unconverted,
+    scratch_graph_outer,
+    start_creation_watch,
+    stop_creation_watch,
+    variable_creation_watch,
+    wrap_call,
+)
 from traceguard._compat._interface import BACKEND_NAMES
 from traceguard._compat.jax import traces as _jax_traces
 from traceguard._compat.jax.transforms import uncached_setting, uncached_transformation  # noqa: F401
@@ -174,60 +187,7 @@ def distributed_process() -> tuple[int, int] | None:
     return jax.process_index(), jax.process_count()
 
 
-def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
-    # JAX variables are arrays held by Keras; the layer's `variables` show new ones.
-    return contextlib.nullcontext()
-
-
-def defers_variables() -> bool:
-    # On JAX a symbolic run's new variables are found by walking the layer's.
-    return False
-
-
-def deferred_variables_mark() -> Any:
-    return None
-
-
-def deferred_since(mark: Any) -> list[Any] | None:
-    return None
-
-
-def scratch_graph_outer(graph: Any) -> Any:
-    return None
-
-
-def start_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
-    return None
-
-
-def stop_creation_watch(token: Any) -> None:
-    pass
-
-
 tensor_spec_reader = _flavors.keras_tensor_spec_reader
-
-
-def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:
-    # A jitted trace creates no variables: values come when the symbolic pass ends.
-    return ()
-
-
-# --- no AutoGraph; wrapping `call` -----------------------------------------
-def keep_autograph_out(obj: Any) -> Any:
-    return obj
-
-
-run_unconverted = keep_autograph_out
-
-
-def graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., Any],
-               caller: Any) -> Callable[..., Any]:
-    return original  # No AutoGraph on JAX.
-
-
-def wrap_call(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
-    # Keras 3 reads `call`'s parameters with `inspect.signature`, which follows `__wrapped__`.
-    return functools.update_wrapper(wrapper, original)
 
 
 # --- printing at each execution (the "tf.print" print mode) ---------------------------

@@ -12,7 +12,6 @@ the TensorFlow-only questions have neutral answers. Never imports TensorFlow or 
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +21,20 @@ import torch
 from traceguard._compat import _backend, _flavors, _frames, _function_tracing, _keras_calls
 from traceguard._compat._flavors import KerasFlavor, load_flavor
 from traceguard._compat._frames import TfFunctionFrame
+from traceguard._compat._graphless import (  # noqa: F401 (the backend interface's answers)
+    deferred_since,
+    deferred_variable_paths,
+    deferred_variables_mark,
+    defers_variables,
+    graph_body,
+    keep_autograph_out,
+    run_unconverted,
+    scratch_graph_outer,
+    start_creation_watch,
+    stop_creation_watch,
+    variable_creation_watch,
+    wrap_call,
+)
 from traceguard._compat._interface import BACKEND_NAMES
 from traceguard._compat.torch import traces as _dynamo_traces
 from traceguard._core.keras_names import KerasCall
@@ -141,55 +154,7 @@ def distributed_process() -> tuple[int, int] | None:
     return distributed.get_rank(), distributed.get_world_size()
 
 
-def variable_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
-    return contextlib.nullcontext()
-
-
-def defers_variables() -> bool:
-    return False
-
-
-def deferred_variables_mark() -> Any:
-    return None
-
-
-def deferred_since(mark: Any) -> list[Any] | None:
-    return None
-
-
-def scratch_graph_outer(graph: Any) -> Any:
-    return None
-
-
-def start_creation_watch(on_create: Callable[[Any], None], graph: Any = None) -> Any:
-    return None
-
-
-def stop_creation_watch(token: Any) -> None:
-    pass
-
-
 tensor_spec_reader = _flavors.keras_tensor_spec_reader
-
-
-def deferred_variable_paths(variables: list[Any]) -> tuple[str, ...]:
-    return ()
-
-
-def keep_autograph_out(obj: Any) -> Any:
-    return obj
-
-
-run_unconverted = keep_autograph_out
-
-
-def graph_body(layer: Any, wrapper: Callable[..., Any], original: Callable[..., Any],
-               caller: Any) -> Callable[..., Any]:
-    return original  # No AutoGraph on torch.
-
-
-def wrap_call(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
-    return functools.update_wrapper(wrapper, original)
 
 
 def holds_tensor(value: Any) -> bool:
