@@ -267,6 +267,26 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
+# --- leftovers ----------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _no_observer_left_installed():
+    """Fails a test that leaves an observer or the function-trace hook installed: the next test
+    in the same process would be watched by it (a test-order bug that once cost a session)."""
+    from traceguard._record import observers
+
+    before = (observers.observers, _function_tracing._listeners)
+    yield
+    after = (observers.observers, _function_tracing._listeners)
+    if after != before:
+        for observer in observers.observers:
+            if all(observer is not kept for kept in before[0]):
+                observers.remove_observer(observer)
+        for listener in _function_tracing._listeners:
+            if all(listener is not kept for kept in before[1]):
+                _function_tracing.remove_listener(listener)
+        pytest.fail(f"the test left installed: observers {after[0]!r}, trace listeners {after[1]!r}")
+
+
 # --- function records ---------------------------------------------------------------------
 @pytest.fixture
 def records():

@@ -159,13 +159,13 @@ def test_judge_needs_the_enclosing_functions_argument():
 def test_report_names_the_established_cause(program, tmp_path):
     # The programs reproduce reports on TF 2.21 with Keras 3, on jax 0.10 or torch 2.14 with Keras 3 (their
     # `Expected:` counts were measured there); other stacks trace differently. A block with
-    # `status: open` is a report the diagnosis does not pass yet (issue #31): check.py runs it, this
+    # `status: open` is a report the diagnosis does not pass yet: check.py runs it, this
     # test does not, until the diagnosis lands and the block drops `status: open`.
     from traceguard import _compat
 
     expected = check.parse_expected(program)
     if expected.get("status") == "open":
-        pytest.skip("status: open (issue #31): run by tests/programs/check.py only")
+        pytest.skip("status: open (the diagnosis does not pass yet): run by tests/programs/check.py only")
     if expected["backend"] == "jax":
         if not _compat.IS_JAX:
             pytest.skip("a JAX program: runs on the jax stack")
