@@ -11,6 +11,14 @@
   included) on the `jax._src.interpreters.partial_eval` logger (jax/_src/interpreters/
   partial_eval.py, `explain`). Each message is held with the function object JAX keyed the
   miss on (`explain`'s `fun`), read from the logging call's frames: one entry per object.
+- torch: `torch.compile` keeps its compiled code per Python code object, and records every frame
+  compile in its compilation metrics (torch/_dynamo/utils.py, `record_compilation_metrics`, one
+  `CompilationMetrics` per `convert_frame._compile`): a compile that made a cache entry built
+  its guards (`guard_count` set) and has no `fail_type`. `has_guarded_code` does not tell:
+  it is true for a frame Dynamo skipped ("No ops traced for the FX graph", no cache entry, the
+  frame runs eagerly; measured on torch 2.14.1: `guard_count` and `graph_op_count` None).
+  One entry per code object (`co_name`, `co_filename`, `co_firstlineno`); torch keeps the
+  last 64 metrics by default, so the limit is raised while observing.
 
 The objects are held until `stop()`, so that an object's count can be read at the end and an
 object's `id` is never reused by a later one. Nothing here imports traceguard.
@@ -161,6 +169,33 @@ class _JaxMisses(logging.Handler):
         return entries
 
 
+class _TorchCompiles:
+    def __init__(self) -> None:
+        from torch._dynamo import utils
+
+        self.utils = utils
+        self.limit = utils._compilation_metrics.maxlen
+        utils.set_compilation_metrics_limit(1_000_000)
+        self.before = len(utils.get_compilation_metrics())
+
+    def stop(self) -> list[dict[str, Any]]:
+        metrics = self.utils.get_compilation_metrics()[self.before:]
+        self.utils.set_compilation_metrics_limit(self.limit)
+        entries: dict[tuple, dict[str, Any]] = {}
+        for metric in metrics:
+            if metric.guard_count is None or metric.fail_type:
+                continue
+            key = (metric.co_name, metric.co_filename, metric.co_firstlineno)
+            entry = entries.get(key)
+            if entry is None:
+                entry = entries[key] = {"object": len(entries), "name": metric.co_name,
+                                        "qualname": metric.co_name, "path": metric.co_filename,
+                                        "line": metric.co_firstlineno, "traces": 0,
+                                        "library": is_library_file(metric.co_filename), "misses": []}
+            entry["traces"] += 1
+        return list(entries.values())
+
+
 class BackendRecord:
     """Observes the backend's tracing until `stop()`, which returns one dict per function object.
 
@@ -170,14 +205,16 @@ class BackendRecord:
     `via`, the function that called `trace_to_jaxpr`).
 
     Args:
-        backend: One of `{"tensorflow", "jax"}`.
+        backend: One of `{"tensorflow", "jax", "torch"}`.
     """
 
     def __init__(self, backend: str) -> None:
-        if backend not in ("tensorflow", "jax"):
-            raise ValueError(f"`BackendRecord` expects backend 'tensorflow' or 'jax'. Received: {backend!r}")
+        observers = {"tensorflow": _TensorFlowObjects, "jax": _JaxMisses, "torch": _TorchCompiles}
+        if backend not in observers:
+            raise ValueError(f"`BackendRecord` expects backend 'tensorflow', 'jax' or 'torch'. "
+                             f"Received: {backend!r}")
         self.backend = backend
-        self._observer = _TensorFlowObjects() if backend == "tensorflow" else _JaxMisses()
+        self._observer = observers[backend]()
 
     def stop(self) -> list[dict[str, Any]]:
         return self._observer.stop()

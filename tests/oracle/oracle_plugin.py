@@ -6,6 +6,10 @@ runs inside `observe()`: the backend's own record and `traceguard.watch(trace_fi
 one JSON line per test goes to `--oracle-results`: the test's id and outcome, its function
 objects (all, and those traceguard's reports cover), the backend's traces of those, and
 the disagreements found.
+
+`--oracle-jit-compile` makes a model's `jit_compile="auto"` resolve to True, as it does on JAX:
+on torch it resolves to False (Keras runs the step eagerly, nothing compiles), so Keras's own
+tests, unchanged otherwise, compile their steps with `torch.compile` only with it.
 """
 
 from __future__ import annotations
@@ -26,12 +30,21 @@ from oracle import in_scope, observe  # noqa: E402
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("traceguard oracle").addoption(
         "--oracle-results", metavar="PATH", help="Append one JSON line per test to this file.")
+    parser.getgroup("traceguard oracle").addoption(
+        "--oracle-jit-compile", action="store_true",
+        help="Resolve a model's `jit_compile=\"auto\"` to True (on torch, Keras resolves it to False).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--oracle-results")
     if path:
         config.pluginmanager.register(_Oracle(path), "traceguard_oracle")
+    if config.getoption("--oracle-jit-compile"):
+        from keras.src.trainers.trainer import Trainer
+
+        # keras/src/trainers/trainer.py: `compile(jit_compile="auto")` and a model never compiled
+        # ask `_resolve_auto_jit_compile()`; a model that cannot compile still falls back (its setter).
+        Trainer._resolve_auto_jit_compile = lambda self: True
 
 
 class _Oracle:
@@ -39,7 +52,7 @@ class _Oracle:
         self.path = path
         from keras.src.backend import backend
 
-        self.backend = "tensorflow" if backend() == "tensorflow" else "jax"
+        self.backend = backend()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:

@@ -9,14 +9,15 @@ report read back from the trace file against the live one.
 Usage, from the repository root:
 
     python tests/oracle/run.py                     # the CI selection, this interpreter's backend
-    python tests/oracle/run.py --full              # everything, both backends (see --jax-python)
+    python tests/oracle/run.py --full              # everything, every backend (see --jax-python)
     python tests/oracle/run.py --sources programs  # only tests/programs/
 
 Sources: `programs` (tests/programs/*.py of the backend), `keras-suite` (Keras's own tests
 from the installed keras wheel, `pytest --pyargs`, with `tests/keras_suite`'s plugin for
 Keras's markers). TensorFlow runs in this interpreter (or `--tf-python`), JAX in
 `--jax-python` (default `$TRACEGUARD_JAX_PYTHON`, else this interpreter) with
-`KERAS_BACKEND=jax`. Every subprocess has a timeout.
+`KERAS_BACKEND=jax`, torch in `--torch-python` (`$TRACEGUARD_TORCH_PYTHON`) with
+`KERAS_BACKEND=torch`. Every subprocess has a timeout.
 
 A disagreement that `OPEN_FINDINGS` (tests/oracle/open_findings.json) lists is printed and
 counted but does not fail the run: those are traceguard's open bugs, each described in
@@ -46,7 +47,7 @@ from oracle import in_scope  # noqa: E402
 
 PROGRAMS = ROOT / "tests" / "programs"
 FINDINGS_FILE = HERE / "open_findings.json"
-BACKENDS = ("tensorflow", "jax")
+BACKENDS = ("tensorflow", "jax", "torch")
 SOURCES = ("programs", "keras-suite")
 PROGRAM_TIMEOUT = 240
 SUITE_TIMEOUT = {"ci": 600, "full": 7200}  # Keras's suite, per selection.
@@ -66,6 +67,8 @@ CI_PROGRAMS = {
                    "vectorized_map_called_eagerly", "input_signature_shapes"),
     "jax": ("jit_weak_float_becomes_typed", "jit_static_self_hash_without_eq", "jit_lambda_created_in_loop",
             "jit_optional_argument_none", "keras_jax_fit_variable_seq_len", "recompile_before_each_fit_jax"),
+    "torch": ("torch_image_size_recompile", "torch_loop_range_int_bounds", "torch_new_module_per_call",
+              "torch_keras_jit_compile_auto_eager"),
 }
 
 
@@ -80,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads((pathlib.Path(args.from_results) / "results.json").read_text())
         args.backends = []
     for backend in args.backends:
-        python = args.jax_python if backend == "jax" else args.tf_python
+        python = {"jax": args.jax_python, "torch": args.torch_python}.get(backend, args.tf_python)
         if "programs" in args.sources:
             names = args.names or (None if args.full else CI_PROGRAMS[backend])
             results += _run_programs(backend, python, out, names)
@@ -104,14 +107,16 @@ def main(argv: list[str] | None = None) -> int:
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="Every program and Keras's whole suite, on "
-                        "both backends (unless --backends says otherwise).")
-    parser.add_argument("--backends", help="Comma-separated, of tensorflow,jax. Defaults to this "
-                        "interpreter's (KERAS_BACKEND), or both with --full.")
+                        "every backend (unless --backends says otherwise).")
+    parser.add_argument("--backends", help="Comma-separated, of tensorflow,jax,torch. Defaults to this "
+                        "interpreter's (KERAS_BACKEND), or all with --full.")
     parser.add_argument("--sources", default=",".join(SOURCES),
                         help=f"Comma-separated, of {','.join(SOURCES)}.")
     parser.add_argument("--tf-python", default=sys.executable, help="The TensorFlow interpreter.")
     parser.add_argument("--jax-python", default=os.environ.get("TRACEGUARD_JAX_PYTHON", sys.executable),
                         help="The JAX interpreter. Defaults to $TRACEGUARD_JAX_PYTHON, else this one.")
+    parser.add_argument("--torch-python", default=os.environ.get("TRACEGUARD_TORCH_PYTHON", sys.executable),
+                        help="The torch interpreter. Defaults to $TRACEGUARD_TORCH_PYTHON, else this one.")
     parser.add_argument("--out", help="Directory for results and logs. Defaults to a new temporary one.")
     parser.add_argument("--strict", action="store_true", help="Fail on every disagreement, listed or not.")
     parser.add_argument("--write-findings", action="store_true",
@@ -129,7 +134,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     elif args.full:
         args.backends = list(BACKENDS)
     else:
-        args.backends = ["jax" if os.environ.get("KERAS_BACKEND") == "jax" else "tensorflow"]
+        backend = os.environ.get("KERAS_BACKEND")
+        args.backends = [backend if backend in BACKENDS else "tensorflow"]
     args.sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     unknown = [b for b in args.backends if b not in BACKENDS] + [s for s in args.sources if s not in SOURCES]
     if unknown:
