@@ -10,6 +10,12 @@ Each is imported when a layer class of it is first seen (`flavor_of_class`), and
 internals are checked then. Which one `traceguard.TraceAwareLayer` subclasses, the
 default flavor, is the backend's decision (`tensorflow.backend`, `jax.backend`), recorded here once.
 This module holds every flavor's state and never imports TensorFlow itself.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/keras-team/keras/blob/v3.15.0/keras/src/backend/common/global_state.py
+- https://github.com/keras-team/keras/blob/v3.15.0/keras/src/backend/common/stateless_scope.py
+- https://github.com/keras-team/keras/blob/v3.15.0/keras/src/backend/common/symbolic_scope.py
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ traceguard's own frames, in every module of the package, count as library code
 together with TensorFlow's, Keras's and JAX's: warnings point past them at the
 user's line (`user_stacklevel`), and Keras hides them from the tracebacks of
 errors raised by `call` (`hide_traceguard_frames_from_keras`, and `..._keras2`).
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/keras-team/keras/blob/v3.15.0/keras/src/utils/traceback_utils.py
 """
 
 from __future__ import annotations

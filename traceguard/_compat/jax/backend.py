@@ -16,6 +16,11 @@ answers.
 
 Plain JAX (no Keras, or a Keras that cannot import: `_backend.KERAS_UNAVAILABLE`)
 is recorded too: `DEFAULT_FLAVOR` is then None, and only `jax.jit` functions trace.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/core.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/pjit.py
 """
 
 from __future__ import annotations

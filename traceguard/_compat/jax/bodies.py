@@ -23,6 +23,13 @@ miss to the wrapper's return, of origin `jax.body`, with JAX's `traced_for`
 trace's, else the user's function that called the control flow. A `jax.jit`
 miss (`pjit._trace_for_jit` calls the cache) is `jax.traces`' and is left to it.
 Both are put back, the very objects, when the last listener leaves.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/config.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/pjit.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/source_info_util.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/interpreters/partial_eval.py
 """
 
 from __future__ import annotations

@@ -19,6 +19,12 @@ The phases come from JAX's public monitoring events
 them on the thread that lowers and compiles, inside the call: each goes to this
 thread's innermost open call. Everything is removed when the last listener leaves.
 Never imports TensorFlow.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/core.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/dispatch.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/pjit.py
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ that defines `__eq__`, by identity otherwise. Here each argument becomes a
 `_core.specs` value, read with public JAX API (`jax.api_util.shaped_abstractify`,
 `jax.tree_util`: key paths and `PyTreeDef.node_data()`), and the names passed by
 keyword a sorted tuple. Only traces read it: it costs nothing on a cache hit.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/config.py
 """
 
 from __future__ import annotations

@@ -26,6 +26,13 @@ guesses "maybe the function is being re-defined repeatedly" when a call site mis
 before. The hooks' frames would be that site for every miss: this module and
 `jax.calls` are registered as JAX's exclusions, as JAX registers its own modules
 (`source_info_util.register_exclusion`), so JAX names the user's line while watched.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/pjit.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/source_info_util.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/util.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/interpreters/partial_eval.py
 """
 
 from __future__ import annotations

@@ -14,6 +14,12 @@ A `jax.jit`, `jax.eval_shape` or control-flow body stages into a
 `DynamicJaxprTrace`, which a cache keeps: below one of those, or below any trace
 this module does not know, a run stays a trace. The linearization's tangents are
 staged too, but in its `tangent_trace`, off the `parent_trace` chain walked here.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/core.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/interpreters/ad.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/interpreters/batching.py
 """
 
 from __future__ import annotations

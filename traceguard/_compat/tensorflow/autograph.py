@@ -2,6 +2,12 @@
 
 Part of the TensorFlow backend (see `tensorflow.backend`); imported only when Keras runs
 on TensorFlow. JAX has no AutoGraph.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/autograph/core/ag_ctx.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/autograph/core/config.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/autograph/impl/api.py
 """
 
 from __future__ import annotations

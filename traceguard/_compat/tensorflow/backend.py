@@ -9,6 +9,11 @@ Keras `tf.keras` is, and holds the rest: variable creation, printing, Keras's tr
 `traceguard.TraceAwareLayer` follows `tf.keras`, decided once at import, the way
 TensorFlow itself routes `tf.keras` (`TF_USE_LEGACY_KERAS`, see
 tensorflow/python/util/lazy_loader.py).
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/eager/polymorphic_function/polymorphic_function.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/framework/ops.py
 """
 
 from __future__ import annotations

@@ -22,6 +22,19 @@ first call, and XLA's compilations that are no trace.
 
 Removed, every shadow included, when the last listener leaves (`uninstall`). Part of
 the TensorFlow backend.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/eager/polymorphic_function/polymorphic_function.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/framework/dtypes.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/framework/tensor_shape.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/framework/tensor_spec.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/framework/tensor_util.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/util/nest.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/eager/polymorphic_function/concrete_function.py
+- https://github.com/tensorflow/tensorflow/blob/v2.12.0/tensorflow/python/eager/polymorphic_function/monomorphic_function.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/data/ops/batch_op.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/data/ops/dataset_ops.py
 """
 
 from __future__ import annotations

@@ -2,6 +2,13 @@
 
 Part of the TensorFlow backend (see `tensorflow.backend`); imported only when Keras runs
 on TensorFlow.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/eager/context.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/framework/ops.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/ops/control_flow_util.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/ops/control_flow_v2_func_graphs.py
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ iterator returned. `OwnedIterator.__next__` (tensorflow/python/data/ops/iterator
 TF 2.12 to 2.21: what `iter(dataset)` returns) is wrapped while `tensorflow.traces`' hook is
 installed, and put back with it; the wrapper keeps the `id()`s of the element's tensors
 only, never the tensors.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/data/ops/iterator_ops.py
 """
 
 from __future__ import annotations

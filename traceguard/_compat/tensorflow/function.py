@@ -4,6 +4,13 @@ Found by walking the Python stack to TensorFlow's own frames, once per trace (th
 answer is kept for the graph the trace builds), and across the threads
 `MirroredStrategy` runs replicas in. Part of the TensorFlow backend (see
 `tensorflow.backend`); imported only when Keras runs on TensorFlow.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/distribute/mirrored_run.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/eager/polymorphic_function/polymorphic_function.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/saved_model/function_deserialization.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/saved_model/save_context.py
 """
 
 from __future__ import annotations

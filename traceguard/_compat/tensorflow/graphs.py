@@ -3,6 +3,10 @@
 Read from the graph's type and `outer_graph` chain (TensorFlow's own record of where a
 body is traced), and from `_function_tracing`, which knows the graphs of the traces its
 listeners see. Part of the TensorFlow backend, beside `traces` (the hook that starts them).
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/ops/control_flow_v2_func_graphs.py
 """
 
 from __future__ import annotations

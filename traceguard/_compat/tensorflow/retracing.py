@@ -1,6 +1,10 @@
 """TensorFlow's own retracing warning, with traceguard's measured cause appended.
 
 Part of the TensorFlow backend; imported when someone watches.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/eager/polymorphic_function/polymorphic_function.py
 """
 
 from __future__ import annotations

@@ -21,6 +21,14 @@ refers to. Part of the TensorFlow backend; imported when the first listener come
 
 This module hooks the trace and reads its call; `graphs` says what a graph being built is
 (a function trace's own, a control-flow body, Keras's scratch graph) and where it sits.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/data/ops/structured_function.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/eager/polymorphic_function/polymorphic_function.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/saved_model/save_context.py
+- https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/eager/polymorphic_function/tracing_compilation.py
+- https://github.com/tensorflow/tensorflow/blob/v2.13.0/tensorflow/python/eager/polymorphic_function/tracing_compiler.py
 """
 
 from __future__ import annotations

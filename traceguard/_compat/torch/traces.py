@@ -23,6 +23,12 @@ the function as a new frame (`torch_dynamo_resume_in_<function>_at_<line>`), see
 as a compile of its own; the break itself is in the compile it ended, `graph_breaks`: torch's
 kind of break and the file and line it happened at. Its `trace` phase is the whole frame compile, Dynamo's
 tracing and the backend's compile together, as `_compile` runs both.
+
+Upstream, the files whose internals this module follows:
+
+- https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/convert_frame.py
+- https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/symbolic_convert.py
+- https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/utils.py
 """
 
 from __future__ import annotations
