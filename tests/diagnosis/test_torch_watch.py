@@ -83,6 +83,63 @@ def test_no_retrace_fails_on_a_recompile_after_warm_up_with_torchs_reason():
     assert [m.co_name for m in get_compilation_metrics()] == ["shift", "shift"]
 
 
+def _fixes(report, function):
+    return [event.hint for runs in report.functions.values() for event in runs.events
+            if event.function == function and event.kind.value == "retrace"]
+
+
+def test_the_fix_of_a_value_guard_follows_what_torch_did_with_the_value():
+    # torch 2.14.1: `n` becomes dynamic on its second value; a `range` bound stays guarded by value
+    # (one compile per value, also with dynamic=True); a bool is guarded by value, each compile kept.
+    @torch.compile(backend="eager")
+    def shift(x, n):
+        return x + n
+
+    @torch.compile(backend="eager")
+    def accumulate(x, start, end):
+        for i in range(start + 1, end):
+            x[i] += x[i - 1]
+        return x
+
+    @torch.compile(backend="eager")
+    def gate(x, flag):
+        return x * 2 if flag else x * 3
+
+    with tg.watch() as report:
+        for value in (2, 3, 4):
+            shift(torch.ones(4), value)
+            accumulate(torch.arange(10.0), value, 10)
+        for flag in (True, False, True):
+            gate(torch.ones(3), flag)
+    (relaxed,) = _fixes(report, "shift")
+    assert "this recompile made it dynamic" in relaxed and "later values reuse it" in relaxed
+    specialised = _fixes(report, "accumulate")
+    assert len(specialised) == 2 and all("guarded by its exact value" in fix and "tensor ops" in fix
+                                         and "dynamic=True" not in fix for fix in specialised)
+    (flag_fix,) = _fixes(report, "gate")
+    assert flag_fix.startswith("Expected, once per value: torch.compile guards the bool `flag`")
+    assert "Nothing to fix" in flag_fix and "dynamic=True" not in flag_fix
+
+
+def test_a_requires_grad_recompile_names_the_argument_and_no_grad():
+    layer = torch.nn.Linear(4, 4)
+
+    @torch.compile(backend="eager")
+    def forward(x):
+        return torch.relu(layer(x))
+
+    with tg.watch() as report:
+        forward(torch.ones(2, 4))
+        forward(torch.ones(2, 4, requires_grad=True))
+    text = report.summary(full=True)
+    assert "changed: x: requires_grad False -> True" in text
+    (runs,) = report.functions.values()
+    assert runs.events[1].reason.endswith(
+        "torch's guard failure: `tensor 'x' requires_grad mismatch. expected requires_grad=0`.")
+    (fix,) = _fixes(report, "forward")
+    assert "`torch.no_grad()`" in fix and "`x.detach()`" in fix
+
+
 @pytest.fixture
 def keras_compiles_eagerly(monkeypatch):
     """Keras's `jit_compile=True` steps compiled by Dynamo's `eager` backend."""
