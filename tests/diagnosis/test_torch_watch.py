@@ -140,6 +140,31 @@ def test_a_requires_grad_recompile_names_the_argument_and_no_grad():
     assert "`torch.no_grad()`" in fix and "`x.detach()`" in fix
 
 
+@pytest.mark.parametrize("jit_compile", ["auto", False])
+def test_a_keras_step_nothing_compiled_is_said_once_with_its_setting(jit_compile):
+    # Keras 3.15.1 on torch: `jit_compile="auto"` resolves to False; no frame compiles.
+    model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
+    model.compile("sgd", "mse", jit_compile=jit_compile)
+    x, y = np.ones((32, 4), "float32"), np.ones((32, 1), "float32")
+    with tg.watch() as report:
+        model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+        model.predict(x, verbose=0)
+    assert get_compilation_metrics() == []
+    assert report.uncached == {(): ("train_step", "jit_compile=False")}
+    text = str(report)
+    assert text.count("nothing is compiled") == 1
+    assert ("Keras ran `train_step` eagerly (`jit_compile=False`; on torch `jit_compile=\"auto\"`, the "
+            "default, is False): nothing is compiled, so nothing is recompiled") in text
+    assert "0 functions traced" in text and "retrace" not in text.splitlines()[0]
+
+
+def test_eager_runs_outside_a_keras_step_say_nothing_of_a_step():
+    layer = keras.layers.Dense(2)
+    with tg.watch() as report:
+        layer(np.ones((3, 4), "float32"))
+    assert report.uncached == {} and "nothing is compiled" not in str(report)
+
+
 @pytest.fixture
 def keras_compiles_eagerly(monkeypatch):
     """Keras's `jit_compile=True` steps compiled by Dynamo's `eager` backend."""
