@@ -35,6 +35,7 @@ with torch 2.14.1: `n` in `x * n` passes, `start` in `range(start + 1, end)` fai
 Upstream, the files whose internals this module follows:
 
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/convert_frame.py
+- https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/guards.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/symbolic_convert.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/utils.py
 """
@@ -55,6 +56,7 @@ from torch._dynamo import utils as _dynamo_utils
 from traceguard._compat import _calling_code, _function_tracing
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat.torch import guard_reasons as _guard_reasons
+from traceguard._compat.torch import layers as _layers
 from traceguard._core.changes import Aspect
 
 ORIGIN = "torch.compile"
@@ -183,10 +185,12 @@ def _hooked_compile(code: Any, globals: Any, locals: Any, *args: Any, **kwargs: 
         # Dynamo could not compile the frame (an unsupported construct in a loop, ...): torch runs it
         # eagerly and keeps no cache entry, so no compile is recorded.
         calls.pop()
+        _layers.discard(tracing)
         _function_tracing.discard(tracing)
         raise
     calls.pop()
     if getattr(result, "guarded_code", None) is None:  # Skipped: no cache entry, nothing compiled.
+        _layers.discard(tracing)
         _function_tracing.discard(tracing)
         return result
     _finish(tracing, kwargs.get("compile_id"), result.guarded_code, locals)
@@ -214,6 +218,7 @@ def _finish(tracing: _function_tracing.FunctionTracing, compile_id: Any, guarded
     if tracing.backend_reasons:
         tracing.backend_changes = _guard_reasons.changes_of(tracing.backend_reasons[0], tracing.arguments)
         tracing.relaxed = _relaxed(tracing.backend_changes, guarded_code, frame_locals)
+    _layers.flush(tracing)  # The layer runs of its last attempt, while it is still the innermost.
     _function_tracing.end(tracing)
 
 
