@@ -126,7 +126,14 @@ _TRANSFORMATIONS = {"grad": "JAX autodiff (`jax.grad`, `jax.value_and_grad`, `ja
 
 
 def format_uncached(transformations: tuple[str, ...], setting: tuple[str, str] | None) -> str:
-    """Said once per report: layers ran under JAX transformations that keep no cache."""
+    """Said once per report: layers ran under JAX transformations that keep no cache, or (no
+    transformations: torch) in a Keras step that nothing compiled."""
+    if not transformations and setting is not None:
+        step, option = setting
+        return (f"Keras ran `{step}` eagerly (`{option}`; on torch `jit_compile=\"auto\"`, the default, "
+                "is False): nothing is compiled, so nothing is recompiled, and each step runs the layers' "
+                "Python again (`jit_compile=True` compiles the step with `torch.compile`). Those runs count "
+                "as eager runs.")
     names = " inside ".join(_TRANSFORMATIONS.get(name, f"`jax.{name}`") for name in reversed(transformations))
     if setting is not None:
         step, option = setting
