@@ -30,7 +30,6 @@ Expected:
   backend: jax
   changes: [{"aspect": "function_object"}, "*"]
   set: heldout3
-  status: open
 """
 import jax.numpy as jnp
 import numpy as np
