@@ -200,3 +200,18 @@ def test_jit_of_a_transformed_function_is_the_function_jax_names():
         (), ("loss: function object #1 -> #2 (a new function object from the same code)",),
         ("loss: function object #2 -> #3 (a new function object from the same code)",)]
     assert "test_jax_call_keys.py" in str(explanation)
+
+
+def test_a_weak_type_inside_a_pytree_is_named_by_its_leaf_in_the_fix():
+    @jax.jit
+    def score(trace):
+        return trace["y"] * 2
+
+    with tg.watch() as explanation:
+        score({"y": jnp.float32(1.0), "n": jnp.int32(1)})
+        score({"y": 5.0, "n": jnp.int32(1)})  # A Python float where a typed array was.
+    (runs,) = explanation.functions.values()
+    retrace = runs.events[1]
+    # JAX: "at trace['y'], now f32[]{weak_type=True} and before f32[]{weak_type=False}".
+    assert texts(retrace.changes) == ("trace['y']: float32[] -> weakly typed float32[]",)
+    assert str(retrace.hint).startswith("`trace['y']` is a Python scalar in one call and a typed array")
