@@ -32,7 +32,6 @@ Expected:
   kinds: ["trace", "retrace", "retrace"]
   changes: [{"argument": "frames", "aspect": "dim", "axis": 0}, "*"]
   set: heldout3
-  status: open
 """
 import jax
 import jax.numpy as jnp
