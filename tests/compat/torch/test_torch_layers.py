@@ -85,4 +85,8 @@ def test_layer_runs_in_a_compiled_fit_are_traces_of_their_frames_and_change_no_c
     step_serials = [event.serial for runs in report.functions.values() for event in runs.events
                     if event.function == "train_step"]
     assert [event.function_trace for event in events] == step_serials
-    assert "changed: inputs: dim 0 16 -> None" in report.summary(full=True)
+    text = report.summary(full=True)
+    assert "changed: inputs: dim 0 16 -> None" in text
+    # A plain Keras layer that `watch()` instruments reads the same, with its keyword arguments.
+    assert text.count("(Dense, plain Keras layer): 1 trace, 2 retrace") == 2
+    assert "#1 trace in train_step  (inputs=torch.float32[16,4], training=True)" in text

@@ -160,25 +160,24 @@ class Tensor:
 
 
 def _value(variable: Any) -> Any:
-    """What Dynamo holds for a local, as values a signature reads: the items of a tuple, list or
-    dict, the value of a constant, the fake tensor of a tensor; None for anything else."""
-    tracker = variable._i_will_not_complain_if_bc_breaks_VariableTracker()
-    items = getattr(tracker, "items", None)
-    wrap = type(variable)
-    if isinstance(items, (list, tuple)):
-        return [_value(wrap(item)) for item in items]
-    if isinstance(items, dict):
-        values = {}
-        for key, item in items.items():
-            name = getattr(getattr(key, "vt", None), "value", None)
-            if isinstance(name, str):
-                values[name] = _value(wrap(item))
-        return values
-    if variable.is_python_constant():
-        return variable.as_python_constant()
-    if variable.is_proxy() and hasattr(tracker.as_proxy(), "node"):
-        fake = variable.as_fake()
-        return Tensor(fake) if isinstance(fake, torch.Tensor) else None
+    """What Dynamo holds for a local, as values a signature reads: the value of a constant, the
+    items of a tuple, list or dict, the fake tensor of a tensor; None for anything else."""
+    try:
+        if variable.is_python_constant():
+            return variable.as_python_constant()
+        tracker = variable._i_will_not_complain_if_bc_breaks_VariableTracker()
+        items = getattr(tracker, "items", None)
+        wrap = type(variable)
+        if isinstance(items, (list, tuple)):
+            return [_value(wrap(item)) for item in items]
+        if isinstance(items, dict):
+            names = ((getattr(getattr(key, "vt", None), "value", None), item) for key, item in items.items())
+            return {name: _value(wrap(item)) for name, item in names if isinstance(name, str)}
+        if variable.is_proxy() and hasattr(tracker.as_proxy(), "node"):
+            fake = variable.as_fake()
+            return Tensor(fake) if isinstance(fake, torch.Tensor) else None
+    except NotImplementedError:  # Dynamo's trackers raise it for what they do not hold.
+        pass
     return None
 
 
