@@ -74,7 +74,8 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
         return Hint.TRAINING_VALUE, name
     keyed = _hint_by_key(change)
     if keyed is not None:
-        return keyed, str(change.argument) if aspect is Aspect.STATIC_FIELD else name
+        # JAX keys a static field and a weak type per leaf, and names the leaf (`at trace['y']`).
+        return keyed, str(change.argument) if aspect in _KEYED_PER_LEAF else name
     if aspect is Aspect.DIM:
         dimension = _dimension_hint(change, keras_step, jax, keras_call, relaxed)
         if dimension is not None:
@@ -123,6 +124,9 @@ def _torch_hint(change: Change, keras_step: bool, keras_call: KerasCall | None,
             return Hint.MODE_FLAG
         return _TORCH_VALUE_HINT[relaxed]
     return _TORCH_HINT_BY_ASPECT.get(change.aspect)
+
+
+_KEYED_PER_LEAF = (Aspect.STATIC_FIELD, Aspect.WEAK_TYPE)
 
 
 def _hint_by_key(change: Change) -> Hint | None:

@@ -15,7 +15,7 @@ from traceguard._core.events import TRACE_KINDS, TraceEvent
 from traceguard._core.specs import Site, signature_line
 from traceguard._core.verdicts import Reason
 from traceguard._reports import function_costs as costs
-from traceguard._reports.fixes import same_graph_changes, same_graph_text
+from traceguard._reports.fixes import backend_of, same_graph_changes, same_graph_text
 from traceguard._reports.headline import headline
 
 _WIDTH = 100
@@ -266,11 +266,11 @@ def format_function_event(event: Any, number: int, indent: str = "", show_hint: 
         earlier = (numbers or {}).get(event.same_graph_as)
         same_as = f"#{earlier}" if earlier else "an earlier trace"
         changes = same_graph_changes(event, events)
-        relax = same_graph_text(changes, "")
+        relax = same_graph_text(changes, "", backend_of(event))
         if wastes_shown is not None and relax in wastes_shown:
             add("waste", f"the same graph as {same_as}, as above.")
         else:
-            add("waste", same_graph_text(changes, same_as))
+            add("waste", same_graph_text(changes, same_as, backend_of(event)))
         if wastes_shown is not None:
             wastes_shown.add(relax)
     if event.hint:
