@@ -32,6 +32,8 @@ def test_the_comptime_internals_are_where_note_trace_run_expects():
         assert callable(getattr(comptime.ComptimeVar, name))
     assert callable(comptime.ComptimeContext._i_will_not_complain_if_bc_breaks_InstructionTranslator)
     assert "compile_subgraph_reason" in output_graph.OutputGraph.compile_subgraph.__code__.co_names
+    assert callable(output_graph.OutputGraph.add_cleanup_hook)
+    assert "call_cleanup_hooks" in output_graph.OutputGraph.compile_and_call_fx_graph.__code__.co_names
     # Outside Dynamo, `comptime(fn)` runs its fallback (nothing), never `fn`.
     comptime.comptime(lambda ctx: pytest.fail("ran outside Dynamo"))
 
@@ -65,7 +67,7 @@ def _fit(layer, watched):
     return compiles, sum(counters["graph_break"].values()), counters["stats"]["unique_graphs"], report
 
 
-@pytest.mark.slow  # About 40 s on 2 cores: Dynamo traces Keras's steps twice, without Inductor.
+@pytest.mark.slow  # About 60 s on 2 cores: Dynamo traces Keras's steps 3 times, without Inductor.
 def test_layer_runs_in_a_compiled_fit_are_traces_of_their_frames_and_change_no_compile(monkeypatch):
     monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="eager"))
     plain = _fit(PlainScale(), watched=False)
@@ -85,6 +87,13 @@ def test_layer_runs_in_a_compiled_fit_are_traces_of_their_frames_and_change_no_c
     step_serials = [event.serial for runs in report.functions.values() for event in runs.events
                     if event.function == "train_step"]
     assert [event.function_trace for event in events] == step_serials
+    # Unwatched, no frame compile is recorded: a run is told as its attempt ends, if it compiled.
+    unwatched = Scale()
+    *compiles, _ = _fit(unwatched, watched=False)
+    assert tuple(compiles) == plain[:3]
+    assert [(event.kind.value, str(event.signature["inputs"])) for event in unwatched.trace_log] == [
+        ("trace", "torch.float32[16,3]"), ("retrace", "torch.float32[16,3]"),
+        ("retrace", "torch.float32[None,3]")]
     text = report.summary(full=True)
     assert "changed: inputs: dim 0 16 -> None" in text
     # A plain Keras layer that `watch()` instruments reads the same, with its keyword arguments.
