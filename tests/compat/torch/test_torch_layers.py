@@ -79,7 +79,9 @@ def test_layer_runs_in_a_compiled_fit_are_traces_of_their_frames_and_change_no_c
     # `train_step` holds the forward pass: compiled 3 times (first, once gradients exist, the last
     # batch of 8 with dimension 0 dynamic); `one_step_on_data`'s graph is empty (`train_step` is
     # a frame of its own after `loss.backward()`'s break), so the layer ran in none of it.
-    events = list(layer.trace_log)
+    # Keras's symbolic passes first (two building the model, one as `fit` starts), then the traces.
+    assert [event.kind.value for event in layer.trace_log][:3] == ["symbolic"] * 3
+    events = list(layer.trace_log)[3:]
     assert [(event.kind.value, event.function) for event in events] == [
         ("trace", "train_step"), ("retrace", "train_step"), ("retrace", "train_step")]
     assert [str(event.signature["inputs"]) for event in events] == [
@@ -91,11 +93,11 @@ def test_layer_runs_in_a_compiled_fit_are_traces_of_their_frames_and_change_no_c
     unwatched = Scale()
     *compiles, _ = _fit(unwatched, watched=False)
     assert tuple(compiles) == plain[:3]
-    assert [(event.kind.value, str(event.signature["inputs"])) for event in unwatched.trace_log] == [
+    assert [(event.kind.value, str(event.signature["inputs"])) for event in unwatched.trace_log][3:] == [
         ("trace", "torch.float32[16,3]"), ("retrace", "torch.float32[16,3]"),
         ("retrace", "torch.float32[None,3]")]
     text = report.summary(full=True)
     assert "changed: inputs: dim 0 16 -> None" in text
     # A plain Keras layer that `watch()` instruments reads the same, with its keyword arguments.
-    assert text.count("(Dense, plain Keras layer): 1 trace, 2 retrace") == 2
-    assert "#1 trace in train_step  (inputs=torch.float32[16,4], training=True)" in text
+    assert text.count("(Dense, plain Keras layer): 1 symbolic, 1 trace, 2 retrace") == 2
+    assert "#2 trace in train_step  (inputs=torch.float32[16,4], training=True)" in text
