@@ -4,6 +4,7 @@ Usage:  python benchmarks/overhead.py           # everything, about 5 minutes on
         python benchmarks/overhead.py --quick   # graph identity only (what CI runs)
         python benchmarks/overhead.py --only eager --scale 3 --clock cpu
         KERAS_BACKEND=jax python benchmarks/overhead.py --only costs   # the JAX row
+        KERAS_BACKEND=torch python benchmarks/overhead.py --only costs # the torch row
 
 Each timing runs the traceguard variant, the plain one and a plain control in one
 process, in a fresh random order every repetition; the ratio is the median over the
@@ -46,6 +47,8 @@ from traceguard import _compat  # noqa: E402
 
 if _compat.BACKEND == "tensorflow":
     import tensorflow as tf
+elif _compat.BACKEND == "torch":  # KERAS_BACKEND=torch: only the `costs` section, its torch row.
+    import torch
 else:  # KERAS_BACKEND=jax: only the `costs` section, its JAX row.
     import jax
     import jax.numpy as jnp
@@ -54,7 +57,7 @@ keras = _compat.keras
 SEED_SHAPE = (60, 28, 28)
 TINY_SHAPE = (1, 4)
 SECTIONS = ("graph", "steady", "eager", "trace", "watched", "costs", "memory")
-JAX_SECTIONS = ("costs",)  # What runs with KERAS_BACKEND=jax.
+JAX_SECTIONS = ("costs",)  # What runs with KERAS_BACKEND=jax (or torch).
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 TRACE_AWARE, PLAIN = tg.TraceAwareLayer, keras.layers.Layer
 
@@ -783,10 +786,35 @@ def own_work_timer(clock=time.perf_counter):
             setattr(owner, name, original)
 
 
+def torch_fit(watched):
+    """A fresh model's `fit` with `jit_compile=True` on torch, from an empty Dynamo cache: Keras's
+    steps compiled by `torch.compile` (Dynamo's `eager` backend: the same frames, guards, graph
+    breaks and recompiles as Inductor, without its minute of code generation), 70 samples in
+    batches of 32 (a partial last batch), under `watch()` or not."""
+    torch._dynamo.reset()
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+    compile_, torch.compile = torch.compile, functools.partial(torch.compile, backend="eager")
+    try:
+        with _watching(watched):
+            model.fit(np.ones((70, 16), "float32"), np.ones((70, 1), "float32"), batch_size=32, verbose=0)
+    finally:
+        torch.compile = compile_
+
+
 def check_cost_time(table, timer):
     """Watched misses that compile against the same unwatched: the call-level hooks, the first-call
-    timing and the XLA bookkeeping (TensorFlow), or the monitoring listeners (JAX); then
-    traceguard's own work in them, timed in place."""
+    timing and the XLA bookkeeping (TensorFlow), the monitoring listeners (JAX), or the frame-compile
+    hook and the layer runs Dynamo traces (torch); then traceguard's own work in them, timed in place."""
+    if _compat.BACKEND == "torch":
+        name, run = "watched fit, jit_compile=True (torch.compile, eager backend), 70 samples", torch_fit
+        run(False)  # Warm torch's and Keras's imports and caches.
+        timer.compare(table, name, functools.partial(run, True), functools.partial(run, False),
+                      functools.partial(run, False), 1.05, 5, unit="ms", settle=gc.collect,
+                      statistic="fastest")
+        return
     if _compat.BACKEND == "tensorflow":
         name, run = f"watched jit_compile=True function, {SHAPES} shapes", xla_shapes
     else:
@@ -881,7 +909,7 @@ def main(argv=None):
     sections = ("graph",) if arguments.quick else tuple(arguments.only or SECTIONS)
     if _compat.BACKEND != "tensorflow":
         if arguments.only is None or not set(sections) <= set(JAX_SECTIONS) or arguments.tf_threads:
-            parser.error(f"with KERAS_BACKEND=jax only --only {' '.join(JAX_SECTIONS)} runs. "
+            parser.error(f"with KERAS_BACKEND={_compat.BACKEND} only --only {' '.join(JAX_SECTIONS)} runs. "
                          f"Received: {' '.join(sys.argv[1:]) or 'no arguments'}")
     elif arguments.tf_threads:
         tf.config.threading.set_intra_op_parallelism_threads(arguments.tf_threads)
@@ -903,7 +931,7 @@ def main(argv=None):
         check_watched_time(table, timer)
     if "costs" in sections:
         check_cost_time(table, timer)
-        if _compat.BACKEND != "tensorflow":
+        if _compat.BACKEND == "jax":
             check_explanation_parity(table, timer)
     if "memory" in sections:
         check_memory(table, arguments.events)

@@ -145,6 +145,21 @@ def test_an_int_that_stays_symbolic_is_relaxed_and_a_range_bound_is_not(records)
     assert_torch_agrees(records)
 
 
+def test_with_dynamic_false_the_setting_not_the_code_keeps_an_int_static(records):
+    # torch 2.14.1: `dynamic=False` turns automatic dynamic shapes off while it compiles; `n`
+    # recompiles per value, which traceguard does not read as a value the code needs concrete.
+    @torch.compile(backend="eager", dynamic=False)
+    def shift(x, n):
+        return x + n
+
+    for n in (2, 3, 4):
+        shift(torch.ones(4), n)
+    kept = records.records()
+    assert [record_kind(r) for r in kept] == ["first", "retrace", "retrace"]
+    assert [r.relaxed for r in kept] == [None, None, None]
+    assert_torch_agrees(records)
+
+
 def test_a_bool_flag_is_guarded_by_value_once_per_value(records):
     @torch.compile(backend="eager", dynamic=True)
     def gate(x, flag):

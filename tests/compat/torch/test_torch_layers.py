@@ -32,6 +32,8 @@ def test_the_comptime_internals_are_where_note_trace_run_expects():
         assert callable(getattr(comptime.ComptimeVar, name))
     assert callable(comptime.ComptimeContext._i_will_not_complain_if_bc_breaks_InstructionTranslator)
     assert "compile_subgraph_reason" in output_graph.OutputGraph.compile_subgraph.__code__.co_names
+    assert callable(output_graph.OutputGraph.add_cleanup_hook)
+    assert "call_cleanup_hooks" in output_graph.OutputGraph.compile_and_call_fx_graph.__code__.co_names
     # Outside Dynamo, `comptime(fn)` runs its fallback (nothing), never `fn`.
     comptime.comptime(lambda ctx: pytest.fail("ran outside Dynamo"))
 
@@ -65,7 +67,7 @@ def _fit(layer, watched):
     return compiles, sum(counters["graph_break"].values()), counters["stats"]["unique_graphs"], report
 
 
-@pytest.mark.slow  # About 40 s on 2 cores: Dynamo traces Keras's steps twice, without Inductor.
+@pytest.mark.slow  # About 60 s on 2 cores: Dynamo traces Keras's steps 3 times, without Inductor.
 def test_layer_runs_in_a_compiled_fit_are_traces_of_their_frames_and_change_no_compile(monkeypatch):
     monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="eager"))
     plain = _fit(PlainScale(), watched=False)
@@ -77,7 +79,9 @@ def test_layer_runs_in_a_compiled_fit_are_traces_of_their_frames_and_change_no_c
     # `train_step` holds the forward pass: compiled 3 times (first, once gradients exist, the last
     # batch of 8 with dimension 0 dynamic); `one_step_on_data`'s graph is empty (`train_step` is
     # a frame of its own after `loss.backward()`'s break), so the layer ran in none of it.
-    events = list(layer.trace_log)
+    # Keras's symbolic passes first (two building the model, one as `fit` starts), then the traces.
+    assert [event.kind.value for event in layer.trace_log][:3] == ["symbolic"] * 3
+    events = list(layer.trace_log)[3:]
     assert [(event.kind.value, event.function) for event in events] == [
         ("trace", "train_step"), ("retrace", "train_step"), ("retrace", "train_step")]
     assert [str(event.signature["inputs"]) for event in events] == [
@@ -85,4 +89,15 @@ def test_layer_runs_in_a_compiled_fit_are_traces_of_their_frames_and_change_no_c
     step_serials = [event.serial for runs in report.functions.values() for event in runs.events
                     if event.function == "train_step"]
     assert [event.function_trace for event in events] == step_serials
-    assert "changed: inputs: dim 0 16 -> None" in report.summary(full=True)
+    # Unwatched, no frame compile is recorded: a run is told as its attempt ends, if it compiled.
+    unwatched = Scale()
+    *compiles, _ = _fit(unwatched, watched=False)
+    assert tuple(compiles) == plain[:3]
+    assert [(event.kind.value, str(event.signature["inputs"])) for event in unwatched.trace_log][3:] == [
+        ("trace", "torch.float32[16,3]"), ("retrace", "torch.float32[16,3]"),
+        ("retrace", "torch.float32[None,3]")]
+    text = report.summary(full=True)
+    assert "changed: inputs: dim 0 16 -> None" in text
+    # A plain Keras layer that `watch()` instruments reads the same, with its keyword arguments.
+    assert text.count("(Dense, plain Keras layer): 1 symbolic, 1 trace, 2 retrace") == 2
+    assert "#2 trace in train_step  (inputs=torch.float32[16,4], training=True)" in text

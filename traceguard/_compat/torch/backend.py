@@ -76,8 +76,10 @@ def dynamo_compiling() -> bool:
 
 
 def executing_eagerly() -> bool:
-    # `torch.compiler.is_compiling()` is True while Dynamo traces a frame (torch/compiler/__init__.py).
-    return not torch.compiler.is_compiling()
+    # `torch.compiler.is_compiling()` is True while Dynamo traces a frame (torch/compiler/__init__.py);
+    # Keras's symbolic pass on torch runs `call` on meta tensors inside a `SymbolicScope`
+    # (keras/src/backend/torch/core.py, `compute_output_spec`): not eager either.
+    return not torch.compiler.is_compiling() and not in_symbolic_build()
 
 
 def uncached_transformation() -> tuple[str, ...] | None:

@@ -20,7 +20,10 @@ again up to the break; only the attempt that compiled its graph (`OutputGraph.co
 sets its `compile_subgraph_reason`, torch/_dynamo/output_graph.py) made the compile. While
 a frame compile is recorded (`traces`), the runs wait here per compile and attempt, and
 `flush` gives the compiled attempt's to the recorder as the compile ends (`discard` when it
-fails or is skipped). With no compile recorded (no `watch()`), each run is told at once.
+fails or is skipped). With no compile recorded (no `watch()`), an attempt's runs are told as
+it ends, if it compiled: Dynamo calls the hooks of `OutputGraph.add_cleanup_hook` when it
+compiles the attempt's graph and when the attempt ends (`compile_and_call_fx_graph`,
+`convert_frame`'s tracer), whichever comes first.
 Measured on a Keras `fit` with `jit_compile=True` (torch 2.14.1): `one_step_on_data`'s first
 attempt inlines `train_step` up to `loss.backward()` and restarts; its compiled graph has no
 op (`graph_op_count` 0), so no layer ran in it.
@@ -33,6 +36,7 @@ Upstream, the files whose internals this module follows:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import threading
@@ -69,6 +73,11 @@ def _check() -> None:
     if "compile_subgraph_reason" not in getattr(getattr(compile_subgraph, "__code__", None), "co_names", ()):
         raise internal_missing("torch._dynamo.output_graph.OutputGraph.compile_subgraph setting "
                                "compile_subgraph_reason")
+    compile_graph = getattr(_output_graph.OutputGraph, "compile_and_call_fx_graph", None)
+    if not callable(getattr(_output_graph.OutputGraph, "add_cleanup_hook", None)) or \
+            "call_cleanup_hooks" not in getattr(getattr(compile_graph, "__code__", None), "co_names", ()):
+        raise internal_missing("torch._dynamo.output_graph.OutputGraph.add_cleanup_hook, its hooks "
+                               "called by compile_and_call_fx_graph")
     if not callable(getattr(context, "_i_will_not_complain_if_bc_breaks_InstructionTranslator", None)):
         raise internal_missing("torch._dynamo.comptime.ComptimeContext."
                                "_i_will_not_complain_if_bc_breaks_InstructionTranslator")
@@ -131,13 +140,25 @@ def _at_trace_time(ctx: Any) -> None:
     run = (layer, tuple(args) if isinstance(args, (list, tuple)) else (),
            kwargs if isinstance(kwargs, dict) else {})
     tracing = innermost_tracing()
-    if tracing is None:  # No frame compile recorded: told now.
-        _tell(*run, None)
+    if tracing is None:  # No frame compile recorded: told as the attempt ends, if it compiled.
+        untraced = _local.__dict__.setdefault("untraced", {})
+        runs = untraced.get(id(output))
+        if runs is None:
+            runs = untraced[id(output)] = []
+            output.add_cleanup_hook(functools.partial(_attempt_ended, output))
+        runs.append(run)
         return
     attempts = _waiting().setdefault(id(tracing), [])
     if not attempts or attempts[-1][0] is not output:  # The compile's first attempt, or a restart.
         attempts.append((output, []))
     attempts[-1][1].append(run)
+
+
+def _attempt_ended(output: Any) -> None:
+    runs = _local.__dict__.get("untraced", {}).pop(id(output), ())
+    if hasattr(output, "compile_subgraph_reason"):  # This attempt compiled the frame's graph.
+        for layer, args, kwargs in runs:
+            _tell(layer, args, kwargs, None)
 
 
 def _tell(layer: Any, args: tuple, kwargs: dict, tracing: FunctionTracing | None) -> None:
@@ -160,25 +181,24 @@ class Tensor:
 
 
 def _value(variable: Any) -> Any:
-    """What Dynamo holds for a local, as values a signature reads: the items of a tuple, list or
-    dict, the value of a constant, the fake tensor of a tensor; None for anything else."""
-    tracker = variable._i_will_not_complain_if_bc_breaks_VariableTracker()
-    items = getattr(tracker, "items", None)
-    wrap = type(variable)
-    if isinstance(items, (list, tuple)):
-        return [_value(wrap(item)) for item in items]
-    if isinstance(items, dict):
-        values = {}
-        for key, item in items.items():
-            name = getattr(getattr(key, "vt", None), "value", None)
-            if isinstance(name, str):
-                values[name] = _value(wrap(item))
-        return values
-    if variable.is_python_constant():
-        return variable.as_python_constant()
-    if variable.is_proxy() and hasattr(tracker.as_proxy(), "node"):
-        fake = variable.as_fake()
-        return Tensor(fake) if isinstance(fake, torch.Tensor) else None
+    """What Dynamo holds for a local, as values a signature reads: the value of a constant, the
+    items of a tuple, list or dict, the fake tensor of a tensor; None for anything else."""
+    try:
+        if variable.is_python_constant():
+            return variable.as_python_constant()
+        tracker = variable._i_will_not_complain_if_bc_breaks_VariableTracker()
+        items = getattr(tracker, "items", None)
+        wrap = type(variable)
+        if isinstance(items, (list, tuple)):
+            return [_value(wrap(item)) for item in items]
+        if isinstance(items, dict):
+            names = ((getattr(getattr(key, "vt", None), "value", None), item) for key, item in items.items())
+            return {name: _value(wrap(item)) for name, item in names if isinstance(name, str)}
+        if variable.is_proxy() and hasattr(tracker.as_proxy(), "node"):
+            fake = variable.as_fake()
+            return Tensor(fake) if isinstance(fake, torch.Tensor) else None
+    except NotImplementedError:  # Dynamo's trackers raise it for what they do not hold.
+        pass
     return None
 
 

@@ -34,6 +34,7 @@ with torch 2.14.1: `n` in `x * n` passes, `start` in `range(start + 1, end)` fai
 
 Upstream, the files whose internals this module follows:
 
+- https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/config.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/convert_frame.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/guards.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/symbolic_convert.py
@@ -48,6 +49,7 @@ import threading
 import weakref
 from typing import Any
 
+from torch._dynamo import config as _dynamo_config
 from torch._dynamo import convert_frame as _convert_frame
 from torch._dynamo import guards as _guards
 from torch._dynamo import symbolic_convert as _symbolic_convert
@@ -98,6 +100,8 @@ def _check() -> None:
             not callable(getattr(_guards.GuardManagerWrapper, "check", None)):
         raise internal_missing("torch._dynamo.types.GuardedCode.guard_manager, a "
                                "torch._dynamo.guards.GuardManagerWrapper with check(f_locals)")
+    if not isinstance(getattr(_dynamo_config, "automatic_dynamic_shapes", None), bool):
+        raise internal_missing("torch._dynamo.config.automatic_dynamic_shapes")
     fields = getattr(getattr(_dynamo_utils, "CompilationMetrics", None), "__dataclass_fields__", {})
     if not callable(getattr(_dynamo_utils, "get_compilation_metrics", None)) or \
             not set(_METRICS) <= set(fields):
@@ -228,6 +232,10 @@ def _relaxed(changes: Any, guarded_code: Any, frame_locals: Any) -> bool | None:
     number argument (a bool has no third value: it is guarded by value, one compile each)."""
     change = changes[0] if changes else None
     if change is None or change.aspect is not Aspect.VALUE or not isinstance(frame_locals, dict):
+        return None
+    # `torch.compile(dynamic=False)` patches automatic dynamic shapes off while it compiles
+    # (measured, torch 2.14.1): then the setting, not the code, keeps the value static.
+    if not _dynamo_config.automatic_dynamic_shapes:
         return None
     name = str(change.argument)
     value = frame_locals.get(name)

@@ -1,0 +1,35 @@
+"""The fix of a torch.compile recompile, from the guard as a change and what torch's new compile did.
+
+Pure rules (`_core/hints.py`): the facts they follow are measured on torch 2.14.1 in
+`tests/record/test_torch_compiles.py` (`relaxed`: whether the new compile passes another value).
+"""
+
+import pytest
+
+from traceguard._core.backends import Backend
+from traceguard._core.changes import Aspect, Change
+from traceguard._core.function_rules import EXPECTED_HINTS
+from traceguard._core.hints import retrace_hint
+from traceguard._core.specs import ArgumentPath
+from traceguard._core.verdicts import Hint
+
+
+@pytest.mark.parametrize(("change", "relaxed", "hint"), [
+    (Change(ArgumentPath("n"), Aspect.VALUE, 2, 3), True, Hint.DYNAMIC_VALUE),
+    (Change(ArgumentPath("start"), Aspect.VALUE, 0, 1), False, Hint.SPECIALISED_VALUE),
+    (Change(ArgumentPath("lr"), Aspect.VALUE, 0.1, "another value"), None, Hint.PYTHON_VALUE_AS_TENSOR),
+    (Change(ArgumentPath("flag"), Aspect.VALUE, True, False), None, Hint.MODE_FLAG),
+    (Change(ArgumentPath("x"), Aspect.REQUIRES_GRAD, False, True), None, Hint.REQUIRES_GRAD),
+    (Change(ArgumentPath("x"), Aspect.STRIDE, 4, 1, 0), None, Hint.ONE_LAYOUT),
+    (Change(ArgumentPath("x"), Aspect.DEVICE, "CPU", "Meta"), None, Hint.ONE_DEVICE),
+], ids=["made-dynamic", "still-guarded", "not-asked", "bool", "requires_grad", "stride", "device"])
+def test_a_torch_recompile_gets_the_fix_of_what_torch_did(change, relaxed, hint):
+    assert retrace_hint(change, {}, {}, backend=Backend.TORCH, relaxed=relaxed) == (hint, change.parameter)
+
+
+def test_a_bool_mode_flag_is_expected_and_tensor_properties_read_as_changes():
+    assert Hint.MODE_FLAG in EXPECTED_HINTS
+    requires_grad = Change(ArgumentPath("x"), Aspect.REQUIRES_GRAD, False, True)
+    assert str(requires_grad) == "x: requires_grad False -> True"
+    assert str(Change(ArgumentPath("x"), Aspect.STRIDE, 4, 1, 0)) == "x: stride 0 4 -> 1"
+    assert str(Change(ArgumentPath("x"), Aspect.DEVICE, "CPU", "Meta")) == "x: device CPU -> Meta"
