@@ -71,6 +71,17 @@ def test_the_issue_31_reports_have_the_required_mix():
     assert len(quiet) >= 3
 
 
+def test_held_out_set_3_has_the_mix_issue_38_asks_for():
+    # Issue #38's discipline: at least 12 reports none of the others covers, at least half JAX or
+    # Keras on JAX, at least 3 where nothing retraces although the user thought so.
+    blocks = [check.parse_expected(p) for p in PROGRAMS]
+    held_out = [b for b in blocks if b.get("set") == "heldout3"]
+    assert len(held_out) >= 12
+    assert sum(b["backend"] == "jax" for b in held_out) * 2 >= len(held_out)
+    assert sum(b["cause"] == "none-expected" for b in held_out) >= 3
+    assert all(check.has_structured_keys(b) for b in held_out)
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("backend", "mxnet", "`backend:` expects one of tensorflow, jax, torch. Received: backend='mxnet'"),
     ("status", "flaky", "`status:` expects one of open"),

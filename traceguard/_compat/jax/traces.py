@@ -32,6 +32,7 @@ Upstream, the files whose internals this module follows:
 - https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/pjit.py
 - https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/source_info_util.py
 - https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/util.py
+- https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/linear_util.py
 - https://github.com/jax-ml/jax/blob/jax-v0.10.2/jax/_src/interpreters/partial_eval.py
 """
 
@@ -42,6 +43,7 @@ import sys
 import threading
 from typing import Any
 
+from jax._src import linear_util as _linear_util
 from jax._src import pjit as _pjit
 from jax._src import source_info_util as _source_info_util
 from jax._src import util as _util
@@ -72,6 +74,11 @@ if not callable(getattr(_source_info_util, "register_exclusion", None)):
     raise internal_missing("jax._src.source_info_util.register_exclusion(path)")
 for _module in (__file__, _jax_calls.__file__):  # Frames JAX's explanations skip (see above).
     _source_info_util.register_exclusion(_module)
+# The function a jitted call traces is named by its debug info (`DebugInfo.func_filename`,
+# `func_lineno`), which follows `__wrapped__` and `functools.partial` (`api_util.fun_sourceinfo`).
+if not all(isinstance(getattr(getattr(_linear_util, "DebugInfo", None), name, None), property)
+           for name in ("func_name", "func_filename", "func_lineno")):
+    raise internal_missing("jax._src.linear_util.DebugInfo.func_name/func_filename/func_lineno")
 _PI_INFO_FIELDS = ("fun_signature", "static_argnums", "static_argnames")
 if not set(_PI_INFO_FIELDS) <= set(getattr(_pjit.PjitInfo, "_fields", ())):
     raise internal_missing(f"jax._src.pjit.PjitInfo{_PI_INFO_FIELDS}")
