@@ -220,3 +220,30 @@ def test_costs_total_the_tracing_time_per_function_most_expensive_first():
     assert first.seconds == pytest.approx(1.5)
     assert first.cost_seconds == pytest.approx(1.5)  # No call returned: the misses cost their traces.
     assert (second.qualname, second.traces, second.seconds) == ("make_function.<locals>.step", 1, 0.25)
+
+
+# --- one diagnosis per trace ------------------------------------------------------------------
+def test_a_trace_is_diagnosed_once_for_its_layer_runs_and_its_record(monkeypatch):
+    records = FunctionRecords()
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    diagnosed = []
+    diagnose = records._diagnose
+    monkeypatch.setattr(records, "_diagnose", lambda *args: diagnosed.append(args) or diagnose(*args))
+    running = tracing(train_step, {"inputs": Tensor((8, 4)), "step": 1})
+    previews = [records.preview(running) for _ in range(3)]  # Three layer runs inside the trace.
+    record = records.on_trace(running)
+    assert len(diagnosed) == 1
+    assert previews[0].reason is record.reason is previews[2].reason
+    assert previews[0].changes == record.changes
+    assert [str(change) for change in record.changes] == ["step: 0 -> 1"]
+
+
+def test_a_trace_recorded_meanwhile_makes_the_end_diagnose_again():
+    records = FunctionRecords()
+    running = tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0})
+    assert records.preview(running).reason.value == "first_trace"
+    # The same code traced by another object inside it, and recorded first: the running trace is
+    # now that object's second.
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}, owner=Function()))
+    record = records.on_trace(running)
+    assert record.reason.value == "new_function_object"

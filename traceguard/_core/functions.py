@@ -46,6 +46,30 @@ BODY_ORIGIN = "jax.body"
 
 
 @dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    """A trace against its function's earlier traces, computed once per trace
+    (`_record.functions.FunctionRecords`): while it runs, for the layer runs inside it, and
+    recorded as it ends.
+
+    `object_number` and `objects` count the function objects of its code (a record numbers
+    them per `def` site); `closest` is the index of the earlier trace compared with.
+    """
+
+    reason: Reason
+    changes: tuple[Change, ...]
+    closest: int | None
+    object_number: int
+    objects: int
+    lifted_variables: tuple[str, ...] = ()  # A variable retrace: what the creating trace made.
+    same_model: bool | None = None  # A Keras step's new object: the same model as before?
+
+    @property
+    def kind(self) -> TraceKind:
+        """The kind its reason makes (`FUNCTION_TRACE_KINDS`)."""
+        return FUNCTION_TRACE_KINDS[self.reason]
+
+
+@dataclasses.dataclass(frozen=True)
 class FunctionTrace:
     """One trace of a whole function, with what differs from its closest earlier one."""
 
