@@ -247,3 +247,14 @@ def test_a_trace_recorded_meanwhile_makes_the_end_diagnose_again():
     records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}, owner=Function()))
     record = records.on_trace(running)
     assert record.reason.value == "new_function_object"
+
+
+def test_each_record_is_classified_once_and_its_event_reads_that_verdict():
+    from traceguard._diagnosis.function_runs import function_event
+
+    records = FunctionRecords()
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    record = records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 1}))
+    assert (record.verdict.kind.value, record.verdict.reason.value) == ("retrace", "signature_changed")
+    assert record.verdict.hint is not None
+    assert function_event(record).verdict is record.verdict

@@ -16,7 +16,7 @@ from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import RETRACE_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
-from traceguard._core.verdicts import Reason
+from traceguard._core.verdicts import Reason, Verdict
 
 # A function trace's kind and the reason that tells them apart: the function's first
 # trace; a trace by an object that traced before, for a new signature (or the same
@@ -139,6 +139,9 @@ class FunctionTrace:
     # torch: the graph breaks of this compile, each Dynamo's kind of break and where it happened;
     # the code after each one is compiled as a frame of its own (`torch_dynamo_resume_in_...`).
     graph_breaks: tuple[tuple[str, Site], ...] = ()
+    # Why it traced and the fix, as codes: classified once, as the record is made
+    # (`_core.function_rules.classify_function_trace`); every report and guard reads it.
+    verdict: Verdict | None = None
 
     @property
     def backend(self) -> Backend:

@@ -12,7 +12,6 @@ a `LayerRuns` (`layer_runs`), one function's a `FunctionRuns` (`function_runs`).
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import itertools
 import os
@@ -49,7 +48,6 @@ if TYPE_CHECKING:
 # `python -m traceguard report` rebuilds an `Explanation` without the backend.
 
 EVENTS_PER_LAYER = 1000
-_SIGNATURES_KEPT = 10_000
 
 
 class Explanation:
@@ -87,8 +85,6 @@ class Explanation:
         self._arrivals = itertools.count()
         self._first_run: dict[str, float] = {}  # Layer name -> when its first run started.
         self._functions: dict[str, FunctionRuns] = {}
-        # Function record index -> its signature, to word a later trace's hint.
-        self._signatures: collections.OrderedDict[int, Any] = collections.OrderedDict()
         # Per user `tf.function` (its key in `functions`): its records, for fix-its, and a weak
         # reference to its latest function object, to check them (`verify_fixes`).
         self._fix_records: dict[str, list[FunctionTrace]] = {}
@@ -180,12 +176,8 @@ class Explanation:
         """Adds a whole-function trace to `functions` if reported (`LibraryTraces`); `function`:
         a weak reference to the function object it traced, for checking fix-its."""
         with self._lock:
-            self._signatures[record.index] = record.signature
-            if len(self._signatures) > _SIGNATURES_KEPT:
-                self._signatures.popitem(last=False)
             for shown in self._library.reported(record):
-                old = None if shown.closest is None else self._signatures.get(shown.closest)
-                key, runs, event = add_record(self._functions, shown, old)
+                key, runs, event = add_record(self._functions, shown)
                 if self._trace_file is not None:
                     # Written now, its costs when the call returns: a call that never returns (a
                     # collective waiting for a diverged worker, a kill) keeps its trace in the file.

@@ -1,8 +1,8 @@
 """`FunctionRuns`: the traces of one whole function (`tf.function`, a Keras step, `jax.jit`).
 
 An `Explanation` groups the `FunctionTrace` records it is told of by function (its
-code and name), classifies each with `classify_function_trace`, and keeps the words
-of the reason and the fix, so a report reads it without the records' store.
+code and name), and keeps the words of each one's verdict (the reason and the fix),
+so a report reads it without the records' store.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from traceguard._core.changes import Change
-from traceguard._core.function_rules import classify_function_trace, is_avoidable
+from traceguard._core.function_rules import is_avoidable
 from traceguard._core.keras_names import is_keras_step_function
 from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, MISS_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
@@ -272,10 +272,11 @@ def count_traces(functions: Any, kind: Any = None, layer: str | None = None,
                    if names is None or name in names))
 
 
-def function_event(record: FunctionTrace, old: Mapping[str, Any] | None) -> FunctionEvent:
-    """The record, classified and worded. `old`: the signature its changes are from."""
-    keras_step = record.library_function and is_keras_step_function(record.name)
-    verdict = classify_function_trace(record, old, record.backend, keras_step, record.keras_call)
+def function_event(record: FunctionTrace) -> FunctionEvent:
+    """The record, worded: its verdict (classified once, as the record was made) and its words."""
+    verdict = record.verdict
+    if verdict is None:  # `FunctionRecords` classifies each record as it makes it.
+        raise ValueError(f"A function trace without its verdict. Received: record of {record.name!r}")
     return FunctionEvent(
         serial=record.serial, kind=verdict.kind, function=record.name,
         signature=record.signature, changes=tuple(verdict.changes),
@@ -301,8 +302,8 @@ def function_key(record: FunctionTrace) -> str:
     return f"{record.qualname} ({record.definition})" if record.definition else record.qualname
 
 
-def add_record(functions: dict[str, FunctionRuns], record: FunctionTrace,
-               old: Mapping[str, Any] | None) -> tuple[str, FunctionRuns, FunctionEvent]:
+def add_record(functions: dict[str, FunctionRuns],
+               record: FunctionTrace) -> tuple[str, FunctionRuns, FunctionEvent]:
     """Adds the record's event to its function's runs in `functions` (keyed by name and site).
 
     Returns the key, the function's runs and the event added.
@@ -312,7 +313,7 @@ def add_record(functions: dict[str, FunctionRuns], record: FunctionTrace,
     if runs is None:
         keras_step = record.library_function and is_keras_step_function(record.name)
         runs = functions[key] = FunctionRuns(record.qualname, record.name, record.definition, keras_step)
-    event = function_event(record, old)
+    event = function_event(record)
     runs.add(event)
     runs.objects = max(runs.objects, record.objects)
     return key, runs, event

@@ -35,10 +35,11 @@ from traceguard._core.signature import (
     diff_placements,
     diff_signatures,
 )
-from traceguard._core.specs import ArgumentPath, Site, Spec
+from traceguard._core.specs import ArgumentPath, Spec
 from traceguard._core.verdicts import EnclosingTrace, Reason
 from traceguard._record.compared import Compared, argument_spec, closest_signature
 from traceguard._record.function_identity import trace_facts
+from traceguard._record.function_record import function_trace
 
 # How many distinct earlier signatures of one code (and of one object) are kept to compare with.
 _MAX_COMPARED = 256
@@ -132,7 +133,8 @@ class FunctionRecords:
     def on_trace(self, tracing: Any) -> FunctionTrace:
         """The listener: makes the record of one ended trace (a `FunctionTracing`), or of an
         XLA compilation without a trace (its `compilation` is true)."""
-        key, site, signature, object_key = trace_facts(tracing)
+        facts = trace_facts(tracing)
+        key, site, signature, object_key = facts
         with self._lock:
             index = self._next_index
             if getattr(tracing, "compilation", False):
@@ -144,31 +146,9 @@ class FunctionRecords:
             self._previews.pop(tracing.serial, None)
             number, objects = self._numbered_by_site(site, object_key, diagnosis.object_number,
                                                      diagnosis.objects)
-            record = FunctionTrace(
-                index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
-                name=tracing.name, qualname=site[0] if site else tracing.name,
-                definition=Site(site[1], site[2]) if site else None,
-                call_site=None if tracing.call_site is None else Site(*tracing.call_site),
-                caller=tracing.caller, entry=tracing.entry,
-                signature=types.MappingProxyType(signature), kind=diagnosis.kind, reason=diagnosis.reason,
-                changes=diagnosis.changes, closest=diagnosis.closest, duration=tracing.duration,
-                object_number=number, objects=objects, saving=tracing.saving,
-                phase=tracing.phase, created_variables=tuple(tracing.created_variables),
-                relaxed=tracing.relaxed, raised=tracing.raised,
-                library_function=tracing.library_function, keras_call=tracing.keras_call,
-                lifted_variables=diagnosis.lifted_variables, optimizer_builds=tracing.optimizer_builds,
-                same_graph_as=getattr(tracing, "same_graph_as", None),
-                relaxed_signature=None if tracing.relaxed_signature is None
-                else types.MappingProxyType(tracing.relaxed_signature),
-                data=tracing.data, same_model=diagnosis.same_model,
-                phases=types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
-                xla_functions=tuple(getattr(tracing, "xla_functions", ())),
-                started=_epoch(tracing.start), requested=getattr(tracing, "requested", False),
-                restored=getattr(tracing, "restored", False),
-                traced_for=getattr(tracing, "traced_for", None), body_of=getattr(tracing, "body_of", None),
-                backend_reasons=tuple(getattr(tracing, "backend_reasons", ())),
-                graph_breaks=tuple((what, Site(file, line)) for what, file, line
-                                   in getattr(tracing, "graph_breaks", ())))
+            closest = self._record_at(diagnosis.closest)
+            record = function_trace(index, tracing, facts, diagnosis, number, objects,
+                                    None if closest is None else closest.signature)
             self._records.append(record)
             self._pending[tracing.serial] = (index, object_key, Compared(
                 index, signature, placements=getattr(tracing, "placements", None)))
@@ -205,18 +185,29 @@ class FunctionRecords:
                 if len(signatures) > _MAX_COMPARED:
                     signatures.popitem(last=False)
             offset = time.time() - time.perf_counter()  # One reading for both times: they nest.
-            position = index - self._records[0].index if self._records else -1
-            if not 0 <= position < len(self._records) or self._records[position].index != index:
-                position = next((place for place in range(len(self._records) - 1, -1, -1)
-                                 if self._records[place].index == index), -1)
-                if position < 0:  # Dropped already.
-                    return None
+            position = self._position(index)
+            if position < 0:  # Dropped already.
+                return None
             record = self._records[position] = self._records[position].with_costs(
                 phases=types.MappingProxyType(dict(tracing.phases)),
                 miss=tracing.miss, persistent_cache=tracing.persistent_cache,
                 cache_saved=tracing.cache_saved, started=offset + tracing.start,
                 call_started=None if tracing.call_start is None else offset + tracing.call_start)
         return record
+
+    def _position(self, index: int | None) -> int:
+        """Where the record of `index` is in `_records`, or -1. Called with the lock held."""
+        if index is None or not self._records:
+            return -1
+        position = index - self._records[0].index
+        if 0 <= position < len(self._records) and self._records[position].index == index:
+            return position
+        return next((place for place in range(len(self._records) - 1, -1, -1)
+                     if self._records[place].index == index), -1)
+
+    def _record_at(self, index: int | None) -> FunctionTrace | None:
+        position = self._position(index)
+        return None if position < 0 else self._records[position]
 
     def _compilation(self, key: tuple, signature: dict[str, Spec], object_key: Any,
                      placements: dict[Any, str] | None = None) -> Diagnosis:
@@ -389,8 +380,3 @@ class FunctionRecords:
         """The records of the function TensorFlow's retracing warning names as `text`."""
         key = self._function_texts.get(text)
         return [] if key is None else self.records(key)
-
-
-def _epoch(perf_counter_time: float) -> float:
-    """A `time.perf_counter()` reading of this process as seconds since the epoch."""
-    return time.time() - (time.perf_counter() - perf_counter_time)
