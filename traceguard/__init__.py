@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from traceguard import callbacks, testing
     from traceguard._core.errors import RetraceError
     from traceguard._core.events import TraceEvent, TraceKind
+    from traceguard._core.functions import FunctionId
     from traceguard._diagnosis.compare import Comparison, compare
     from traceguard._diagnosis.explanation import Explanation
     from traceguard._diagnosis.forecast import Forecast, ForecastCheck, forecast
@@ -41,6 +42,7 @@ __all__ = [
     "Forecast",
     "ForecastCheck",
     "FunctionEvent",
+    "FunctionId",
     "FunctionRuns",
     "LayerRuns",
     "PRINT_MODES",
@@ -73,6 +75,7 @@ _MODULES = {
     "Forecast": "traceguard._diagnosis.forecast",
     "ForecastCheck": "traceguard._diagnosis.forecast",
     "FunctionEvent": "traceguard._diagnosis.function_runs",
+    "FunctionId": "traceguard._core.functions",
     "FunctionRuns": "traceguard._diagnosis.function_runs",
     "LayerRuns": "traceguard._diagnosis.layer_runs",
     "PRINT_MODES": "traceguard._side_effects.side_effects",

@@ -45,6 +45,34 @@ FUNCTION_TRACE_KINDS: dict[Reason, TraceKind] = {
 BODY_ORIGIN = "jax.body"
 
 
+class FunctionId(str):
+    """A traced function, as a report keys it: its qualified name and the `Site` of its `def`.
+
+    `str()` is the key's text, `"train_step (train.py:12)"` (the name alone without a site),
+    and a `FunctionId` is equal to that text and hashed as it is, so `Explanation.functions`
+    is looked up by either.
+
+    Attributes:
+        qualname: The Python function's qualified name.
+        definition: The `Site` of its `def`, or None.
+    """
+
+    qualname: str
+    definition: Site | None
+
+    def __new__(cls, qualname: str, definition: Site | None = None) -> FunctionId:
+        self = super().__new__(cls, f"{qualname} ({definition})" if definition else qualname)
+        self.qualname = qualname
+        self.definition = definition
+        return self
+
+    def __reduce__(self) -> tuple:  # Pickled (to a worker, a snapshot) as its parts.
+        return FunctionId, (self.qualname, self.definition)
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+
 @dataclasses.dataclass(frozen=True)
 class Diagnosis:
     """A trace against its function's earlier traces, computed once per trace

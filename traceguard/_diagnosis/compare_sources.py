@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from traceguard._core.comparison import Function, FunctionTraces, Note, NoteKind, Source, Step
+from traceguard._core.functions import FunctionId
 from traceguard._core.specs import MappingSpec, ObjectSpec, SequenceSpec, Site, Spec
 from traceguard._diagnosis.explanation import Explanation
 from traceguard._diagnosis.function_runs import FunctionRuns
@@ -31,9 +32,10 @@ SourceInput = Any  # A path (str or path-like), a `TraceFile`, or an `Explanatio
 
 
 class LoadedSource:
-    """A source read: its `Source` value, its functions (key to `FunctionRuns`), and its header's worker."""
+    """A source read: its `Source` value, its functions (`FunctionId` to `FunctionRuns`), and its
+    header's worker."""
 
-    def __init__(self, source: Source, functions: Mapping[str, FunctionRuns],
+    def __init__(self, source: Source, functions: Mapping[FunctionId, FunctionRuns],
                  worker_order: tuple[int, int] | None, named_worker: bool) -> None:
         self.source = source
         self.functions = functions

@@ -22,6 +22,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from traceguard._core.events import TraceEvent
+from traceguard._core.functions import FunctionId
 from traceguard._diagnosis.fixes import FixIt, propose_fix
 from traceguard._diagnosis.function_runs import (
     FunctionRuns,
@@ -84,7 +85,7 @@ class Explanation:
         self._unmade = False  # Whether a layer's `events` holds a run whose event is not made yet.
         self._arrivals = itertools.count()
         self._first_run: dict[str, float] = {}  # Layer name -> when its first run started.
-        self._functions: dict[str, FunctionRuns] = {}
+        self._functions: dict[FunctionId, FunctionRuns] = {}
         # Per user `tf.function` (its key in `functions`): its records, for fix-its, and a weak
         # reference to its latest function object, to check them (`verify_fixes`).
         self._fix_records: dict[str, list[FunctionTrace]] = {}
@@ -197,7 +198,7 @@ class Explanation:
             if found is not None and self._trace_file is not None:
                 self._trace_file.function_cost(record, found[2])
 
-    def _restore(self, layers: list[LayerRuns], functions: dict[str, FunctionRuns]) -> None:
+    def _restore(self, layers: list[LayerRuns], functions: dict[FunctionId, FunctionRuns]) -> None:
         """Fills an empty report with runs read back from trace files, layers in the given order."""
         with self._lock:
             for number, runs in enumerate(layers):
@@ -208,8 +209,9 @@ class Explanation:
 
     # --- public ---
     @property
-    def functions(self) -> dict[str, FunctionRuns]:
-        """Every traced function (`tf.function`, Keras step, `jax.jit`), by name and `def` site.
+    def functions(self) -> dict[FunctionId, FunctionRuns]:
+        """Every traced function (`tf.function`, Keras step, `jax.jit`), by its `FunctionId`: its
+        name and `def` site, equal to their text (`"train_step (train.py:12)"`).
 
         The user's functions and Keras's `fit`/`evaluate`/`predict` steps, each with
         its traces classified; TensorFlow's and Keras's own helper functions are

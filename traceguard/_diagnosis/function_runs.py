@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from traceguard._core.changes import Change
 from traceguard._core.function_rules import is_avoidable
+from traceguard._core.functions import FunctionId
 from traceguard._core.keras_names import is_keras_step_function
 from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, MISS_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
@@ -297,13 +298,13 @@ def _with_backend_words(reason: str, record: FunctionTrace) -> str:
     return f"{reason} {details}" if details else reason
 
 
-def function_key(record: FunctionTrace) -> str:
+def function_key(record: FunctionTrace) -> FunctionId:
     """The key of the record's function in `Explanation.functions`: its name and `def` site."""
-    return f"{record.qualname} ({record.definition})" if record.definition else record.qualname
+    return FunctionId(record.qualname, record.definition)
 
 
-def add_record(functions: dict[str, FunctionRuns],
-               record: FunctionTrace) -> tuple[str, FunctionRuns, FunctionEvent]:
+def add_record(functions: dict[FunctionId, FunctionRuns],
+               record: FunctionTrace) -> tuple[FunctionId, FunctionRuns, FunctionEvent]:
     """Adds the record's event to its function's runs in `functions` (keyed by name and site).
 
     Returns the key, the function's runs and the event added.
@@ -319,8 +320,8 @@ def add_record(functions: dict[str, FunctionRuns],
     return key, runs, event
 
 
-def add_cost(functions: dict[str, FunctionRuns], record: FunctionTrace) -> tuple[str, FunctionRuns,
-                                                                                  FunctionEvent] | None:
+def add_cost(functions: dict[FunctionId, FunctionRuns],
+             record: FunctionTrace) -> tuple[FunctionId, FunctionRuns, FunctionEvent] | None:
     """The record's event in `functions`, its costs final (`FunctionRecords.on_complete`).
 
     Returns the key, the function's runs and the event, or None when the event is not

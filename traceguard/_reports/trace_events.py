@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from traceguard._core.functions import FunctionId
+
 
 class _TraceFileLike(Protocol):
     """What the export reads of a trace file (`_diagnosis.trace_file_reader.TraceFile`)."""
@@ -25,7 +27,7 @@ class _TraceFileLike(Protocol):
     def layers(self) -> Mapping[str, Any]: ...  # Layer name to its `LayerRuns`.
 
     @property
-    def functions(self) -> Mapping[str, Any]: ...  # Key to its `FunctionRuns`.
+    def functions(self) -> Mapping[FunctionId, Any]: ...  # Each function's `FunctionRuns`.
 
     @property
     def function_starts(self) -> Mapping[int, float]: ...  # A function event's serial to its start.
