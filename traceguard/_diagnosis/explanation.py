@@ -22,18 +22,14 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from traceguard._core.events import TraceEvent
+from traceguard._core.function_runs import FunctionRuns, count_traces
 from traceguard._core.functions import FunctionId
+from traceguard._core.kinds import normalize_kinds
+from traceguard._core.layer_runs import LayerRuns
 from traceguard._diagnosis.fixes import FixIt, propose_fix
-from traceguard._diagnosis.function_runs import (
-    FunctionRuns,
-    add_cost,
-    add_record,
-    count_traces,
-    function_key,
-)
-from traceguard._diagnosis.layer_runs import LayerRuns
+from traceguard._diagnosis.function_runs import add_cost, add_record, function_key
 from traceguard._diagnosis.reported import LibraryTraces
-from traceguard._record.log import event_of, normalize_kinds
+from traceguard._record.log import event_of
 from traceguard._record.settings import STATE_ATTRIBUTE
 from traceguard._reports.html import render_html, write_document
 from traceguard._reports.html_tables import layers_html

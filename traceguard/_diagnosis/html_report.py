@@ -14,10 +14,10 @@ import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from traceguard._core.function_runs import FunctionRuns
 from traceguard._core.functions import FunctionId
+from traceguard._core.layer_runs import LayerRuns
 from traceguard._diagnosis.explanation import Explanation
-from traceguard._diagnosis.function_runs import FunctionRuns
-from traceguard._diagnosis.layer_runs import LayerRuns
 from traceguard._reports.html import DEFAULT_TITLE, LayerEvents, check_events_by_layer
 
 

@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceguard._core.events import TraceEvent, TraceKind
+from traceguard._core.function_runs import FunctionEvent, FunctionRuns
 from traceguard._core.functions import FunctionId
+from traceguard._core.layer_runs import LayerRuns
 from traceguard._core.values_json import (
     change_from_json,
     signature_from_json,
@@ -29,8 +31,6 @@ from traceguard._core.values_json import (
     verdict_from_json,
 )
 from traceguard._diagnosis.explanation import EVENTS_PER_LAYER, Explanation
-from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
-from traceguard._diagnosis.layer_runs import LayerRuns
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
 from traceguard._diagnosis.workers import Worker
 
