@@ -15,8 +15,8 @@ The modules, in the order they are imported:
   state, and the questions about layer classes and variables that any of them answers.
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
 - `_keras_calls`: which Keras method (`fit`, `predict`, ...) a trace runs under.
-- `_function_tracing`: every trace of a whole function (`tf.function`, `jax.jit`), told to
-  listeners while any listens (`tensorflow.traces`, `jax.traces` hook the backend).
+- `_function_tracing`: every trace of a whole function (`tf.function`, `jax.jit`), handed to
+  one sink while it is connected (`tensorflow.traces`, `jax.traces` hook the backend).
 - `_interface`: the backend interface, `Backend`, written once.
 - One backend folder, whose `backend` module's `__all__` is that interface, with the same module
   names for the same jobs (`backend`, `traces`, `calls`, `keys`): `tensorflow/` (with `context`,
