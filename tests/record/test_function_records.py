@@ -258,3 +258,18 @@ def test_each_record_is_classified_once_and_its_event_reads_that_verdict():
     assert (record.verdict.kind.value, record.verdict.reason.value) == ("retrace", "signature_changed")
     assert record.verdict.hint is not None
     assert function_event(record).verdict is record.verdict
+
+
+def test_a_trace_of_other_code_recorded_meanwhile_keeps_the_diagnosis(monkeypatch):
+    def inner(inputs):
+        return inputs
+
+    records = FunctionRecords()
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    running = tracing(train_step, {"inputs": Tensor((8, 4)), "step": 1})
+    records.preview(running)
+    records.on_trace(tracing(inner, {"inputs": Tensor((8, 4))}))  # Nested, of other code.
+    diagnosed = []
+    diagnose = records._diagnose
+    monkeypatch.setattr(records, "_diagnose", lambda *args: diagnosed.append(args) or diagnose(*args))
+    assert texts(records.on_trace(running).changes) == ("step: 0 -> 1",) and not diagnosed

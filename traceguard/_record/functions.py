@@ -95,6 +95,7 @@ class FunctionRecords:
         self._models: dict[Any, int] = {}  # A Keras step's function object key -> its model's id.
         # Trace serial -> its `Diagnosis` while it runs, with what it was computed from.
         self._previews: dict[int, _Preview] = {}
+        self._registered: dict[tuple, int] = {}  # Code key -> how many of its traces were registered.
         # Per function object: the signatures compiled (XLA, JAX), latest last; and the
         # records made but not yet completed (`on_complete`), by serial.
         self._compiled: dict[Any, OrderedDict[frozenset, Compared]] = {}
@@ -120,8 +121,8 @@ class FunctionRecords:
         """While `tracing` runs: its kind and reason, its changes and how many objects its code has.
 
         The layer runs made during the trace ask: the first one computes the `Diagnosis`, the
-        others read it, and `on_trace` records it when the trace ends unless a trace was
-        recorded in between or what it was computed from changed.
+        others read it, and `on_trace` records it when the trace ends unless a trace of
+        its code was recorded in between or what it was computed from changed.
         """
         kept = self._previews.get(tracing.serial)
         if kept is None:
@@ -228,10 +229,12 @@ class FunctionRecords:
 
     def _diagnosis(self, tracing: Any, key: tuple, site: tuple[str, str, int] | None,
                    signature: dict[str, Spec], object_key: Any) -> Diagnosis:
-        """The trace's `Diagnosis`, computed once: kept from `preview` while nothing was recorded
-        since and what it was computed from is unchanged. Called with the lock held."""
-        inputs = (self._next_index, signature, tracing.context, getattr(tracing, "keywords", None),
-                  tracing.phase, getattr(tracing, "backend_changes", None), tracing.keras_call)
+        """The trace's `Diagnosis`, computed once: kept from `preview` while no trace of its code was
+        recorded since and what it was computed from is unchanged. Called with the lock held."""
+        # What it reads of the records changes only when its code registers a trace, or a record drops.
+        inputs = (self._registered.get(key, 0), self.dropped, signature, tracing.context,
+                  getattr(tracing, "keywords", None), tracing.phase,
+                  getattr(tracing, "backend_changes", None), tracing.keras_call)
         kept = self._previews.get(tracing.serial)
         if kept is not None and kept.inputs == inputs:
             return kept.diagnosis
@@ -295,6 +298,7 @@ class FunctionRecords:
         if tracing.keras_call is not None and tracing.keras_call.model is not None:
             self._models[object_key] = tracing.keras_call.model
         self._next_index += 1
+        self._registered[key] = self._registered.get(key, 0) + 1
         code = self._codes.setdefault(key, _Code())
         code.objects[object_key] = diagnosis.object_number
         own = self._object_traces.setdefault(object_key, [])
