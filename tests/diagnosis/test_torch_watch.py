@@ -83,6 +83,88 @@ def test_no_retrace_fails_on_a_recompile_after_warm_up_with_torchs_reason():
     assert [m.co_name for m in get_compilation_metrics()] == ["shift", "shift"]
 
 
+def _fixes(report, function):
+    return [event.hint for runs in report.functions.values() for event in runs.events
+            if event.function == function and event.kind.value == "retrace"]
+
+
+def test_the_fix_of_a_value_guard_follows_what_torch_did_with_the_value():
+    # torch 2.14.1: `n` becomes dynamic on its second value; a `range` bound stays guarded by value
+    # (one compile per value, also with dynamic=True); a bool is guarded by value, each compile kept.
+    @torch.compile(backend="eager")
+    def shift(x, n):
+        return x + n
+
+    @torch.compile(backend="eager")
+    def accumulate(x, start, end):
+        for i in range(start + 1, end):
+            x[i] += x[i - 1]
+        return x
+
+    @torch.compile(backend="eager")
+    def gate(x, flag):
+        return x * 2 if flag else x * 3
+
+    with tg.watch() as report:
+        for value in (2, 3, 4):
+            shift(torch.ones(4), value)
+            accumulate(torch.arange(10.0), value, 10)
+        for flag in (True, False, True):
+            gate(torch.ones(3), flag)
+    (relaxed,) = _fixes(report, "shift")
+    assert "this recompile made it dynamic" in relaxed and "later values reuse it" in relaxed
+    specialised = _fixes(report, "accumulate")
+    assert len(specialised) == 2 and all("guarded by its exact value" in fix and "tensor ops" in fix
+                                         and "dynamic=True" not in fix for fix in specialised)
+    (flag_fix,) = _fixes(report, "gate")
+    assert flag_fix.startswith("Expected, once per value: torch.compile guards the bool `flag`")
+    assert "Nothing to fix" in flag_fix and "dynamic=True" not in flag_fix
+
+
+def test_a_requires_grad_recompile_names_the_argument_and_no_grad():
+    layer = torch.nn.Linear(4, 4)
+
+    @torch.compile(backend="eager")
+    def forward(x):
+        return torch.relu(layer(x))
+
+    with tg.watch() as report:
+        forward(torch.ones(2, 4))
+        forward(torch.ones(2, 4, requires_grad=True))
+    text = report.summary(full=True)
+    assert "changed: x: requires_grad False -> True" in text
+    (runs,) = report.functions.values()
+    assert runs.events[1].reason.endswith(
+        "torch's guard failure: `tensor 'x' requires_grad mismatch. expected requires_grad=0`.")
+    (fix,) = _fixes(report, "forward")
+    assert "`torch.no_grad()`" in fix and "`x.detach()`" in fix
+
+
+@pytest.mark.parametrize("jit_compile", ["auto", False])
+def test_a_keras_step_nothing_compiled_is_said_once_with_its_setting(jit_compile):
+    # Keras 3.15.1 on torch: `jit_compile="auto"` resolves to False; no frame compiles.
+    model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
+    model.compile("sgd", "mse", jit_compile=jit_compile)
+    x, y = np.ones((32, 4), "float32"), np.ones((32, 1), "float32")
+    with tg.watch() as report:
+        model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+        model.predict(x, verbose=0)
+    assert get_compilation_metrics() == []
+    assert report.uncached == {(): ("train_step", "jit_compile=False")}
+    text = str(report)
+    assert text.count("nothing is compiled") == 1
+    assert ("Keras ran `train_step` eagerly (`jit_compile=False`; on torch `jit_compile=\"auto\"`, the "
+            "default, is False): nothing is compiled, so nothing is recompiled") in text
+    assert "0 functions traced" in text and "retrace" not in text.splitlines()[0]
+
+
+def test_eager_runs_outside_a_keras_step_say_nothing_of_a_step():
+    layer = keras.layers.Dense(2)
+    with tg.watch() as report:
+        layer(np.ones((3, 4), "float32"))
+    assert report.uncached == {} and "nothing is compiled" not in str(report)
+
+
 @pytest.fixture
 def keras_compiles_eagerly(monkeypatch):
     """Keras's `jit_compile=True` steps compiled by Dynamo's `eager` backend."""

@@ -5,7 +5,8 @@ Usage: python tests/programs/_trace_counts.py [--backend tensorflow|jax|torch] t
 Independent of traceguard. TensorFlow: `tf.function` is wrapped, before the
 program is imported, so that every execution of a decorated Python function's
 body (one per trace) is counted under the last part of the function's
-`__qualname__`. Keras's step functions are created with `tf.function(...)` at
+`__qualname__`; so is a `Dataset.map` function's (`tf.data` traces it once per
+`map` call, with its own internal `tf.function`). Keras's step functions are created with `tf.function(...)` at
 call time, so they are counted too. JAX: wrapping `jax.jit` would change the
 function objects JAX keys its cache on, so the count comes from JAX itself:
 with `jax_explain_cache_misses` on, JAX logs one "TRACING CACHE MISS"
@@ -54,6 +55,18 @@ def _counting_function(func=None, *args, **kwargs):
 _ORIGINAL = {}
 
 
+def _counting_map(self, map_func, *args, **kwargs):
+    """`Dataset.map` with its function counted: `tf.data` runs its Python body once per trace."""
+    name = getattr(map_func, "__qualname__", None) or getattr(map_func, "__name__", None) or repr(map_func)
+
+    @functools.wraps(map_func)
+    def body(*call_args, **call_kwargs):
+        COUNTS[name.rsplit(".", 1)[-1]] += 1
+        return map_func(*call_args, **call_kwargs)
+
+    return _ORIGINAL["map"](self, body, *args, **kwargs)
+
+
 class _JaxMissCounter(logging.Handler):
     def emit(self, record):
         message = record.getMessage()
@@ -89,6 +102,8 @@ def main():
 
         _ORIGINAL["function"] = tf.function
         tf.function = _counting_function
+        _ORIGINAL["map"] = tf.data.Dataset.map
+        tf.data.Dataset.map = _counting_map
     sys.argv = sys.argv[1:]
     status = 0
     try:
@@ -101,6 +116,7 @@ def main():
             import tensorflow as tf
 
             tf.function = _ORIGINAL.pop("function")
+            tf.data.Dataset.map = _ORIGINAL.pop("map")
         if backend == "torch":
             _count_torch_compiles()
     print("TRACE_COUNTS " + json.dumps(dict(COUNTS), sort_keys=True))

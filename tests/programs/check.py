@@ -76,6 +76,8 @@ ASPECTS = ("dim", "rank", "dtype", "weak_type", "value", "identity", "structure"
 KINDS = ("trace", "retrace", "variable_retrace", "save",
          "compile")  # a compilation without a trace (issue #34): listed in `kinds:`, not counted in `traces:`
 COMPILE = "compile"
+# `set: NAME` groups a batch of held-out reports so they can be run together (`--set NAME`).
+SETS = ("heldout3",)
 STATUSES = ("open",)  # `status: open`: the diagnosis does not pass yet; the slow test skips it
 REPEAT = "*"  # In `changes:`, repeats the entry before it for every later retrace
 JAX_PYTHON_VARIABLE = "TRACEGUARD_JAX_PYTHON"
@@ -147,6 +149,9 @@ def _check_structured_keys(name, expected):
     if "status" in expected and expected["status"] not in STATUSES:
         raise ValueError(f"{name}: `status:` expects one of {', '.join(STATUSES)} (or no `status:`). "
                          f"Received: status={expected['status']!r}")
+    if "set" in expected and expected["set"] not in SETS:
+        raise ValueError(f"{name}: `set:` expects one of {', '.join(SETS)} (or no `set:`). "
+                         f"Received: set={expected['set']!r}")
     kinds = expected.get("kinds")
     if kinds is not None:
         if not isinstance(kinds, list) or any(kind not in KINDS for kind in kinds):
@@ -382,6 +387,22 @@ def mark(value):
     return {True: "yes", False: "NO", None: "n/a"}[value]
 
 
+def select_programs(parser, args):
+    """The programs named on the command line (all by default), of `--backend` and `--set` if given."""
+    programs = sorted(p for p in HERE.glob("*.py") if not p.name.startswith("_") and p.name != "check.py")
+    if args.names:
+        by_name = {p.stem: p for p in programs}
+        missing = [n for n in args.names if n not in by_name]
+        if missing:
+            parser.error(f"no such program: {', '.join(missing)}. Available: {', '.join(sorted(by_name))}")
+        programs = [by_name[n] for n in args.names]
+    if args.backend:
+        programs = [p for p in programs if parse_expected(p)["backend"] == args.backend]
+    if args.program_set:
+        programs = [p for p in programs if parse_expected(p).get("set") == args.program_set]
+    return programs
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="program names (file stems); all by default")
@@ -392,6 +413,8 @@ def main():
                         help="do not run anything: judge the reports already saved in --out "
                         "(run and watch only)")
     parser.add_argument("--backend", choices=BACKENDS, help="only the programs of this backend")
+    parser.add_argument("--set", choices=SETS, dest="program_set",
+                        help="only the programs whose block says `set: NAME`")
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     if args.rejudge:
@@ -399,15 +422,7 @@ def main():
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         parser.error(f"--modes expects a subset of {','.join(MODES)}. Received: {','.join(unknown)}")
-    programs = sorted(p for p in HERE.glob("*.py") if not p.name.startswith("_") and p.name != "check.py")
-    if args.names:
-        by_name = {p.stem: p for p in programs}
-        missing = [n for n in args.names if n not in by_name]
-        if missing:
-            parser.error(f"no such program: {', '.join(missing)}. Available: {', '.join(sorted(by_name))}")
-        programs = [by_name[n] for n in args.names]
-    if args.backend:
-        programs = [p for p in programs if parse_expected(p)["backend"] == args.backend]
+    programs = select_programs(parser, args)
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))

@@ -116,3 +116,75 @@ def test_a_graph_break_compiles_the_rest_as_a_frame_of_its_own(records):
     assert counters["graph_break"] and any(what in reason for reason in counters["graph_break"])
     assert rest.graph_breaks == ()
     assert_torch_agrees(records)
+
+
+def test_an_int_that_stays_symbolic_is_relaxed_and_a_range_bound_is_not(records):
+    # Measured with torch 2.14.1 (automatic dynamic shapes): `n` in `x + n` is made dynamic by its
+    # recompile (the new compile passes other values); `start` as a Python `range` bound stays
+    # guarded by its exact value (`start == 1`), so every new value recompiles, also with dynamic=True.
+    @torch.compile(backend="eager")
+    def shift(x, n):
+        return x + n
+
+    @torch.compile(backend="eager", dynamic=True)
+    def accumulate(x, start, end):
+        for i in range(start + 1, end):
+            x[i] += x[i - 1]
+        return x
+
+    for n in (2, 3, 4):
+        shift(torch.ones(4), n)
+    for start in range(4):
+        accumulate(torch.arange(10.0), start, 10)
+    shifts = [r for r in records.records() if r.name == "shift"]
+    sums = [r for r in records.records() if r.name == "accumulate"]
+    assert [r.relaxed for r in shifts] == [None, True]
+    assert [r.relaxed for r in sums] == [None, False, False, False]
+    assert [_guard_reason(r) for r in sums[1:]] == ["start == 0", "start == 1", "start == 2"]
+    assert changes(sums[3]) == ["start: 2 -> 3"]
+    assert_torch_agrees(records)
+
+
+def test_a_bool_flag_is_guarded_by_value_once_per_value(records):
+    @torch.compile(backend="eager", dynamic=True)
+    def gate(x, flag):
+        return x * 2 if flag else x * 3
+
+    for flag in (True, False, True, False):
+        gate(torch.ones(3), flag)
+    kept = records.records()
+    # Both compiles are kept: switching back reuses them (torch 2.14.1).
+    assert [record_kind(r) for r in kept] == ["first", "retrace"]
+    assert changes(kept[1]) == ["flag: True -> False"] and kept[1].relaxed is None
+    assert_torch_agrees(records)
+
+
+@pytest.mark.parametrize(("second", "expected", "reason"), [
+    (lambda: torch.ones(4, 4, requires_grad=True), "x: requires_grad False -> True",
+     "tensor 'x' requires_grad mismatch. expected requires_grad=0"),
+    (lambda: torch.ones(4, 4).t(), "x: stride 0 4 -> 1",
+     "tensor 'x' stride mismatch at index 0. expected 4, actual 1"),
+    (lambda: torch.ones(4, 4, dtype=torch.float64), "x: dtype Float -> Double",
+     "tensor 'x' dtype mismatch. expected Float, actual Double"),
+    (lambda: torch.ones(4, 4, device="meta"), "x: device CPU -> Meta",
+     "tensor 'x' dispatch key set mismatch. expected DispatchKeySet(CPU, BackendSelect, ADInplaceOrView, "
+     "AutogradCPU), actual DispatchKeySet(Meta, BackendSelect, ADInplaceOrView, AutogradMeta)"),
+], ids=["requires_grad", "stride", "dtype", "device"])
+def test_a_tensor_guard_names_the_argument_and_the_property(records, second, expected, reason):
+    # torch 2.14.1's words for each tensor check (torch/csrc/dynamo/guards.cpp), from real runs.
+    @torch.compile(backend="eager")
+    def double(x):
+        return x * 2
+
+    double(torch.ones(4, 4))
+    double(second())
+    first, recompile = records.records()
+    assert _guard_reason(recompile) == reason
+    assert changes(recompile) == [expected]
+    assert_torch_agrees(records)
+
+
+def _guard_reason(record):
+    from traceguard._compat.torch.guard_reasons import reason_lines
+
+    return reason_lines(record.backend_reasons[0])

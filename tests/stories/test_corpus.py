@@ -74,6 +74,7 @@ def test_the_issue_31_reports_have_the_required_mix():
 @pytest.mark.parametrize("key, value, message", [
     ("backend", "mxnet", "`backend:` expects one of tensorflow, jax, torch. Received: backend='mxnet'"),
     ("status", "flaky", "`status:` expects one of open"),
+    ("set", "heldout9", "`set:` expects one of heldout3"),
     ("kinds", '["trace", "recompile"]', "`kinds:` expects a JSON list of trace, retrace"),
     ("kinds", '["trace"]', "`kinds:` lists 1 traces but `traces:` says 2"),
     ("changes", '[{"argument": "x", "aspect": "colour"}]', "`changes:` entry 0 expects"),

@@ -84,9 +84,12 @@ def step_batch_sizes(iterator: Any, start: Any = None, batches_of: BatchesOf | N
         return None
     counter, version = found
     adapter = counter.data_adapter if version == 3 else counter._adapter
-    batch_size, partial = adapter.batch_size, adapter.partial_batch_size
-    if version == 2:  # Methods on Keras 2.
-        batch_size, partial = batch_size(), partial()
+    try:
+        batch_size, partial = adapter.batch_size, adapter.partial_batch_size
+        if version == 2:  # Methods on Keras 2.
+            batch_size, partial = batch_size(), partial()
+    except NotImplementedError:  # Keras's `DataAdapter` base: a generator's adapter knows no sizes.
+        return None
     if not isinstance(batch_size, int) and batches_of is not None:
         read = batches_of(adapter)
         if read is not None:

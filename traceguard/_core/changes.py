@@ -44,6 +44,12 @@ class Aspect(str, enum.Enum):
     # without a trace, where it is placed ("uncommitted", "committed to cpu:0"), which a compiled
     # executable is keyed by.
     SHARDING = "sharding"
+    # torch: a tensor property `torch.compile` guards besides size, rank and dtype
+    # (torch/csrc/dynamo/guards.cpp): whether it requires grad (old and new are bools), one
+    # stride (`axis` says which), the device it is on (old and new name it).
+    REQUIRES_GRAD = "requires_grad"
+    STRIDE = "stride"
+    DEVICE = "device"
 
     def __str__(self) -> str:
         return self.value
@@ -88,6 +94,9 @@ _TEXTS = {
     Aspect.REMOVED: "{argument}: removed",
     Aspect.CONTEXT: "{argument}: {old} -> {new} (tracing context)",
     Aspect.SHARDING: "{argument}: sharding {old} -> {new}",
+    Aspect.REQUIRES_GRAD: "{argument}: requires_grad {old} -> {new}",
+    Aspect.STRIDE: "{argument}: stride {axis} {old} -> {new}",
+    Aspect.DEVICE: "{argument}: device {old} -> {new}",
 }
 
 

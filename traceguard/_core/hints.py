@@ -67,14 +67,15 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
     name = change.parameter
     aspect = change.aspect
     if backend == Backend.TORCH:
-        torch_hint = _torch_hint(change, keras_step, keras_call)
+        torch_hint = _torch_hint(change, keras_step, keras_call, relaxed)
         if torch_hint is not None:
             return torch_hint, name
     if name == "training" and not jax:
         return Hint.TRAINING_VALUE, name
     keyed = _hint_by_key(change)
     if keyed is not None:
-        return keyed, str(change.argument) if aspect is Aspect.STATIC_FIELD else name
+        # JAX keys a static field and a weak type per leaf, and names the leaf (`at trace['y']`).
+        return keyed, str(change.argument) if aspect in _KEYED_PER_LEAF else name
     if aspect is Aspect.DIM:
         dimension = _dimension_hint(change, keras_step, jax, keras_call, relaxed)
         if dimension is not None:
@@ -95,19 +96,37 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
     return Hint.FIXED_STRUCTURE, name
 
 
-# torch.compile's guards, by what failed (torch/_dynamo/guards.py): a tensor's size, a Python value
-# specialised into the graph, an object Dynamo holds by identity, anything else it guards.
+# torch.compile's guards, by what failed (torch/_dynamo/guards.py, torch/csrc/dynamo/guards.cpp): a
+# tensor's size or one of its properties, a Python value specialised into the graph, an object Dynamo
+# holds by identity, anything else it guards.
 _TORCH_HINT_BY_ASPECT = {Aspect.DIM: Hint.DYNAMIC_DIMENSION, Aspect.VALUE: Hint.PYTHON_VALUE_AS_TENSOR,
-                         Aspect.IDENTITY: Hint.OBJECT_IDENTITY, Aspect.CONTEXT: Hint.TRACING_CONTEXT}
+                         Aspect.IDENTITY: Hint.OBJECT_IDENTITY, Aspect.CONTEXT: Hint.TRACING_CONTEXT,
+                         Aspect.REQUIRES_GRAD: Hint.REQUIRES_GRAD, Aspect.STRIDE: Hint.ONE_LAYOUT,
+                         Aspect.DEVICE: Hint.ONE_DEVICE}
+# A Python value's recompile, by what torch did with it (`relaxed`: the new compile passes another
+# value): made dynamic, so later values reuse it; still guarded by value; not asked.
+_TORCH_VALUE_HINT = {True: Hint.DYNAMIC_VALUE, False: Hint.SPECIALISED_VALUE,
+                     None: Hint.PYTHON_VALUE_AS_TENSOR}
 
 
-def _torch_hint(change: Change, keras_step: bool, keras_call: KerasCall | None) -> Hint | None:
-    """The fix of a torch.compile recompile, from torch's guard as a change; None for the general one."""
+def _torch_hint(change: Change, keras_step: bool, keras_call: KerasCall | None,
+                relaxed: bool | None) -> Hint | None:
+    """The fix of a torch.compile recompile, from torch's guard as a change and what its new
+    compile did with the value (`relaxed`); None for the general one."""
     if change.aspect is Aspect.DIM and change.axis == 0 and (keras_call is not None or keras_step):
         return _dimension_hint(change, keras_step, False, keras_call, None)
     if change.aspect is Aspect.CONTEXT and str(change.argument).endswith(".grad"):
         return Hint.FIRST_STEP_GRADIENTS
+    if change.aspect is Aspect.VALUE:
+        # A bool is guarded by its value on every compile (a mode flag such as `module.training`):
+        # one compile per value, each kept.
+        if isinstance(change.old, bool) and isinstance(change.new, bool):
+            return Hint.MODE_FLAG
+        return _TORCH_VALUE_HINT[relaxed]
     return _TORCH_HINT_BY_ASPECT.get(change.aspect)
+
+
+_KEYED_PER_LEAF = (Aspect.STATIC_FIELD, Aspect.WEAK_TYPE)
 
 
 def _hint_by_key(change: Change) -> Hint | None:

@@ -105,6 +105,18 @@ class Hint(enum.Enum):
     DYNAMIC_DIMENSION = "dynamic_dimension"
     # torch: the first step ran before gradients existed; the second recompiled once they did.
     FIRST_STEP_GRADIENTS = "first_step_gradients"
+    # torch: a Python value its recompile made dynamic (automatic dynamic): later values reuse it.
+    DYNAMIC_VALUE = "dynamic_value"
+    # torch: a Python value still guarded by its exact value after its recompile (a `range` bound,
+    # Python control flow): every new value compiles again, whatever `dynamic` says.
+    SPECIALISED_VALUE = "specialised_value"
+    # torch: a bool (a mode flag such as `module.training`) guarded by value: one compile per value,
+    # both kept; nothing to fix.
+    MODE_FLAG = "mode_flag"
+    # torch: a tensor argument's `requires_grad`, stride or device changed (a guard per tensor).
+    REQUIRES_GRAD = "requires_grad"
+    ONE_LAYOUT = "one_layout"
+    ONE_DEVICE = "one_device"
     FIXED_SHAPES = "fixed_shapes"  # jax.jit: no None dimension; pad or bucket.
     ONE_DTYPE = "one_dtype"
     ONE_RANK = "one_rank"

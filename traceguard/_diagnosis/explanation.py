@@ -161,7 +161,8 @@ class Explanation:
     def uncached(self) -> dict[tuple[str, ...], tuple[str, str] | None]:
         """The JAX transformations that ran layers with no cache to miss (`("grad",)`: autodiff
         outside any `jax.jit`), each with the Keras step and the setting that ran it so
-        (`("train_step", "jit_compile=False")`), or None; their runs count as `eager`."""
+        (`("train_step", "jit_compile=False")`), or None; their runs count as `eager`. On torch, the
+        key `()`: a Keras step that ran eagerly (nothing compiled), with its setting."""
         with self._lock:
             return dict(self._uncached)
 

@@ -25,10 +25,12 @@ class Filler:
     for its readers, with no method the recorder calls.
     """
 
-    __slots__ = ("report",)
+    __slots__ = ("eager_step", "report")
 
     def __init__(self, report: Explanation) -> None:
         self.report = report
+        # torch: whether an eager run inside a Keras step that runs uneagerly was seen (`uncached`).
+        self.eager_step = not _compat.IS_TORCH
 
     def record_event(self, layer: Any, event: TraceEvent) -> str:
         return self.report._add_event(layer, event)
@@ -38,6 +40,11 @@ class Filler:
 
     def record_eager(self, layer: Any) -> None:
         self.report._add_eager(layer)
+        if not self.eager_step:  # torch: said once, the Keras step and setting that run eagerly.
+            setting = _compat.uncached_setting()
+            if setting is not None:
+                self.eager_step = True
+                self.report._add_uncached((), setting)
 
     def record_uncached(self, transformations: tuple[str, ...]) -> None:
         """Said once per transformations: the Keras step and setting that run them (a stack walk)."""

@@ -33,12 +33,15 @@ from traceguard._record.variables import made_in_trace
 
 # torch: Dynamo traces the recorded `call` into the frame it compiles, and the recorder's
 # bookkeeping (stack frames, locks) would break that graph and add frames of its own (measured
-# with torch 2.14.1: 297 frames compiled for a 2-layer `fit`). Under Dynamo only the body runs:
-# the frame's compile is recorded whole (`_compat/torch/traces`).
+# with torch 2.14.1: 297 frames compiled for a 2-layer `fit`). Under Dynamo the body runs alone,
+# after `note_trace_run()`, which tells `_record_trace_run` of the run at trace time, outside the
+# graph (`_compat/torch/layers`); the frame's compile is recorded whole (`_compat/torch/traces`).
 if _compat.IS_TORCH:
     from traceguard._compat.torch.backend import dynamo_compiling as _dynamo_compiling
+    from traceguard._compat.torch.layers import note_trace_run as _note_trace_run
+    from traceguard._compat.torch.layers import set_recorder as _set_trace_run_recorder
 else:
-    _dynamo_compiling = None
+    _dynamo_compiling = _note_trace_run = _set_trace_run_recorder = None
 
 
 # --- the wrapped call --------------------------------------------------------------
@@ -100,11 +103,31 @@ def _body_alone_under_dynamo(recorded: Callable[..., Any], original: Callable[..
 
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
         if _dynamo_compiling():
+            _note_trace_run()  # Its locals `layer`, `args` and `kwargs` are read at trace time.
             return original(layer, *args, **kwargs)
         return recorded(layer, *args, **kwargs)
 
     call.__traceguard_original__ = original  # type: ignore[attr-defined]
     return call
+
+
+def _record_trace_run(layer: Any, args: tuple, kwargs: dict, tracing: Any) -> None:
+    """torch: one run of a recorded `call` that Dynamo traced into a frame, told at trace time
+    with its arguments as Dynamo holds them (fake tensors); recorded as a run in that frame's
+    compile, as a run in a `tf.function` trace is."""
+    state = layer.__dict__.get(STATE_ATTRIBUTE)
+    if state is None and _layer_state.plain_layer_state is not None:
+        state = _layer_state.plain_layer_state(layer)
+    original = getattr(type(layer).call, "__traceguard_original__", None)
+    if state is None or original is None:
+        return
+    run = _begin(layer, state, original, args, kwargs, False)
+    if run.index is not None:
+        _finish(run, None)
+
+
+if _set_trace_run_recorder is not None:
+    _set_trace_run_recorder(_record_trace_run)
 
 
 def _runs_uncached() -> bool:

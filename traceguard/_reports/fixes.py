@@ -7,6 +7,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from traceguard._core.backends import Backend
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.function_runs import FunctionEvent
 from traceguard._core.signature import diff_signatures
@@ -97,6 +98,11 @@ def _wrap(text: str, first: str, rest: str) -> str:
                          break_long_words=False, break_on_hyphens=False)
 
 
+def backend_of(event: FunctionEvent) -> Backend | None:
+    """The backend that traced `event` (its verdict's), or None when it has no verdict."""
+    return None if event.verdict is None else event.verdict.backend
+
+
 def same_graph_changes(event: FunctionEvent, events: Sequence[FunctionEvent] | None) -> Sequence[Change]:
     """What differs between a retrace and the earlier trace that built its graph (in `events`,
     the function's traces); its own changes, from its closest signature, if that one is not there."""
@@ -105,15 +111,26 @@ def same_graph_changes(event: FunctionEvent, events: Sequence[FunctionEvent] | N
     return changes or event.changes
 
 
-def same_graph_text(changes: Sequence[Change], earlier: str) -> str:
-    """Why a retrace that built the same graph as an earlier trace was waste, and what to relax."""
+def same_graph_text(changes: Sequence[Change], earlier: str, backend: Backend | None = None) -> str:
+    """Why a retrace that built the same graph as an earlier trace was waste, and what to relax:
+    what the backend can relax (`jax.jit` has no `None` dimension: a shape is relaxed by padding)."""
     relax = []
+    jax = backend == Backend.JAX
     for change in changes:
         aspect = getattr(change, "aspect", None)
         if aspect is Aspect.DIM:
-            relax.append(f"`{change.argument}` dim {change.axis} (`None` in an input_signature)")
+            relax.append(f"`{change.argument}` dim {change.axis} (pad it to one length: `jax.jit` has no "
+                         "`None` dimension)" if jax else
+                         f"`{change.argument}` dim {change.axis} (`None` in an input_signature)")
         elif aspect is Aspect.RANK:
-            relax.append(f"`{change.argument}`'s rank (`shape=None` in an input_signature)")
+            relax.append(f"`{change.argument}`'s rank (one rank for every call)" if jax else
+                         f"`{change.argument}`'s rank (`shape=None` in an input_signature)")
+        elif aspect is Aspect.CALL_STRUCTURE:
+            relax.append(f"how `{change.argument}` is passed (the same way at every call)")
+        elif aspect is Aspect.STATIC_FIELD:
+            relax.append(f"`{change.argument}` (the graph does not use it: make it a data field)")
+        elif aspect is Aspect.SHARDING:
+            relax.append(f"`{change.argument}`'s sharding (one sharding for every call)")
         elif aspect is Aspect.VALUE:
             relax.append(f"`{change.argument}` (the graph does not use it: remove it from the arguments)")
         elif aspect is Aspect.IDENTITY:

@@ -18,6 +18,30 @@ HINTS: dict[Hint, str] = {
         "A dimension that varies recompiles `torch.compile`: mark it dynamic before the first call "
         "(`torch._dynamo.mark_dynamic(tensor, axis)`) or use `torch.compile(..., dynamic=True)`."
     ),
+    Hint.DYNAMIC_VALUE: (
+        "A Python number torch.compile specialised on was made dynamic by its recompile, so later values "
+        "reuse it; pass it as a tensor to compile once."
+    ),
+    Hint.SPECIALISED_VALUE: (
+        "A Python value read by Python code (a loop bound, an `if`) stays guarded by its exact value: every "
+        "new value compiles again. Write that part as tensor ops, or keep the value to a few values."
+    ),
+    Hint.MODE_FLAG: (
+        "Expected, once per value: a bool mode flag is guarded by its value and the compile of each "
+        "mode is kept. Nothing to fix."
+    ),
+    Hint.REQUIRES_GRAD: (
+        "A tensor argument's `requires_grad` changed: one compile for each, both kept. For inference, run "
+        "under `torch.no_grad()` or pass the tensor `.detach()`ed."
+    ),
+    Hint.ONE_LAYOUT: (
+        "A tensor argument's strides changed (a transposed or sliced view): make it `.contiguous()` "
+        "before the call, so every call passes one layout."
+    ),
+    Hint.ONE_DEVICE: (
+        "A tensor argument is on another device than at the earlier compile: move the inputs to one "
+        "device before the call."
+    ),
     Hint.SYMBOLIC_PASS: (
         "Expected once per layer: Keras runs `call` on symbolic inputs to create the "
         "weights when the layer has no `build()`, and to infer output shapes in a functional "

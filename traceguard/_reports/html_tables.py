@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from traceguard._core.events import RETRACE_KINDS, RUN_KINDS, TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._core.function_runs import FunctionEvent, FunctionRuns
 from traceguard._reports import function_costs as costs
-from traceguard._reports.fixes import same_graph_changes, same_graph_text
+from traceguard._reports.fixes import backend_of, same_graph_changes, same_graph_text
 from traceguard._reports.headline import function_counts, layer_runs_phrase
 
 # The Okabe-Ito palette, readable with every common colour-vision deficiency: cool colours
@@ -255,7 +255,7 @@ def _waste(event: FunctionEvent, numbers: Mapping[int, int], events: Sequence[Fu
         return ""
     earlier = numbers.get(event.same_graph_as)
     same_as = f"#{earlier}" if earlier else "an earlier trace"
-    text = same_graph_text(same_graph_changes(event, events), same_as)
+    text = same_graph_text(same_graph_changes(event, events), same_as, backend_of(event))
     return f'<div class="tg-text tg-fix"><b>Waste:</b> {prose(text)}</div>'
 
 

@@ -17,7 +17,7 @@ from traceguard._core.layer_runs import LayerRuns
 from traceguard._core.specs import Site, signature_line
 from traceguard._core.verdicts import Reason
 from traceguard._reports import function_costs as costs
-from traceguard._reports.fixes import same_graph_changes, same_graph_text
+from traceguard._reports.fixes import backend_of, same_graph_changes, same_graph_text
 from traceguard._reports.headline import headline
 
 _WIDTH = 100
@@ -128,7 +128,14 @@ _TRANSFORMATIONS = {"grad": "JAX autodiff (`jax.grad`, `jax.value_and_grad`, `ja
 
 
 def format_uncached(transformations: tuple[str, ...], setting: tuple[str, str] | None) -> str:
-    """Said once per report: layers ran under JAX transformations that keep no cache."""
+    """Said once per report: layers ran under JAX transformations that keep no cache, or (no
+    transformations: torch) in a Keras step that nothing compiled."""
+    if not transformations and setting is not None:
+        step, option = setting
+        return (f"Keras ran `{step}` eagerly (`{option}`; on torch `jit_compile=\"auto\"`, the default, "
+                "is False): nothing is compiled, so nothing is recompiled, and each step runs the layers' "
+                "Python again (`jit_compile=True` compiles the step with `torch.compile`). Those runs count "
+                "as eager runs.")
     names = " inside ".join(_TRANSFORMATIONS.get(name, f"`jax.{name}`") for name in reversed(transformations))
     if setting is not None:
         step, option = setting
@@ -262,11 +269,11 @@ def format_function_event(event: FunctionEvent, number: int, indent: str = "", s
         earlier = (numbers or {}).get(event.same_graph_as)
         same_as = f"#{earlier}" if earlier else "an earlier trace"
         changes = same_graph_changes(event, events)
-        relax = same_graph_text(changes, "")
+        relax = same_graph_text(changes, "", backend_of(event))
         if wastes_shown is not None and relax in wastes_shown:
             add("waste", f"the same graph as {same_as}, as above.")
         else:
-            add("waste", same_graph_text(changes, same_as))
+            add("waste", same_graph_text(changes, same_as, backend_of(event)))
         if wastes_shown is not None:
             wastes_shown.add(relax)
     if event.hint:

@@ -41,11 +41,31 @@ def torch_hint(verdict: Verdict) -> str | None:
                 "that dimension dynamic (automatic dynamic shapes), so later sizes reuse it; to compile "
                 f"once, mark it dynamic before the first call (`torch._dynamo.mark_dynamic({argument}, "
                 f"{axis})`) or use `torch.compile(..., dynamic=True)`.")
+    if verdict.hint is Hint.DYNAMIC_VALUE:
+        return (f"`{argument}` is a Python number torch.compile specialised the graph on; this recompile "
+                "made it dynamic (automatic dynamic shapes: the new compile passes other values), so later "
+                f"values reuse it. To compile once, pass it as a tensor (`torch.tensor({argument})`) or "
+                "use `torch.compile(..., dynamic=True)`.")
+    if verdict.hint is Hint.SPECIALISED_VALUE:
+        return (f"torch.compile keeps `{argument}` guarded by its exact value: the Python code needs the "
+                "concrete number (a Python loop bound such as `range(...)`, which Dynamo unrolls, an `if` "
+                "on it, a shape), so automatic dynamic shapes cannot make it symbolic and every new value "
+                "compiles again, whatever `dynamic` is set to. Write that part as tensor ops (a "
+                "`torch.cumsum` over a slice instead of the Python loop, `torch.where` instead of the `if`), "
+                "or keep the value to a few values.")
+    if verdict.hint is Hint.MODE_FLAG:
+        return (f"Expected, once per value: torch.compile guards the bool `{argument}` (a mode flag such "
+                "as `module.training`, switched by `train()`/`eval()`) by its value and keeps the compile "
+                "of each mode, so switching back reuses it. Nothing to fix; a bool cannot be made dynamic.")
     if verdict.hint is Hint.PYTHON_VALUE_AS_TENSOR:
-        return (f"`{argument}` is a Python value torch.compile specialised the graph on. torch recompiles "
-                "for its second value with it dynamic (automatic dynamic shapes), so later ints reuse it; "
-                f"to compile once, pass it as a tensor (`torch.tensor({argument})`) or use "
-                "`torch.compile(..., dynamic=True)`.")
+        return (f"`{argument}` is a Python value torch.compile specialised the graph on: a new value "
+                "recompiles (torch makes a number dynamic only where it can stay symbolic, so a value read "
+                f"by Python code recompiles every time). Pass it as a tensor (`torch.tensor({argument})`).")
+    if verdict.hint is Hint.REQUIRES_GRAD:
+        return (f"`{argument}` changed `requires_grad` (a module's output requires grad, a fresh tensor "
+                "does not): torch.compile guards it per tensor and compiles once for each, and later calls "
+                "reuse both. For inference, run under `torch.no_grad()` (or pass "
+                f"`{argument}.detach()`), so no input requires grad.")
     if verdict.hint is Hint.OBJECT_IDENTITY:
         return (f"Dynamo guards `{argument}` by identity: a new object (a new model or layer) fails the "
                 "guard and recompiles. Build the object once and reuse it.")

@@ -39,6 +39,11 @@ def test_the_internals_the_hook_replaces_are_where_it_expects():
     assert "_compile" in convert_frame.ConvertFrameAssert.__call__.__code__.co_names
     assert "get_and_maybe_log_recompilation_reasons" in convert_frame._compile.__code__.co_names
     assert "guarded_code" in convert_frame.ConvertFrameReturn.__dataclass_fields__
+    # Whether a recompile relaxed a Python value: the new entry's guards asked of the frame's locals.
+    from torch._dynamo.guards import GuardManagerWrapper
+
+    assert "guard_manager" in convert_frame.GuardedCode.__dataclass_fields__
+    assert tuple(inspect.signature(GuardManagerWrapper.check).parameters) == ("self", "x")
     from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
     assert tuple(inspect.signature(InstructionTranslatorBase.log_graph_break).parameters) == (
@@ -84,6 +89,14 @@ def test_torch_words_a_size_and_a_value_guard_as_the_parser_reads_them(records):
     ("1/0: list.__getitem__(self._layers, 1)._kernel._value.grad is None  # if p.grad is not None:", {},
      "self._layers[1]._kernel._value.grad: None (before the first backward pass) -> a gradient "
      "(tracing context)", Aspect.CONTEXT),
+    ("0/1: tensor 'x' requires_grad mismatch. expected requires_grad=0", {}, "x: requires_grad False -> True",
+     Aspect.REQUIRES_GRAD),
+    ("0/1: tensor 'x' stride mismatch at index 1. expected 1, actual 4", {}, "x: stride 1 1 -> 4",
+     Aspect.STRIDE),
+    ("0/1: tensor 'x' Tensor device index mismatch. Expected device index to be 0, actual 1", {},
+     "x: device 0 -> 1", Aspect.DEVICE),
+    ("1/0: flag == True                 # return x * 2 if flag else x  # t.py:3 in g", {},
+     "flag: True -> False", Aspect.VALUE),
     ("0/0: ___check_global_state() against CUDA", {}, "torch guard: ___check_global_state() against CUDA -> "
      "failed (tracing context)", Aspect.CONTEXT),
 ])

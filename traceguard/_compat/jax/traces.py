@@ -120,7 +120,7 @@ def is_installed() -> bool:
 
 
 def _hooked(fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Any, args: Any, kwargs: Any) -> Any:
-    tracing = _begin(fun, args, kwargs)
+    tracing = _begin(fun, args, kwargs, dbg)
     calls = _local.__dict__.setdefault("calls", [])
     call = [tracing, False]
     calls.append(call)
@@ -237,9 +237,15 @@ def _parameter_key(value: Any, memo: dict[int, tuple]) -> Any:
     return repr(value)
 
 
-def _begin(fun: Any, args: Any, kwargs: Any) -> _function_tracing.FunctionTracing:
-    name = getattr(fun, "__name__", None) or type(fun).__name__
-    tracing = _function_tracing.begin("jax.jit", name, fun, fun,
+def _begin(fun: Any, args: Any, kwargs: Any, dbg: Any = None) -> _function_tracing.FunctionTracing:
+    # The function is the one JAX's debug info names: through `functools.partial` and
+    # `__wrapped__` (`api_util.fun_sourceinfo`), so `jit(grad(f))` is `f`'s, defined where `f` is,
+    # while the cache (and the object compared) stays the wrapper `jit` was given.
+    python_function = fun
+    if getattr(dbg, "func_filename", None):
+        python_function = _jax_bodies.user_function(fun, dbg)
+    name = getattr(python_function, "__name__", None) or getattr(fun, "__name__", None) or type(fun).__name__
+    tracing = _function_tracing.begin("jax.jit", name, fun, python_function,
                                       _calling_code.bind_arguments(fun, args, kwargs))
     frame, tracing.entry = _calling_code.user_frame(sys._getframe(2))
     if frame is not None:

@@ -40,6 +40,7 @@ Upstream, the files whose internals this module follows:
 from __future__ import annotations
 
 import inspect
+import logging
 import sys
 import time
 import weakref
@@ -55,6 +56,8 @@ from tensorflow.python.util import nest as _nest
 from traceguard._compat import _calling_code, _function_calls, _function_tracing, _keras_batches
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat.tensorflow.context import default_graph, executing_eagerly
+
+_log = logging.getLogger("traceguard")
 
 try:  # TF 2.13-2.21.
     from tensorflow.python.eager.polymorphic_function.concrete_function import ConcreteFunction as _CONCRETE
@@ -168,7 +171,12 @@ class _Shadow:
         if tracing is None and not self.xla:
             self._drop(concrete)
             return _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
-        key, compiled = self._shapes(tensor_inputs) if self.xla else (None, None)
+        key, compiled = None, None
+        if self.xla:
+            try:
+                key, compiled = self._shapes(tensor_inputs)
+            except Exception:  # Bookkeeping never breaks the user's call: this call goes unread.
+                _log.exception("Reading the shapes XLA compiles for %s failed", self.xla_functions)
         if tracing is None and (key is None or key in self.shapes):
             return _CALL_FLAT(concrete, tensor_inputs, captured_inputs, *more, **options)
         start = time.perf_counter()

@@ -5,4 +5,6 @@
 - `traces`: the hook on Dynamo's frame compiles, installed while the function-trace
   sink is connected; each compile is a `FunctionTracing` for that one sink.
 - `guard_reasons`: torch's own guard-failure reasons, read as `_core` changes.
+- `layers`: a recorded layer's `call` that Dynamo traces, told to the recorder at trace time
+  (`torch._dynamo.comptime`), as a run in the frame compile it belongs to.
 """

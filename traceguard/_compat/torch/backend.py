@@ -84,7 +84,27 @@ def uncached_transformation() -> tuple[str, ...] | None:
     return None
 
 
+# Keras 3's torch trainer runs its steps eagerly unless `jit_compile=True` (keras/src/backend/torch/
+# trainer.py; `jit_compile="auto"` resolves to False on torch, measured with Keras 3.15.1).
+_KERAS_TRAINER = "/keras/src/backend/torch/trainer.py"
+_STEP_NAMES = ("train_step", "test_step", "predict_step")
+
+
 def uncached_setting(frame: Any = None) -> tuple[str, str] | None:
+    """The Keras step and the setting that run it eagerly (`("train_step", "jit_compile=False")`)
+    when a Keras 3 torch trainer's step is on the stack from `frame`; else None (no Keras step, or
+    a compiled one that Dynamo gave up on)."""
+    frame = frame if frame is not None else sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _STEP_NAMES and code.co_filename.replace("\\", "/").endswith(_KERAS_TRAINER):
+            model = frame.f_locals.get("self")
+            if getattr(model, "run_eagerly", False):
+                return code.co_name, "run_eagerly=True"
+            if getattr(model, "jit_compile", True) is False:
+                return code.co_name, "jit_compile=False"
+            return None
+        frame = frame.f_back
     return None
 
 

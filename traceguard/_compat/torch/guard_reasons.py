@@ -8,10 +8,16 @@ is closest to. Each reason is kept verbatim beside the changes; only the forms b
 are translated, and a reason in any other form is a `context` change holding torch's
 words (never a guess). Measured with torch 2.14.1:
 
-- `tensor 'x' size mismatch at index 0. expected 8, actual 5` -> `x: dim 0 8 -> 5`; a `dtype` or
-  `rank` mismatch likewise, a `stride`, `requires_grad` or dispatch key set mismatch as a value;
+- `tensor 'x' size mismatch at index 0. expected 8, actual 5` -> `x: dim 0 8 -> 5`; a `dtype`,
+  `rank` or `stride mismatch at index 1. expected 1, actual 4` likewise;
+- `tensor 'x' requires_grad mismatch. expected requires_grad=0` (torch says the old value only)
+  -> `x: requires_grad False -> True`;
+- `tensor 'x' dispatch key set mismatch. expected DispatchKeySet(CPU, ...), actual
+  DispatchKeySet(Meta, ...)` (another device type) and `tensor 'x' Tensor device index mismatch.
+  Expected device index to be 0, actual 1` -> `x: device CPU -> Meta`, `x: device 0 -> 1`;
 - `n == 2` (a Python int specialised into the graph) -> `n: 2 -> 3`, the new value read from
-  the frame's arguments when the guard names one of them;
+  the frame's arguments when the guard names one of them; `flag == True` -> `flag: True -> False`
+  (a bool has one other value);
 - `Cache line invalidated because X got deallocated` -> `X: a new object (the earlier one was
   deleted)`;
 - `list.__getitem__(self._layers, 1)._kernel._value.grad is None` (Keras's first step) ->
@@ -29,11 +35,14 @@ from traceguard._core.specs import ArgumentPath, TensorSpec
 # "0/1: " before each reason: the frame's id and the cache entry's compile id.
 _COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
 _TENSOR = re.compile(r"^tensor '(?P<name>.+?)' (?P<aspect>size|stride|dtype|requires_grad|rank|"
-                     r"dispatch key set) mismatch(?: at index (?P<axis>\d+))?\. "
-                     r"expected (?P<old>.+?), actual (?P<new>.+?)$")
+                     r"dispatch key set|Tensor device index) mismatch(?: at index (?P<axis>\d+))?\. "
+                     r"(?:expected|Expected device index to be) (?:requires_grad=)?(?P<old>.+?)"
+                     r"(?:, actual (?P<new>.+?))?$")
+# A dispatch key set's first key is the device type's (`DispatchKeySet(CPU, BackendSelect, ...)`).
+_FIRST_KEY = re.compile(r"DispatchKeySet\((?P<key>\w+)")
 _VALUE = re.compile(r"^(?P<name>[A-Za-z_][\w.\[\]']*) == (?P<old>.+?)$")
 _DEALLOCATED = re.compile(r"(?:Cache line invalidated because )?(?P<name>.+?) got deallocated")
-_ASPECTS = {"dtype": Aspect.DTYPE}
+_ASPECTS = {"dtype": Aspect.DTYPE, "stride": Aspect.STRIDE, "Tensor device index": Aspect.DEVICE}
 NEW_OBJECT = "a new object (the earlier one was deleted)"
 # `p.grad is None` (torch/nn/modules/module.py's `zero_grad`, run by Keras's torch `train_step`):
 # true in the first step, before any backward pass; false once gradients exist.
@@ -60,18 +69,7 @@ def changes_of(reason: str, arguments: dict[str, Any] | None = None) -> tuple[Ch
     line = reason_lines(reason)
     found = _TENSOR.match(line)
     if found:
-        aspect = found["aspect"]
-        path = ArgumentPath(found["name"])
-        axis = int(found["axis"]) if found["axis"] is not None else None
-        if aspect == "size":
-            return (Change(path, Aspect.DIM, _number(found["old"]), _number(found["new"]), axis),)
-        if aspect == "rank":  # As specs: the new argument's, and the old rank's (its sizes not told).
-            return (_rank_change(path, found["old"], found["new"], (arguments or {}).get(found["name"])),)
-        if aspect in _ASPECTS:
-            return (Change(path, _ASPECTS[aspect], found["old"], found["new"]),)
-        where = f" {axis}" if axis is not None else ""  # A stride's index.
-        old, new = f"{aspect}{where} {found['old']}", f"{aspect}{where} {found['new']}"
-        return (Change(path, Aspect.VALUE, old, new),)
+        return (_tensor_change(found, arguments or {}),)
     found = _DEALLOCATED.search(line)
     if found:
         return (Change(ArgumentPath(_short(found["name"])), Aspect.IDENTITY, "an object", NEW_OBJECT),)
@@ -82,9 +80,44 @@ def changes_of(reason: str, arguments: dict[str, Any] | None = None) -> tuple[Ch
     found = _VALUE.match(line)
     if found:
         name = found["name"]
-        new = (arguments or {}).get(name, "another value")
-        return (Change(ArgumentPath(name), Aspect.VALUE, found["old"], _text(new)),)
+        old = _literal(found["old"])
+        default = (not old) if isinstance(old, bool) else "another value"  # A bool's one other value.
+        new = (arguments or {}).get(name, default)
+        return (Change(ArgumentPath(name), Aspect.VALUE, old, _text(new)),)
     return (Change(ArgumentPath("torch guard"), Aspect.CONTEXT, line or reason.strip(), "failed"),)
+
+
+def _tensor_change(found: re.Match[str], arguments: dict[str, Any]) -> Change:
+    """One of torch's tensor checks, in the order guards.cpp runs them (the first that fails)."""
+    aspect, old, new = found["aspect"], found["old"], found["new"]
+    path = ArgumentPath(found["name"])
+    axis = int(found["axis"]) if found["axis"] is not None else None
+    if aspect == "size":
+        return Change(path, Aspect.DIM, _number(old), _number(new), axis)
+    if aspect == "rank":  # As specs: the new argument's, and the old rank's (its sizes not told).
+        return _rank_change(path, old, new, arguments.get(found["name"]))
+    if aspect == "requires_grad":  # torch words the expected value only: the actual one is the other.
+        return Change(path, Aspect.REQUIRES_GRAD, old == "1", old != "1")
+    if aspect == "dispatch key set":
+        keys = [_FIRST_KEY.match(text or "") for text in (old, new)]
+        if all(keys) and keys[0]["key"] != keys[1]["key"]:  # type: ignore[index]
+            return Change(path, Aspect.DEVICE, keys[0]["key"], keys[1]["key"])  # type: ignore[index]
+        return Change(path, Aspect.VALUE, f"dispatch keys {old}", f"dispatch keys {new}")
+    return Change(path, _ASPECTS.get(aspect, Aspect.VALUE), _number(old), _number(new), axis)
+
+
+def _literal(text: str) -> Any:
+    """A guarded Python value as torch printed it: `True`, `2`, `0.5`; else the text."""
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _rank_change(path: ArgumentPath, old: str, new: str, value: Any) -> Change:

@@ -24,9 +24,18 @@ as a compile of its own; the break itself is in the compile it ended, `graph_bre
 kind of break and the file and line it happened at. Its `trace` phase is the whole frame compile, Dynamo's
 tracing and the backend's compile together, as `_compile` runs both.
 
+Whether torch relaxed a Python value it recompiled for is read from the new cache entry
+itself: its guards (`GuardedCode.guard_manager.check(f_locals)`, torch/_dynamo/guards.py)
+are asked whether they would pass the same call with the value plus one. With automatic
+dynamic shapes torch makes an int dynamic on its second value only where it can stay
+symbolic; a Python `range` bound or an `if` on it keeps it guarded by value (measured
+with torch 2.14.1: `n` in `x * n` passes, `start` in `range(start + 1, end)` fails, with
+`dynamic=True` as well). `relaxed` is True or False accordingly, None when not asked.
+
 Upstream, the files whose internals this module follows:
 
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/convert_frame.py
+- https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/guards.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/symbolic_convert.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/utils.py
 """
@@ -40,12 +49,15 @@ import weakref
 from typing import Any
 
 from torch._dynamo import convert_frame as _convert_frame
+from torch._dynamo import guards as _guards
 from torch._dynamo import symbolic_convert as _symbolic_convert
 from torch._dynamo import utils as _dynamo_utils
 
 from traceguard._compat import _calling_code, _function_tracing
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat.torch import guard_reasons as _guard_reasons
+from traceguard._compat.torch import layers as _layers
+from traceguard._core.changes import Aspect
 
 ORIGIN = "torch.compile"
 _COMPILE_PARAMETERS = ("code", "globals", "locals", "builtins", "closure")
@@ -82,6 +94,10 @@ def _check() -> None:
     if found != _LOG_BREAK_PARAMETERS:
         raise internal_missing(f"torch._dynamo.symbolic_convert.InstructionTranslatorBase.log_graph_break"
                                f"{_LOG_BREAK_PARAMETERS} (found {found})")
+    if "guard_manager" not in getattr(_convert_frame.GuardedCode, "__dataclass_fields__", {}) or \
+            not callable(getattr(_guards.GuardManagerWrapper, "check", None)):
+        raise internal_missing("torch._dynamo.types.GuardedCode.guard_manager, a "
+                               "torch._dynamo.guards.GuardManagerWrapper with check(f_locals)")
     fields = getattr(getattr(_dynamo_utils, "CompilationMetrics", None), "__dataclass_fields__", {})
     if not callable(getattr(_dynamo_utils, "get_compilation_metrics", None)) or \
             not set(_METRICS) <= set(fields):
@@ -169,13 +185,15 @@ def _hooked_compile(code: Any, globals: Any, locals: Any, *args: Any, **kwargs: 
         # Dynamo could not compile the frame (an unsupported construct in a loop, ...): torch runs it
         # eagerly and keeps no cache entry, so no compile is recorded.
         calls.pop()
+        _layers.discard(tracing)
         _function_tracing.discard(tracing)
         raise
     calls.pop()
     if getattr(result, "guarded_code", None) is None:  # Skipped: no cache entry, nothing compiled.
+        _layers.discard(tracing)
         _function_tracing.discard(tracing)
         return result
-    _finish(tracing, kwargs.get("compile_id"))
+    _finish(tracing, kwargs.get("compile_id"), result.guarded_code, locals)
     return result
 
 
@@ -194,11 +212,34 @@ def _read_phases(tracing: _function_tracing.FunctionTracing, compile_id: Any) ->
         return
 
 
-def _finish(tracing: _function_tracing.FunctionTracing, compile_id: Any) -> None:
+def _finish(tracing: _function_tracing.FunctionTracing, compile_id: Any, guarded_code: Any,
+            frame_locals: Any) -> None:
     _read_phases(tracing, compile_id)
     if tracing.backend_reasons:
         tracing.backend_changes = _guard_reasons.changes_of(tracing.backend_reasons[0], tracing.arguments)
+        tracing.relaxed = _relaxed(tracing.backend_changes, guarded_code, frame_locals)
+    _layers.flush(tracing)  # The layer runs of its last attempt, while it is still the innermost.
     _function_tracing.end(tracing)
+
+
+def _relaxed(changes: Any, guarded_code: Any, frame_locals: Any) -> bool | None:
+    """Whether the new compile passes another value of the Python number whose value guard failed:
+    True when torch made it dynamic, False when it is still guarded by value; None when no such
+    number argument (a bool has no third value: it is guarded by value, one compile each)."""
+    change = changes[0] if changes else None
+    if change is None or change.aspect is not Aspect.VALUE or not isinstance(frame_locals, dict):
+        return None
+    name = str(change.argument)
+    value = frame_locals.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        check = guarded_code.guard_manager.check
+        if not check(dict(frame_locals)):  # Its own call fails: nothing to tell.
+            return None
+        return bool(check(dict(frame_locals, **{name: value + 1})))
+    except Exception:  # A guard that cannot run on a copy of the frame's locals.
+        return None
 
 
 def _begin(code: Any, frame_locals: Any) -> _function_tracing.FunctionTracing:
