@@ -98,6 +98,23 @@ class Diagnosis:
 
 
 @dataclasses.dataclass(frozen=True)
+class MissCost:
+    """What one trace's miss cost, as the call that made it returned (`_compat._function_calls`).
+
+    Until that call returns, the trace's own phase only (`trace`: Python ran the body).
+    """
+
+    # Seconds per phase (`_compat._function_calls.PHASES`: trace, lower, compile, first_call), those
+    # measured.
+    phases: Mapping[str, float]
+    miss: float | None = None  # The whole call that traced (its last trace), in seconds.
+    persistent_cache: str | None = None  # JAX's persistent compilation cache: "hit", "miss".
+    cache_saved: float | None = None  # Seconds that cache saved (a hit).
+    started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
+    call_started: float | None = None  # When the call that made it started, likewise.
+
+
+@dataclasses.dataclass(frozen=True)
 class FunctionTrace:
     """One trace of a whole function, with what differs from its closest earlier one."""
 
@@ -143,15 +160,9 @@ class FunctionTrace:
     # For a new function object of a Keras step: whether it steps the same model as the object
     # before it (`compile()` dropped the step function), or another model; None when not known.
     same_model: bool | None = None
-    # Seconds per phase of the miss (`_compat._function_calls.PHASES`: trace, lower, compile,
-    # first_call), those measured; until the call that traced returns, the trace's only.
-    phases: Mapping[str, float] = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
-    miss: float | None = None  # The whole call that traced (its last trace), in seconds.
-    persistent_cache: str | None = None  # JAX's persistent compilation cache: "hit", "miss".
-    cache_saved: float | None = None  # Seconds that cache saved (a hit).
+    # What the miss cost: until the call that traced returns, the trace's own phase only.
+    miss_cost: MissCost = dataclasses.field(default_factory=lambda: MissCost(types.MappingProxyType({})))
     xla_functions: tuple[str, ...] = ()  # The `jit_compile=True` functions its graph runs.
-    started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
-    call_started: float | None = None  # When the call that made it started, likewise.
     # Traced because `get_concrete_function` asked for it (the user, or a library such as
     # `tf.data`'s multi-device iterator), not on a call's cache miss.
     requested: bool = False
@@ -197,12 +208,37 @@ class FunctionTrace:
         `variable_retrace`), not the first trace of an object."""
         return self.kind in RETRACE_KINDS
 
-    def with_costs(self, **costs: Any) -> FunctionTrace:
-        """A copy with `costs` (`phases`, `miss`, `persistent_cache`, `cache_saved`, `started`,
-        `call_started`) set, every other field shared: what `dataclasses.replace` gives, without
-        running `__init__` over every field again (half of what completing a trace cost)."""
+    @property
+    def phases(self) -> Mapping[str, float]:
+        """Seconds per phase of the miss (`MissCost.phases`)."""
+        return self.miss_cost.phases
+
+    @property
+    def miss(self) -> float | None:
+        return self.miss_cost.miss
+
+    @property
+    def persistent_cache(self) -> str | None:
+        return self.miss_cost.persistent_cache
+
+    @property
+    def cache_saved(self) -> float | None:
+        return self.miss_cost.cache_saved
+
+    @property
+    def started(self) -> float | None:
+        return self.miss_cost.started
+
+    @property
+    def call_started(self) -> float | None:
+        return self.miss_cost.call_started
+
+    def with_cost(self, miss_cost: MissCost) -> FunctionTrace:
+        """The record completed with `miss_cost`, every other field shared: what `dataclasses.replace`
+        gives, without running `__init__` over every field again (half of what completing a trace
+        cost)."""
         copy = object.__new__(FunctionTrace)
-        copy.__dict__.update(self.__dict__, **costs)
+        copy.__dict__.update(self.__dict__, miss_cost=miss_cost)
         return copy
 
 

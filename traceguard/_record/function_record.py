@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from traceguard._core.function_rules import classify_function_trace
-from traceguard._core.functions import Diagnosis, FunctionTrace
+from traceguard._core.functions import Diagnosis, FunctionTrace, MissCost
 from traceguard._core.keras_names import is_keras_step_function
 from traceguard._core.specs import Site, Spec
 from traceguard._record.function_identity import TraceFacts
@@ -40,9 +40,10 @@ def function_trace(index: int, tracing: Any, facts: TraceFacts, diagnosis: Diagn
         relaxed_signature=None if tracing.relaxed_signature is None
         else types.MappingProxyType(tracing.relaxed_signature),
         data=tracing.data, same_model=diagnosis.same_model,
-        phases=types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
         xla_functions=tuple(getattr(tracing, "xla_functions", ())),
-        started=_epoch(tracing.start), requested=getattr(tracing, "requested", False),
+        miss_cost=MissCost(types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
+                           started=_epoch(tracing.start)),
+        requested=getattr(tracing, "requested", False),
         restored=getattr(tracing, "restored", False),
         traced_for=getattr(tracing, "traced_for", None), body_of=getattr(tracing, "body_of", None),
         backend_reasons=tuple(getattr(tracing, "backend_reasons", ())),

@@ -27,7 +27,7 @@ from collections import OrderedDict, deque
 from typing import Any, NamedTuple
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.functions import BODY_ORIGIN, Diagnosis, FunctionCost, FunctionTrace
+from traceguard._core.functions import BODY_ORIGIN, Diagnosis, FunctionCost, FunctionTrace, MissCost
 from traceguard._core.signature import (
     add_context,
     diff_contexts,
@@ -189,11 +189,11 @@ class FunctionRecords:
             position = self._position(index)
             if position < 0:  # Dropped already.
                 return None
-            record = self._records[position] = self._records[position].with_costs(
-                phases=types.MappingProxyType(dict(tracing.phases)),
-                miss=tracing.miss, persistent_cache=tracing.persistent_cache,
-                cache_saved=tracing.cache_saved, started=offset + tracing.start,
-                call_started=None if tracing.call_start is None else offset + tracing.call_start)
+            record = self._records[position] = self._records[position].with_cost(MissCost(
+                types.MappingProxyType(dict(tracing.phases)), miss=tracing.miss,
+                persistent_cache=tracing.persistent_cache, cache_saved=tracing.cache_saved,
+                started=offset + tracing.start,
+                call_started=None if tracing.call_start is None else offset + tracing.call_start))
         return record
 
     def _position(self, index: int | None) -> int:
