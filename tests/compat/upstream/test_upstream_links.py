@@ -2,7 +2,8 @@
 
 STYLE.md asks each check that pins a private API to link the upstream file or change it follows, so
 that whoever fixes it after a release moved it starts from the right file. This reads the modules'
-source only (no backend is imported), so it holds on every stack.
+source only (no backend is imported), so it holds on every stack. It lives in a folder of its own: pytest puts a test's folder on
+`sys.path`, where `tests/compat/tensorflow/` would pass for TensorFlow on a stack without it.
 """
 
 import ast
@@ -13,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.backend("tensorflow", "jax", "torch")  # Reads source only.
 
-COMPAT = pathlib.Path(__file__).parents[2] / "traceguard" / "_compat"
+COMPAT = pathlib.Path(__file__).parents[3] / "traceguard" / "_compat"
 
 # A private module's top package -> (its GitHub repository, its top folder in that repository).
 PRIVATE = {
