@@ -273,3 +273,26 @@ def test_a_trace_of_other_code_recorded_meanwhile_keeps_the_diagnosis(monkeypatc
     diagnose = records._diagnose
     monkeypatch.setattr(records, "_diagnose", lambda *args: diagnosed.append(args) or diagnose(*args))
     assert texts(records.on_trace(running).changes) == ("step: 0 -> 1",) and not diagnosed
+
+
+def test_a_fact_the_hook_reads_reaches_the_record_by_its_field_name():
+    # A new fact about a trace is a field of `FunctionTracing` and of `FunctionTrace` (and its
+    # words): the record takes every field the two share, as the hook read it.
+    import dataclasses
+
+    from traceguard._core.functions import FunctionTrace
+    from traceguard._record import function_record
+
+    records = FunctionRecords()
+    running = tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0})
+    shared = function_record._fields_read(running)
+    assert {"caller", "entry", "keras_call", "optimizer_builds", "traced_for"} <= set(shared)
+    running.caller, running.entry, running.body_of = "loop", "Trainer.fit", "outer"
+    running.backend_reasons, running.xla_functions = ("x: dim 0 8 -> 5",), ("train_step",)
+    record = records.on_trace(running)
+    assert {field: getattr(record, field) for field in shared} == {
+        field: getattr(running, field) for field in shared}
+    assert (record.caller, record.backend_reasons) == ("loop", ("x: dim 0 8 -> 5",))
+    made = {"index", "qualname", "definition", "duration", "miss_cost", "verdict",
+            *function_record._MADE_HERE, *function_record._AS_DIAGNOSED}
+    assert {field.name for field in dataclasses.fields(FunctionTrace)} == made | set(shared)

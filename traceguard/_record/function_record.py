@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import types
 from collections.abc import Mapping
@@ -14,6 +15,24 @@ from traceguard._core.keras_names import is_keras_step_function
 from traceguard._core.specs import Site, Spec
 from traceguard._record.function_identity import TraceFacts
 
+# A record's facts as the hook read them and as its diagnosis found them: each a field of the record
+# by the same name, so a new fact is a field of those values (and its words), not a line here.
+_RECORD_FIELDS = frozenset(field.name for field in dataclasses.fields(FunctionTrace))
+_MADE_HERE = frozenset({"call_site", "signature", "relaxed_signature", "graph_breaks", "kind",
+                        "object_number", "objects"})
+_AS_DIAGNOSED = tuple(sorted(
+    _RECORD_FIELDS.intersection(field.name for field in dataclasses.fields(Diagnosis)) - _MADE_HERE))
+_as_read: dict[type, tuple[str, ...]] = {}  # The tracing's class -> the record's fields it holds.
+
+
+def _fields_read(tracing: Any) -> tuple[str, ...]:
+    """The record's fields `_compat._function_tracing.FunctionTracing` holds by the same name."""
+    names = _as_read.get(type(tracing))
+    if names is None:
+        fields = (field.name for field in dataclasses.fields(tracing))
+        names = _as_read[type(tracing)] = tuple(sorted(_RECORD_FIELDS.intersection(fields) - _MADE_HERE))
+    return names
+
 
 def function_trace(index: int, tracing: Any, facts: TraceFacts, diagnosis: Diagnosis, number: int,
                    objects: int, old: Mapping[Any, Spec] | None) -> FunctionTrace:
@@ -22,39 +41,29 @@ def function_trace(index: int, tracing: Any, facts: TraceFacts, diagnosis: Diagn
     `number` and `objects` number its function object among those of its `def` site; `old` is the
     signature of the trace its changes are from (`diagnosis.closest`), or None.
     """
-    site, signature = facts.site, facts.signature
+    site = facts.site
     record = FunctionTrace(
-        index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
-        name=tracing.name, qualname=site[0] if site else tracing.name,
-        definition=Site(site[1], site[2]) if site else None,
+        index=index, **{name: _immutable(getattr(tracing, name)) for name in _fields_read(tracing)},
+        **{name: getattr(diagnosis, name) for name in _AS_DIAGNOSED},
+        qualname=site[0] if site else tracing.name, definition=Site(site[1], site[2]) if site else None,
         call_site=None if tracing.call_site is None else Site(*tracing.call_site),
-        caller=tracing.caller, entry=tracing.entry,
-        signature=types.MappingProxyType(signature), kind=diagnosis.kind, reason=diagnosis.reason,
-        changes=diagnosis.changes, closest=diagnosis.closest, duration=tracing.duration,
-        object_number=number, objects=objects, saving=tracing.saving,
-        phase=tracing.phase, created_variables=tuple(tracing.created_variables),
-        relaxed=tracing.relaxed, raised=tracing.raised,
-        library_function=tracing.library_function, keras_call=tracing.keras_call,
-        lifted_variables=diagnosis.lifted_variables, optimizer_builds=tracing.optimizer_builds,
-        same_graph_as=getattr(tracing, "same_graph_as", None),
+        signature=types.MappingProxyType(facts.signature), kind=diagnosis.kind, duration=tracing.duration,
+        object_number=number, objects=objects,
         relaxed_signature=None if tracing.relaxed_signature is None
         else types.MappingProxyType(tracing.relaxed_signature),
-        data=tracing.data, same_model=diagnosis.same_model,
-        xla_functions=tuple(getattr(tracing, "xla_functions", ())),
-        miss_cost=MissCost(types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
-                           started=_epoch(tracing.start)),
-        requested=getattr(tracing, "requested", False),
-        restored=getattr(tracing, "restored", False),
-        traced_for=getattr(tracing, "traced_for", None), body_of=getattr(tracing, "body_of", None),
-        backend_reasons=tuple(getattr(tracing, "backend_reasons", ())),
-        graph_breaks=tuple((what, Site(file, line)) for what, file, line
-                           in getattr(tracing, "graph_breaks", ())))
+        miss_cost=MissCost(types.MappingProxyType(dict(tracing.phases)), started=_epoch(tracing.start)),
+        graph_breaks=tuple((what, Site(file, line)) for what, file, line in tracing.graph_breaks))
     # The verdict reads the record itself; set once, as `__post_init__` would, before anyone holds it
     # (a second `__init__` over every field would double what making a record costs).
     keras_step = record.library_function and is_keras_step_function(record.name)
     object.__setattr__(record, "verdict", classify_function_trace(record, old, record.backend, keras_step,
                                                                   record.keras_call))
     return record
+
+
+def _immutable(value: Any) -> Any:
+    """A list the hook built, as the tuple a record keeps."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _epoch(perf_counter_time: float) -> float:

@@ -2,8 +2,9 @@
 
 STYLE.md asks each check that pins a private API to link the upstream file or change it follows, so
 that whoever fixes it after a release moved it starts from the right file. This reads the modules'
-source only (no backend is imported), so it holds on every stack. It lives in a folder of its own: pytest puts a test's folder on
-`sys.path`, where `tests/compat/tensorflow/` would pass for TensorFlow on a stack without it.
+source only (no backend is imported), so it holds on every stack. It lives in a folder of its own:
+pytest puts a test's folder on `sys.path`, where `tests/compat/tensorflow/` would pass for
+TensorFlow on a stack without it.
 """
 
 import ast
