@@ -232,9 +232,10 @@ class FunctionRecords:
         """The trace's `Diagnosis`, computed once: kept from `preview` while no trace of its code was
         recorded since and what it was computed from is unchanged. Called with the lock held."""
         # What it reads of the records changes only when its code registers a trace, or a record drops.
+        # The Keras call by identity: a kept preview holds no model.
         inputs = (self._registered.get(key, 0), self.dropped, signature, tracing.context,
                   getattr(tracing, "keywords", None), tracing.phase,
-                  getattr(tracing, "backend_changes", None), tracing.keras_call)
+                  getattr(tracing, "backend_changes", None), id(tracing.keras_call))
         kept = self._previews.get(tracing.serial)
         if kept is not None and kept.inputs == inputs:
             return kept.diagnosis
