@@ -31,6 +31,7 @@ import inspect
 import logging
 import os
 import sys
+import weakref
 import sysconfig
 from typing import Any
 
@@ -115,7 +116,7 @@ class _JaxMisses(logging.Handler):
         self.propagate = self.logger.propagate
         self.logger.propagate = False  # The messages are the record here, not output.
         self.logger.addHandler(self)
-        self.functions: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self.functions: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(fun): (a weak reference, facts)
         self.order = 0
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -146,11 +147,20 @@ class _JaxMisses(logging.Handler):
         signature = getattr(caller.f_locals.get("ji"), "fun_signature", None) if via == JIT_CALLER else None
         parameters = None if signature is None else [[name, parameter.kind.name]
                                                      for name, parameter in signature.parameters.items()]
+        # Held weakly: a strong reference would keep a function alive that the program let go, and
+        # JAX's tracing cache, which compares functions by `==` (two bound methods of one method on
+        # one object are equal), would then serve a stale trace to its successor (measured: Keras's
+        # `trainer_test.test_recompile` on JAX kept the first `compile()`'s metrics).
+        target = getattr(function, "f", function)  # A `WrappedFun` is not weakly referenceable.
+        try:
+            reference: Any = weakref.ref(target)
+        except TypeError:
+            reference = None
         entry = self.functions.get(id(function))
-        if entry is None or entry[0] is not function:
+        if entry is None or (entry[0] is not None and entry[0]() is not target):
             path = getattr(debug_info, "func_filename", None)
             name = getattr(debug_info, "func_name", None) or _definition(function)[0]
-            entry = (function, {"object": len(self.functions), "name": name.rsplit(".", 1)[-1],
+            entry = (reference, {"object": len(self.functions), "name": name.rsplit(".", 1)[-1],
                                 "qualname": name, "path": path,
                                 "line": getattr(debug_info, "func_lineno", None), "traces": 0,
                                 "library": is_library_file(path), "misses": []})
