@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 import traceguard as tg  # noqa: E402
 from traceguard import _compat  # noqa: E402
 from traceguard._compat import _function_tracing  # noqa: E402
+from traceguard._record import observers as _observers  # noqa: E402
 from traceguard._record.functions import FunctionRecords  # noqa: E402
 
 if _compat.BACKEND == "tensorflow":
@@ -274,16 +275,16 @@ def _no_observer_left_installed():
     in the same process would be watched by it (a test-order bug that once cost a session)."""
     from traceguard._record import observers
 
-    before = (observers.observers, _function_tracing._listeners)
+    before = (observers.observers, observers.trace_listeners)
     yield
-    after = (observers.observers, _function_tracing._listeners)
+    after = (observers.observers, observers.trace_listeners)
     if after != before:
         for observer in observers.observers:
             if all(observer is not kept for kept in before[0]):
                 observers.remove_observer(observer)
-        for listener in _function_tracing._listeners:
-            if all(listener is not kept for kept in before[1]):
-                _function_tracing.remove_listener(listener)
+        for listener, _ in observers.trace_listeners:
+            if all(listener is not kept for kept, _ in before[1]):
+                observers.remove_trace_listener(listener)
         pytest.fail(f"the test left installed: observers {after[0]!r}, trace listeners {after[1]!r}")
 
 
@@ -292,7 +293,7 @@ def _no_observer_left_installed():
 def records():
     """`FunctionRecords` fed by the trace hook while the test runs (compat's trace-hook tests)."""
     records = FunctionRecords()
-    with _function_tracing.listening(records.on_trace):
+    with _observers.listening_to_traces(records.on_trace):
         yield records
     assert not _function_tracing.is_installed()
 

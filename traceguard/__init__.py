@@ -17,12 +17,13 @@ if TYPE_CHECKING:
     from traceguard import callbacks, testing
     from traceguard._core.errors import RetraceError
     from traceguard._core.events import TraceEvent, TraceKind
+    from traceguard._core.function_runs import FunctionEvent, FunctionRuns
+    from traceguard._core.functions import FunctionId
+    from traceguard._core.layer_runs import LayerRuns
     from traceguard._diagnosis.compare import Comparison, compare
     from traceguard._diagnosis.explanation import Explanation
     from traceguard._diagnosis.forecast import Forecast, ForecastCheck, forecast
-    from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
     from traceguard._diagnosis.html_report import write_html
-    from traceguard._diagnosis.layer_runs import LayerRuns
     from traceguard._diagnosis.no_retrace import no_retrace
     from traceguard._diagnosis.watch import explain, watch
     from traceguard._ipython import load_ipython_extension as load_ipython_extension
@@ -41,6 +42,7 @@ __all__ = [
     "Forecast",
     "ForecastCheck",
     "FunctionEvent",
+    "FunctionId",
     "FunctionRuns",
     "LayerRuns",
     "PRINT_MODES",
@@ -72,9 +74,10 @@ _MODULES = {
     "Explanation": "traceguard._diagnosis.explanation",
     "Forecast": "traceguard._diagnosis.forecast",
     "ForecastCheck": "traceguard._diagnosis.forecast",
-    "FunctionEvent": "traceguard._diagnosis.function_runs",
-    "FunctionRuns": "traceguard._diagnosis.function_runs",
-    "LayerRuns": "traceguard._diagnosis.layer_runs",
+    "FunctionEvent": "traceguard._core.function_runs",
+    "FunctionId": "traceguard._core.functions",
+    "FunctionRuns": "traceguard._core.function_runs",
+    "LayerRuns": "traceguard._core.layer_runs",
     "PRINT_MODES": "traceguard._side_effects.side_effects",
     "RetraceError": "traceguard._core.errors",
     "TraceAwareLayer": "traceguard._record.layer",

@@ -17,8 +17,8 @@ from helpers import texts
 import traceguard as tg
 from traceguard import _compat
 from traceguard._compat import _function_tracing
+from traceguard._core import function_runs
 from traceguard._core.specs import format_signature
-from traceguard._diagnosis import function_runs
 from traceguard._diagnosis.trace_file_reader import read_trace_file
 
 pytestmark = pytest.mark.backend("tensorflow")

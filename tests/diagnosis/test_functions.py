@@ -38,6 +38,9 @@ def test_plain_tf_function_with_a_python_int_gets_a_full_report():
     assert events[1].hint.startswith("Each new Python value of `step` is a new signature: pass it as a")
     assert str(events[1].call_site).startswith(__file__ + ":")
     assert str(runs.definition).startswith(__file__ + ":") and runs.keras_step is False
+    (key,) = explanation.functions
+    assert (key.qualname, key.definition) == (runs.name, runs.definition)
+    assert key == f"{runs.name} ({runs.definition})" and explanation.functions[str(key)].events
     assert all(event.duration_s > 0 for event in events)
     text = explanation.summary(full=True)
     assert "Function `train_step`" in text and "changed: step: 0 -> 1" in text

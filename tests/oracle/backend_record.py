@@ -31,8 +31,8 @@ import inspect
 import logging
 import os
 import sys
-import weakref
 import sysconfig
+import weakref
 from typing import Any
 
 JAX_EXPLAIN_LOGGER = "jax._src.interpreters.partial_eval"

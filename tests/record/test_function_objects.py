@@ -13,8 +13,8 @@ import tensorflow as tf
 
 import traceguard as tg
 from traceguard import _compat
-from traceguard._compat import _function_tracing
 from traceguard._core.kinds import RETRACE_KINDS
+from traceguard._record import observers as _observers
 
 pytestmark = pytest.mark.backend("tensorflow")
 
@@ -64,7 +64,7 @@ STEPS = {"one_step_on_data", "train_function"}
 def test_a_model_rebuilt_in_a_loop_traces_each_new_step_object_once():
     objects, models = FunctionObjects(), []
     x, y = np.ones((4, 3), "float32"), np.ones((4, 2), "float32")
-    with _function_tracing.listening(objects), tg.watch() as explanation:
+    with _observers.listening_to_traces(objects), tg.watch() as explanation:
         for _ in range(5):
             model = small_model()
             models.append(model)  # Alive: each step object answers for its count.
@@ -91,7 +91,7 @@ def test_a_second_model_after_another_model_s_fit_is_a_first_trace_of_its_step()
     objects = FunctionObjects()
     x, y = np.ones((8, 3), "float32"), np.ones((8, 2), "float32")
     first, second = small_model(), small_model("second_dense")
-    with _function_tracing.listening(objects), tg.watch() as explanation:
+    with _observers.listening_to_traces(objects), tg.watch() as explanation:
         first.fit(x, y, batch_size=4, verbose=0)
         second.train_on_batch(x[:4], y[:4])
     per_object = kinds_by_object(explanation, objects, STEPS)
@@ -105,7 +105,7 @@ def test_a_second_model_after_another_model_s_fit_is_a_first_trace_of_its_step()
 def test_the_same_step_object_missing_its_cache_is_a_retrace():
     objects = FunctionObjects()
     model = small_model()
-    with _function_tracing.listening(objects), tg.watch() as explanation:
+    with _observers.listening_to_traces(objects), tg.watch() as explanation:
         model.train_on_batch(np.ones((4, 3), "float32"), np.ones((4, 2), "float32"))
         model.train_on_batch(np.ones((3, 3), "float32"), np.ones((3, 2), "float32"))
     per_object = kinds_by_object(explanation, objects, STEPS)
@@ -116,7 +116,7 @@ def test_the_same_step_object_missing_its_cache_is_a_retrace():
 
 def test_a_tf_function_made_per_call_is_one_trace_per_object_and_reported_as_made_anew():
     objects = FunctionObjects()
-    with _function_tracing.listening(objects), tg.watch() as explanation:
+    with _observers.listening_to_traces(objects), tg.watch() as explanation:
         kept = []
         for _ in range(4):
             step = tf.function(lambda x: x * 2)
@@ -138,7 +138,7 @@ def test_train_and_test_steps_of_one_def_are_two_objects_each_with_its_own_trace
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     model.compile(optimizer="sgd", loss="mse")
     x, y = np.ones((64, 3), "float32"), np.ones((64, 2), "float32")
-    with _function_tracing.listening(objects), tg.watch() as explanation:
+    with _observers.listening_to_traces(objects), tg.watch() as explanation:
         model.fit(x, y, batch_size=32, validation_data=(x, y), epochs=2, verbose=0)
     per_object = kinds_by_object(explanation, objects, {"one_step_on_data"})
     assert per_object == [(["trace"], 1), (["trace"], 1)]

@@ -220,3 +220,79 @@ def test_costs_total_the_tracing_time_per_function_most_expensive_first():
     assert first.seconds == pytest.approx(1.5)
     assert first.cost_seconds == pytest.approx(1.5)  # No call returned: the misses cost their traces.
     assert (second.qualname, second.traces, second.seconds) == ("make_function.<locals>.step", 1, 0.25)
+
+
+# --- one diagnosis per trace ------------------------------------------------------------------
+def test_a_trace_is_diagnosed_once_for_its_layer_runs_and_its_record(monkeypatch):
+    records = FunctionRecords()
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    diagnosed = []
+    diagnose = records._diagnose
+    monkeypatch.setattr(records, "_diagnose", lambda *args: diagnosed.append(args) or diagnose(*args))
+    running = tracing(train_step, {"inputs": Tensor((8, 4)), "step": 1})
+    previews = [records.preview(running) for _ in range(3)]  # Three layer runs inside the trace.
+    record = records.on_trace(running)
+    assert len(diagnosed) == 1
+    assert previews[0].reason is record.reason is previews[2].reason
+    assert previews[0].changes == record.changes
+    assert [str(change) for change in record.changes] == ["step: 0 -> 1"]
+
+
+def test_a_trace_recorded_meanwhile_makes_the_end_diagnose_again():
+    records = FunctionRecords()
+    running = tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0})
+    assert records.preview(running).reason.value == "first_trace"
+    # The same code traced by another object inside it, and recorded first: the running trace is
+    # now that object's second.
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}, owner=Function()))
+    record = records.on_trace(running)
+    assert record.reason.value == "new_function_object"
+
+
+def test_each_record_is_classified_once_and_its_event_reads_that_verdict():
+    from traceguard._diagnosis.function_runs import function_event
+
+    records = FunctionRecords()
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    record = records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 1}))
+    assert (record.verdict.kind.value, record.verdict.reason.value) == ("retrace", "signature_changed")
+    assert record.verdict.hint is not None
+    assert function_event(record).verdict is record.verdict
+
+
+def test_a_trace_of_other_code_recorded_meanwhile_keeps_the_diagnosis(monkeypatch):
+    def inner(inputs):
+        return inputs
+
+    records = FunctionRecords()
+    records.on_trace(tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0}))
+    running = tracing(train_step, {"inputs": Tensor((8, 4)), "step": 1})
+    records.preview(running)
+    records.on_trace(tracing(inner, {"inputs": Tensor((8, 4))}))  # Nested, of other code.
+    diagnosed = []
+    diagnose = records._diagnose
+    monkeypatch.setattr(records, "_diagnose", lambda *args: diagnosed.append(args) or diagnose(*args))
+    assert texts(records.on_trace(running).changes) == ("step: 0 -> 1",) and not diagnosed
+
+
+def test_a_fact_the_hook_reads_reaches_the_record_by_its_field_name():
+    # A new fact about a trace is a field of `FunctionTracing` and of `FunctionTrace` (and its
+    # words): the record takes every field the two share, as the hook read it.
+    import dataclasses
+
+    from traceguard._core.functions import FunctionTrace
+    from traceguard._record import function_record
+
+    records = FunctionRecords()
+    running = tracing(train_step, {"inputs": Tensor((8, 4)), "step": 0})
+    shared = function_record._fields_read(running)
+    assert {"caller", "entry", "keras_call", "optimizer_builds", "traced_for"} <= set(shared)
+    running.caller, running.entry, running.body_of = "loop", "Trainer.fit", "outer"
+    running.backend_reasons, running.xla_functions = ("x: dim 0 8 -> 5",), ("train_step",)
+    record = records.on_trace(running)
+    assert {field: getattr(record, field) for field in shared} == {
+        field: getattr(running, field) for field in shared}
+    assert (record.caller, record.backend_reasons) == ("loop", ("x: dim 0 8 -> 5",))
+    made = {"index", "qualname", "definition", "duration", "miss_cost", "verdict",
+            *function_record._MADE_HERE, *function_record._AS_DIAGNOSED}
+    assert {field.name for field in dataclasses.fields(FunctionTrace)} == made | set(shared)

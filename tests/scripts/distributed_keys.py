@@ -16,7 +16,7 @@ _cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 import traceguard as tg  # noqa: E402
-from traceguard._compat import _function_tracing  # noqa: E402
+from traceguard._record import observers as _observers  # noqa: E402
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 
@@ -30,7 +30,7 @@ def iterate_distributed_dataset(epochs):
     def note(tracing):
         requested.append((tracing.name, tracing.requested))
 
-    with _function_tracing.listening(note), tg.watch() as explanation:
+    with _observers.listening_to_traces(note), tg.watch() as explanation:
         batches = sum(1 for _ in range(epochs) for _ in dataset)
     return {"batches": batches, "traced": len(requested),
             "requested": sum(1 for _, asked in requested if asked),

@@ -15,8 +15,8 @@ import pytest
 from trace_file_parity import assert_same_report
 
 import traceguard as tg
-from traceguard._compat import _function_tracing
 from traceguard._core.functions import BODY_ORIGIN
+from traceguard._record import observers as _observers
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("jax")
@@ -92,7 +92,7 @@ def test_an_lstm_fit_on_jax_reports_no_retrace_of_its_scan_body():
     model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
     records = FunctionRecords()
-    with tg.watch() as report, _function_tracing.listening(records.on_trace):
+    with tg.watch() as report, _observers.listening_to_traces(records.on_trace):
         model.fit(np.ones((64, 5, 3), "float32"), np.ones((64, 1), "float32"), batch_size=32, verbose=0)
     assert [(runs.function, runs.counts()["trace"], runs.counts()["retrace"])
             for runs in report.functions.values()] == [("train_step", 1, 0)]

@@ -15,8 +15,8 @@ The modules, in the order they are imported:
   state, and the questions about layer classes and variables that any of them answers.
 - `_frames`: which stack frames are the user's; Keras 3's traceback filter.
 - `_keras_calls`: which Keras method (`fit`, `predict`, ...) a trace runs under.
-- `_function_tracing`: every trace of a whole function (`tf.function`, `jax.jit`), told to
-  listeners while any listens (`tensorflow.traces`, `jax.traces` hook the backend).
+- `_function_tracing`: every trace of a whole function (`tf.function`, `jax.jit`), handed to
+  one sink while it is connected (`tensorflow.traces`, `jax.traces` hook the backend).
 - `_interface`: the backend interface, `Backend`, written once.
 - One backend folder, whose `backend` module's `__all__` is that interface, with the same module
   names for the same jobs (`backend`, `traces`, `calls`, `keys`): `tensorflow/` (with `context`,
@@ -66,8 +66,8 @@ from traceguard._compat._function_tracing import (
     stops_trace,
     tracing_of_graph,
 )
-from traceguard._compat._function_tracing import add_listener as add_trace_listener
-from traceguard._compat._function_tracing import remove_listener as remove_trace_listener
+from traceguard._compat._function_tracing import connect as connect_trace_sink
+from traceguard._compat._function_tracing import disconnect as disconnect_trace_sink
 from traceguard._compat._interface import BACKEND_NAMES
 from traceguard._core.keras_names import KERAS_METHODS, KerasCall
 
@@ -141,18 +141,20 @@ __all__ = [
     "BACKEND", "BACKENDS", "BACKEND_NAMES", "DEFAULT_FLAVOR", "DENSE_TENSOR_TYPES", "FunctionTracing",
     "IS_JAX", "IS_KERAS_3", "IS_TORCH", "KERAS_FLAVOR", "KERAS_METHODS", "KERAS_STEP_FUNCTIONS",
     "KERAS_UNAVAILABLE", "KerasCall",
-    "KerasFlavor", "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame", "add_trace_listener",
+    "KerasFlavor", "LayerBase", "TF_VERSION", "TRACER", "TfFunctionFrame",
     "any_created_in_a_trace", "backing_variable", "built_by_keras_call", "calling_frame",
+    "connect_trace_sink",
     "control_flow_of", "current_graph_name", "current_replica", "default_graph",
     "defers_variables", "deferred_since", "deferred_variable_paths", "deferred_variables_mark",
-    "describe_versions", "distributed_process", "enclosing_tf_function", "executing_eagerly",
+    "describe_versions", "disconnect_trace_sink", "distributed_process", "enclosing_tf_function",
+    "executing_eagerly",
     "flavor_of_class", "frequent_tracing_threshold", "graph_body", "holds_tensor", "in_save_context",
     "in_symbolic_build",
     "in_xla_context", "innermost_tracing", "is_base_layer_method", "is_keras_default_method",
     "is_keras_step_function", "keep_autograph_out", "keras", "keras2_flavor", "keras3_flavor",
     "keras_call", "layer_base_of", "layer_variables", "load_flavor", "loaded_layer_bases",
     "mark_keras_default_method", "parse_version", "present_signature", "print_at_each_execution",
-    "remove_trace_listener", "retracing_warning_notes", "run_unconverted", "scratch_graph_outer",
+    "retracing_warning_notes", "run_unconverted", "scratch_graph_outer",
     "signature_of", "spec_of",
     "start_creation_watch", "stop_creation_watch", "stops_trace", "symbolic_pass", "tensor_spec_reader",
     "traces_before", "tracing_of_graph", "uncached_setting", "uncached_transformation",

@@ -3,13 +3,13 @@
 A trace is the first part of a cache miss. The call that made it goes on to build
 and optimise the graph, or to lower and compile it, and runs it once; the dispatcher
 looked its cache up before. The backend's call-level hook (`tensorflow.calls`, `jax.calls`)
-opens a `Call` when a traced function is called while listeners listen, and closes it
+opens a `Call` when a traced function is called while the sink is connected, and closes it
 when the call returns or raises. The traces made inside it (`_function_tracing.begin`)
 belong to it; when it closes, the last of them gets the whole call less what its
 earlier traces cost (their phases: TensorFlow's first trace that created variables)
 as its `miss`, and the backend's phases measured since it ended (`add_phase`), so
 each second of the call is counted once; and each is completed: handed to the
-completion listeners (`_function_tracing.complete`), which see its phases final. A
+sink (`_function_tracing.complete`), which sees its phases final. A
 trace of another function called inside one of these traces has a call of its own,
 and its seconds are in the enclosing trace's too. A call that traced nothing closes at
 the cost of a clock reading.

@@ -1,21 +1,21 @@
-"""Every trace of a whole function (`tf.function`, `jax.jit`), reported while someone listens.
+"""Every trace of a whole function (`tf.function`, `jax.jit`), handed to one sink while connected.
 
 The backend's hook (`tensorflow.traces` on TensorFlow, `jax.traces` on JAX) is patched
-in when the first listener is added and removed, restoring the originals exactly,
-when the last one leaves: with no listener, no hook exists, nothing costs
-anything, and traced graphs are what TensorFlow alone makes. While installed, the
-hook runs only when the backend traces (a cache miss), never on a call that hits.
+in when the sink connects and removed, restoring the originals exactly, when it
+disconnects: with no sink, no hook exists, nothing costs anything, and traced graphs
+are what TensorFlow alone makes. While installed, the hook runs only when the
+backend traces (a cache miss), never on a call that hits.
 
-Each trace is a `FunctionTracing`, made when the trace starts and handed to every
-listener when it ends, on the tracing thread: `listener(tracing)`. Its
-`arguments` hold the call's values (tensors too) for the listeners' calls only;
-they are dropped afterwards, and a listener keeps specs, never the values.
-`tracing_of_graph(graph)` answers, while a trace runs, which one a graph
-belongs to: a layer run made during it links to it by `serial`.
+Each trace is a `FunctionTracing`, made when the trace starts and handed to the sink
+(`_record.observers`, the one fan-out to observers and listeners) when it ends, on the
+tracing thread: `sink.on_trace(tracing)`. Its `arguments` hold the call's values
+(tensors too) for that call only; they are dropped afterwards, and the records keep
+specs, never the values. `tracing_of_graph(graph)` answers, while a trace runs, which
+one a graph belongs to: a layer run made during it links to it by `serial`.
 
 What the miss cost after the trace (building, lowering, compiling, the first call;
 see `_function_calls`) is known when the call that traced returns: each trace is
-then *completed*, handed to the completion listeners with its `phases` final. A
+then *completed*, handed to `sink.on_complete` with its `phases` final. A
 trace made outside a call the hooks see (`get_concrete_function`, a `tf.data`
 function) is completed as it ends. An XLA compilation without a trace (a new input
 shape of a relaxed concrete function) is reported the same way, as a
@@ -24,15 +24,13 @@ shape of a relaxed concrete function) is reported the same way, as a
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from traceguard._compat import _calling_code, _function_calls
 from traceguard._compat._backend import IS_JAX
@@ -40,7 +38,6 @@ from traceguard._compat._keras_calls import keras_call
 from traceguard._core.functions import BODY_ORIGIN
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 
-Listener = Callable[["FunctionTracing"], None]
 # Where a trace's function came from: `tf.function` (a user's, or Keras's own
 # steps), a `tf.data` transformation's function, `jax.jit`, or a function JAX traces
 # below `jax.jit` with the same cache (a `lax.scan` body, a `lax.cond` branch, ...; `jax.bodies`).
@@ -64,7 +61,7 @@ class FunctionTracing:
     function: Any  # A weak reference (hashed) to the tf.function / jitted function, or None.
     function_id: int  # id() of that object (of the Python function on JAX).
     python_function: Any  # The user's function: what the tf.function wraps, a map function.
-    arguments: dict[str, Any] | None  # Name -> value, `self` dropped; None after the listeners.
+    arguments: dict[str, Any] | None  # Name -> value, `self` dropped; None after the sink.
     start: float  # time.perf_counter() when the trace started ...
     end: float | None = None  # ... and when it ended.
     saving: bool = False  # Traced to save (SavedModel, Keras `export`).
@@ -142,10 +139,19 @@ class FunctionTracing:
         return 0.0 if self.end is None else self.end - self.start
 
 
-# --- the listeners --------------------------------------------------------------------
+# --- the sink ---------------------------------------------------------------------------
+class Sink(Protocol):
+    """Who is handed every function trace: `_record.observers`, the one fan-out to observers."""
+
+    def on_trace(self, tracing: FunctionTracing) -> None:
+        """As the trace ends; an error with a true `stops_trace` fails the trace (`no_retrace`)."""
+
+    def on_complete(self, tracing: FunctionTracing) -> None:
+        """When the call that made the trace returns, its `phases` final."""
+
+
 _lock = threading.RLock()
-_listeners: tuple[Listener, ...] = ()
-_completion_listeners: tuple[tuple[Listener, Listener], ...] = ()  # (listener, on_complete)
+_sink: Sink | None = None
 _local = threading.local()  # .stack: the traces running on this thread, innermost last.
 _serial = 0
 # The traces running now, by id() of their graph: `tracing_in_progress` finds a graph's.
@@ -158,7 +164,7 @@ _hook: Any = None
 
 
 def set_hook(hook: Any) -> None:
-    """Makes `hook` the backend's hook, installed while any listener listens."""
+    """Makes `hook` the backend's hook, installed while a sink is connected."""
     global _hook
     _hook = hook
 
@@ -169,47 +175,26 @@ def _backend() -> Any:
     return _hook
 
 
-def add_listener(listener: Listener, on_complete: Listener | None = None) -> None:
-    """Calls `listener(tracing)` at the end of every function trace from now on.
+def connect(sink: Sink) -> None:
+    """Hands every function trace to `sink` from now on, installing the backend's hooks.
 
-    And `on_complete(tracing)`, if given, when the call that made the trace
-    returns, its `phases` final (see `complete`). The first listener installs
-    the backend's hooks.
+    One sink at a time: `_record.observers` tells each of its observers and listeners.
     """
-    global _listeners, _completion_listeners
-    if not callable(listener) or (on_complete is not None and not callable(on_complete)):
-        raise TypeError(f"A function-trace listener must be callable. Received: {listener!r}, "
-                        f"on_complete={on_complete!r}")
+    global _sink
     with _lock:
-        if not _listeners:
-            _backend().install()
-        _listeners += (listener,)
-        if on_complete is not None:
-            _completion_listeners += ((listener, on_complete),)
+        if _sink is not None:
+            raise RuntimeError(f"A function-trace sink is connected already: {_sink!r}. Received: {sink!r}")
+        _backend().install()
+        _sink = sink
 
 
-def remove_listener(listener: Listener) -> None:
-    """Stops calling `listener`; the last one to leave removes the backend's hook."""
-    global _listeners, _completion_listeners
+def disconnect() -> None:
+    """Removes the sink and the backend's hooks, restoring the originals exactly."""
+    global _sink
     with _lock:
-        remaining = list(_listeners)
-        if listener not in remaining:
-            raise ValueError(f"{listener!r} is not a function-trace listener.")
-        remaining.remove(listener)
-        _listeners = tuple(remaining)
-        _completion_listeners = tuple(pair for pair in _completion_listeners if pair[0] is not listener)
-        if not _listeners:
+        if _sink is not None:
+            _sink = None
             _backend().uninstall()
-
-
-@contextlib.contextmanager
-def listening(listener: Listener, on_complete: Listener | None = None) -> Iterator[None]:
-    """`add_listener(listener, on_complete)` for the duration of the block."""
-    add_listener(listener, on_complete)
-    try:
-        yield
-    finally:
-        remove_listener(listener)
 
 
 def is_installed() -> bool:
@@ -263,7 +248,7 @@ def begin(origin: str, name: str, function: Any, python_function: Any,
 
 
 def end(tracing: FunctionTracing, graph: Any = None) -> None:
-    """The trace ends: hands it to every listener, then drops its argument values.
+    """The trace ends: hands it to the sink, then drops its argument values.
 
     Completes it too when no call the hooks see made it (else its call does, as it returns).
     """
@@ -278,16 +263,15 @@ def end(tracing: FunctionTracing, graph: Any = None) -> None:
     if graph is not None:
         _running_by_graph.pop(id(graph), None)
     verdict: BaseException | None = None
+    sink = _sink
     try:
-        for listener in _listeners:
-            try:
-                listener(tracing)
-            except Exception as error:
-                if stops_trace(error):  # Meant for the user (`no_retrace`): raised after the others.
-                    verdict = verdict or error
-                    continue
-                # A listener's failure must not fail the user's trace.
-                _log.exception("A function-trace listener failed on the trace of %s", tracing.name)
+        if sink is not None:
+            sink.on_trace(tracing)
+    except Exception as error:
+        if stops_trace(error):  # Meant for the user (`no_retrace`): the trace fails.
+            verdict = error
+        else:  # The sink's failure must not fail the user's trace.
+            _log.exception("The function-trace sink failed on the trace of %s", tracing.name)
     finally:
         tracing.arguments = None
         tracing.python_function = None
@@ -299,7 +283,7 @@ def end(tracing: FunctionTracing, graph: Any = None) -> None:
 
 def discard(tracing: FunctionTracing, graph: Any = None) -> None:
     """A call the hook saw did not trace after all (the backend's inner cache had it): it is
-    dropped from this thread's traces in progress, and no listener hears of it."""
+    dropped from this thread's traces in progress, and the sink never hears of it."""
     stack = getattr(_local, "stack", None) or []
     if tracing in stack:
         stack.remove(tracing)
@@ -312,25 +296,26 @@ def discard(tracing: FunctionTracing, graph: Any = None) -> None:
     tracing.arguments = None
     tracing.python_function = None
 def complete(tracing: FunctionTracing) -> None:
-    """The call that made `tracing` returned: hands it, its phases final, to the completion
-    listeners. Once per tracing; a listener's failure is logged."""
+    """The call that made `tracing` returned: hands it, its phases final, to the sink. Once per
+    tracing; the sink's failure is logged."""
     if tracing.completed:
         return
     tracing.completed = True
     tracing.call = None
-    for _, on_complete in _completion_listeners:
-        try:
-            on_complete(tracing)
-        except Exception:
-            _log.exception("A function-trace listener failed on the costs of %s", tracing.name)
+    sink = _sink
+    try:
+        if sink is not None:
+            sink.on_complete(tracing)
+    except Exception:
+        _log.exception("The function-trace sink failed on the costs of %s", tracing.name)
     tracing.compiled_arguments = None
 
 
 def stops_trace(error: BaseException) -> bool:
-    """Whether a listener's `error` is meant for the user: it fails the trace it was told of.
+    """Whether an observer's `error` is meant for the user: it fails the trace it was told of.
 
     Such errors (traceguard's `RetraceError` from a `no_retrace` block) set a true
-    `stops_trace` attribute; any other error of a listener is logged and dropped.
+    `stops_trace` attribute; any other error of an observer is logged and dropped.
     The hooks raise it from the backend's tracing call, before the traced graph
     is cached: the next call traces again.
     """
@@ -343,7 +328,7 @@ def tracing_of_graph(graph: Any) -> FunctionTracing | None:
     A graph built inside a trace (a `tf.while_loop` body, a `tf.cond` branch,
     Keras's scratch graph, a nested function's graph) belongs to the trace of the
     nearest graph outward (`outer_graph`) that a function trace builds. None
-    outside any trace, and while no listener is installed.
+    outside any trace, and while no sink is connected.
     """
     while graph is not None:
         tracing = _running_by_graph.get(id(graph))

@@ -16,7 +16,7 @@ from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import RETRACE_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec
-from traceguard._core.verdicts import Reason
+from traceguard._core.verdicts import Reason, Verdict
 
 # A function trace's kind and the reason that tells them apart: the function's first
 # trace; a trace by an object that traced before, for a new signature (or the same
@@ -43,6 +43,75 @@ FUNCTION_TRACE_KINDS: dict[Reason, TraceKind] = {
 # body (`lax.scan`, `lax.while_loop`, `lax.fori_loop`), a `lax.cond` branch, a `jax.checkpoint`ed
 # function, run under `jax.jit` or eagerly.
 BODY_ORIGIN = "jax.body"
+
+
+class FunctionId(str):
+    """A traced function, as a report keys it: its qualified name and the `Site` of its `def`.
+
+    `str()` is the key's text, `"train_step (train.py:12)"` (the name alone without a site),
+    and a `FunctionId` is equal to that text and hashed as it is, so `Explanation.functions`
+    is looked up by either.
+
+    Attributes:
+        qualname: The Python function's qualified name.
+        definition: The `Site` of its `def`, or None.
+    """
+
+    qualname: str
+    definition: Site | None
+
+    def __new__(cls, qualname: str, definition: Site | None = None) -> FunctionId:
+        self = super().__new__(cls, f"{qualname} ({definition})" if definition else qualname)
+        self.qualname = qualname
+        self.definition = definition
+        return self
+
+    def __reduce__(self) -> tuple:  # Pickled (to a worker, a snapshot) as its parts.
+        return FunctionId, (self.qualname, self.definition)
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    """A trace against its function's earlier traces, computed once per trace
+    (`_record.functions.FunctionRecords`): while it runs, for the layer runs inside it, and
+    recorded as it ends.
+
+    `object_number` and `objects` count the function objects of its code (a record numbers
+    them per `def` site); `closest` is the index of the earlier trace compared with.
+    """
+
+    reason: Reason
+    changes: tuple[Change, ...]
+    closest: int | None
+    object_number: int
+    objects: int
+    lifted_variables: tuple[str, ...] = ()  # A variable retrace: what the creating trace made.
+    same_model: bool | None = None  # A Keras step's new object: the same model as before?
+
+    @property
+    def kind(self) -> TraceKind:
+        """The kind its reason makes (`FUNCTION_TRACE_KINDS`)."""
+        return FUNCTION_TRACE_KINDS[self.reason]
+
+
+@dataclasses.dataclass(frozen=True)
+class MissCost:
+    """What one trace's miss cost, as the call that made it returned (`_compat._function_calls`).
+
+    Until that call returns, the trace's own phase only (`trace`: Python ran the body).
+    """
+
+    # Seconds per phase (`_compat._function_calls.PHASES`: trace, lower, compile, first_call), those
+    # measured.
+    phases: Mapping[str, float]
+    miss: float | None = None  # The whole call that traced (its last trace), in seconds.
+    persistent_cache: str | None = None  # JAX's persistent compilation cache: "hit", "miss".
+    cache_saved: float | None = None  # Seconds that cache saved (a hit).
+    started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
+    call_started: float | None = None  # When the call that made it started, likewise.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,15 +160,9 @@ class FunctionTrace:
     # For a new function object of a Keras step: whether it steps the same model as the object
     # before it (`compile()` dropped the step function), or another model; None when not known.
     same_model: bool | None = None
-    # Seconds per phase of the miss (`_compat._function_calls.PHASES`: trace, lower, compile,
-    # first_call), those measured; until the call that traced returns, the trace's only.
-    phases: Mapping[str, float] = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
-    miss: float | None = None  # The whole call that traced (its last trace), in seconds.
-    persistent_cache: str | None = None  # JAX's persistent compilation cache: "hit", "miss".
-    cache_saved: float | None = None  # Seconds that cache saved (a hit).
+    # What the miss cost: until the call that traced returns, the trace's own phase only.
+    miss_cost: MissCost = dataclasses.field(default_factory=lambda: MissCost(types.MappingProxyType({})))
     xla_functions: tuple[str, ...] = ()  # The `jit_compile=True` functions its graph runs.
-    started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
-    call_started: float | None = None  # When the call that made it started, likewise.
     # Traced because `get_concrete_function` asked for it (the user, or a library such as
     # `tf.data`'s multi-device iterator), not on a call's cache miss.
     requested: bool = False
@@ -115,6 +178,9 @@ class FunctionTrace:
     # torch: the graph breaks of this compile, each Dynamo's kind of break and where it happened;
     # the code after each one is compiled as a frame of its own (`torch_dynamo_resume_in_...`).
     graph_breaks: tuple[tuple[str, Site], ...] = ()
+    # Why it traced and the fix, as codes: classified once, as the record is made
+    # (`_core.function_rules.classify_function_trace`); every report and guard reads it.
+    verdict: Verdict | None = None
 
     @property
     def backend(self) -> Backend:
@@ -142,12 +208,37 @@ class FunctionTrace:
         `variable_retrace`), not the first trace of an object."""
         return self.kind in RETRACE_KINDS
 
-    def with_costs(self, **costs: Any) -> FunctionTrace:
-        """A copy with `costs` (`phases`, `miss`, `persistent_cache`, `cache_saved`, `started`,
-        `call_started`) set, every other field shared: what `dataclasses.replace` gives, without
-        running `__init__` over every field again (half of what completing a trace cost)."""
+    @property
+    def phases(self) -> Mapping[str, float]:
+        """Seconds per phase of the miss (`MissCost.phases`)."""
+        return self.miss_cost.phases
+
+    @property
+    def miss(self) -> float | None:
+        return self.miss_cost.miss
+
+    @property
+    def persistent_cache(self) -> str | None:
+        return self.miss_cost.persistent_cache
+
+    @property
+    def cache_saved(self) -> float | None:
+        return self.miss_cost.cache_saved
+
+    @property
+    def started(self) -> float | None:
+        return self.miss_cost.started
+
+    @property
+    def call_started(self) -> float | None:
+        return self.miss_cost.call_started
+
+    def with_cost(self, miss_cost: MissCost) -> FunctionTrace:
+        """The record completed with `miss_cost`, every other field shared: what `dataclasses.replace`
+        gives, without running `__init__` over every field again (half of what completing a trace
+        cost)."""
         copy = object.__new__(FunctionTrace)
-        copy.__dict__.update(self.__dict__, **costs)
+        copy.__dict__.update(self.__dict__, miss_cost=miss_cost)
         return copy
 
 

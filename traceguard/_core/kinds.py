@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 
 class TraceKind(str, enum.Enum):
@@ -55,5 +56,27 @@ MISS_KINDS = (*RETRACE_KINDS, TraceKind.COMPILE)
 # What `Explanation.count(of=...)` counts: whole functions' traces, or layers' body runs.
 COUNT_UNITS = ("functions", "layers")
 
+def normalize_kinds(kind: Any, argument: str = "kind") -> frozenset[TraceKind] | None:
+    """Turns a kind, a kind name or a collection of them into a set of kinds."""
+    if kind is None:
+        return None
+    kinds = [kind] if isinstance(kind, str) else kind
+    try:
+        kinds = list(kinds)
+    except TypeError:
+        kinds = [kinds]
+    result = set()
+    for item in kinds:
+        if isinstance(item, str) and item in TRACE_KINDS:
+            result.add(TraceKind(item))
+        else:
+            culprit = f"; {item!r} is none of them" if item is not kind else ""
+            raise ValueError(
+                f"`{argument}` expects a TraceKind, one of {', '.join(TRACE_KINDS)}, "
+                f"or a collection of them{culprit}. Received: {argument}={kind!r}"
+            )
+    return frozenset(result)
+
+
 __all__ = ["COUNT_UNITS", "FUNCTION_KINDS", "GRAPH_TRACE_KINDS", "MISS_KINDS", "RETRACE_KINDS", "RUN_KINDS",
-           "TRACE_KINDS", "TraceKind"]
+           "TRACE_KINDS", "TraceKind", "normalize_kinds"]

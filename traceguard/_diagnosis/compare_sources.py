@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from traceguard._core.comparison import Function, FunctionTraces, Note, NoteKind, Source, Step
+from traceguard._core.function_runs import FunctionRuns
+from traceguard._core.functions import FunctionId
 from traceguard._core.specs import MappingSpec, ObjectSpec, SequenceSpec, Site, Spec
 from traceguard._diagnosis.explanation import Explanation
-from traceguard._diagnosis.function_runs import FunctionRuns
 from traceguard._diagnosis.trace_file_reader import TraceFile, read_trace_file, unique_labels
 
 # A label that names a worker of a job, as users write them: `worker-0`, `chief:0`, `rank1`.
@@ -31,9 +32,10 @@ SourceInput = Any  # A path (str or path-like), a `TraceFile`, or an `Explanatio
 
 
 class LoadedSource:
-    """A source read: its `Source` value, its functions (key to `FunctionRuns`), and its header's worker."""
+    """A source read: its `Source` value, its functions (`FunctionId` to `FunctionRuns`), and its
+    header's worker."""
 
-    def __init__(self, source: Source, functions: Mapping[str, FunctionRuns],
+    def __init__(self, source: Source, functions: Mapping[FunctionId, FunctionRuns],
                  worker_order: tuple[int, int] | None, named_worker: bool) -> None:
         self.source = source
         self.functions = functions

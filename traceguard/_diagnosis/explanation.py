@@ -12,7 +12,6 @@ a `LayerRuns` (`layer_runs`), one function's a `FunctionRuns` (`function_runs`).
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import itertools
 import os
@@ -23,17 +22,14 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from traceguard._core.events import TraceEvent
+from traceguard._core.function_runs import FunctionRuns, count_traces
+from traceguard._core.functions import FunctionId
+from traceguard._core.kinds import normalize_kinds
+from traceguard._core.layer_runs import LayerRuns
 from traceguard._diagnosis.fixes import FixIt, propose_fix
-from traceguard._diagnosis.function_runs import (
-    FunctionRuns,
-    add_cost,
-    add_record,
-    count_traces,
-    function_key,
-)
-from traceguard._diagnosis.layer_runs import LayerRuns
+from traceguard._diagnosis.function_runs import add_cost, add_record, function_key
 from traceguard._diagnosis.reported import LibraryTraces
-from traceguard._record.log import event_of, normalize_kinds
+from traceguard._record.log import event_of
 from traceguard._record.settings import STATE_ATTRIBUTE
 from traceguard._reports.html import render_html, write_document
 from traceguard._reports.html_tables import layers_html
@@ -49,7 +45,6 @@ if TYPE_CHECKING:
 # `python -m traceguard report` rebuilds an `Explanation` without the backend.
 
 EVENTS_PER_LAYER = 1000
-_SIGNATURES_KEPT = 10_000
 
 
 class Explanation:
@@ -86,9 +81,7 @@ class Explanation:
         self._unmade = False  # Whether a layer's `events` holds a run whose event is not made yet.
         self._arrivals = itertools.count()
         self._first_run: dict[str, float] = {}  # Layer name -> when its first run started.
-        self._functions: dict[str, FunctionRuns] = {}
-        # Function record index -> its signature, to word a later trace's hint.
-        self._signatures: collections.OrderedDict[int, Any] = collections.OrderedDict()
+        self._functions: dict[FunctionId, FunctionRuns] = {}
         # Per user `tf.function` (its key in `functions`): its records, for fix-its, and a weak
         # reference to its latest function object, to check them (`verify_fixes`).
         self._fix_records: dict[str, list[FunctionTrace]] = {}
@@ -181,12 +174,8 @@ class Explanation:
         """Adds a whole-function trace to `functions` if reported (`LibraryTraces`); `function`:
         a weak reference to the function object it traced, for checking fix-its."""
         with self._lock:
-            self._signatures[record.index] = record.signature
-            if len(self._signatures) > _SIGNATURES_KEPT:
-                self._signatures.popitem(last=False)
             for shown in self._library.reported(record):
-                old = None if shown.closest is None else self._signatures.get(shown.closest)
-                key, runs, event = add_record(self._functions, shown, old)
+                key, runs, event = add_record(self._functions, shown)
                 if self._trace_file is not None:
                     # Written now, its costs when the call returns: a call that never returns (a
                     # collective waiting for a diverged worker, a kill) keeps its trace in the file.
@@ -206,7 +195,7 @@ class Explanation:
             if found is not None and self._trace_file is not None:
                 self._trace_file.function_cost(record, found[2])
 
-    def _restore(self, layers: list[LayerRuns], functions: dict[str, FunctionRuns]) -> None:
+    def _restore(self, layers: list[LayerRuns], functions: dict[FunctionId, FunctionRuns]) -> None:
         """Fills an empty report with runs read back from trace files, layers in the given order."""
         with self._lock:
             for number, runs in enumerate(layers):
@@ -217,8 +206,9 @@ class Explanation:
 
     # --- public ---
     @property
-    def functions(self) -> dict[str, FunctionRuns]:
-        """Every traced function (`tf.function`, Keras step, `jax.jit`), by name and `def` site.
+    def functions(self) -> dict[FunctionId, FunctionRuns]:
+        """Every traced function (`tf.function`, Keras step, `jax.jit`), by its `FunctionId`: its
+        name and `def` site, equal to their text (`"train_step (train.py:12)"`).
 
         The user's functions and Keras's `fit`/`evaluate`/`predict` steps, each with
         its traces classified; TensorFlow's and Keras's own helper functions are

@@ -14,9 +14,10 @@ import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from traceguard._core.function_runs import FunctionRuns
+from traceguard._core.functions import FunctionId
+from traceguard._core.layer_runs import LayerRuns
 from traceguard._diagnosis.explanation import Explanation
-from traceguard._diagnosis.function_runs import FunctionRuns
-from traceguard._diagnosis.layer_runs import LayerRuns
 from traceguard._reports.html import DEFAULT_TITLE, LayerEvents, check_events_by_layer
 
 
@@ -62,7 +63,7 @@ def write_html(path: str | os.PathLike[str], events_by_layer: Mapping[str, Layer
     report = Explanation(DEFAULT_TITLE if title is None else str(title))
     # Each log read once, so the timeline and the tables agree while a log keeps growing.
     report._restore([_layer_runs(name, events) for name, events in events_by_layer.items()],
-                    {f"{runs.name} {number}": runs for number, runs in enumerate(functions)
+                    {FunctionId(f"{runs.name} {number}"): runs for number, runs in enumerate(functions)
                      if isinstance(runs, FunctionRuns)})
     return report.to_html(path, axis=axis)
 

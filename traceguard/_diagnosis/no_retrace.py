@@ -118,7 +118,7 @@ class RetraceGuard:
         unrecorded = _unrecorded_traces(record) if first else None
         if self.allow_first_traces and record.reason not in GUARDED_REASONS and not unrecorded:
             return
-        event = function_event(record, _closest_signature(record))
+        event = function_event(record)
         if self.on_retrace == "raise":  # Then the backend caches nothing (a warning lets it go on).
             _remember_failed(record)
         step = f" (the step of `{record.keras_call.method}`)" if record.keras_call is not None else ""
@@ -154,7 +154,7 @@ def _as_failed_before(record: FunctionTrace) -> FunctionTrace:
     if earlier is None or record.reason not in (Reason.SIGNATURE_CHANGED, Reason.SAME_ARGUMENTS):
         return record
     return dataclasses.replace(record, kind=earlier.kind, reason=earlier.reason, changes=earlier.changes,
-                               closest=earlier.closest)
+                               closest=earlier.closest, verdict=earlier.verdict)
 
 
 def _remember_failed(record: FunctionTrace) -> None:
@@ -173,19 +173,6 @@ def _unrecorded_traces(record: FunctionTrace) -> int | None:
     reference = _observers.traced_function(record)
     function = reference() if reference is not None else None
     return None if function is None else _compat.traces_before(function)
-
-
-def _closest_record(record: FunctionTrace) -> FunctionTrace | None:
-    """The record `record`'s changes are from, if the records still hold it."""
-    records = _observers.function_records
-    if record.closest is None or records is None:
-        return None
-    return next((r for r in records.records() if r.index == record.closest), None)
-
-
-def _closest_signature(record: FunctionTrace) -> Any:
-    closest = _closest_record(record)
-    return None if closest is None else closest.signature
 
 
 @contextlib.contextmanager

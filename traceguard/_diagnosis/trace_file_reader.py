@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceguard._core.events import TraceEvent, TraceKind
+from traceguard._core.function_runs import FunctionEvent, FunctionRuns
+from traceguard._core.functions import FunctionId
+from traceguard._core.layer_runs import LayerRuns
 from traceguard._core.values_json import (
     change_from_json,
     signature_from_json,
@@ -28,8 +31,6 @@ from traceguard._core.values_json import (
     verdict_from_json,
 )
 from traceguard._diagnosis.explanation import EVENTS_PER_LAYER, Explanation
-from traceguard._diagnosis.function_runs import FunctionEvent, FunctionRuns
-from traceguard._diagnosis.layer_runs import LayerRuns
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
 from traceguard._diagnosis.workers import Worker
 
@@ -50,7 +51,7 @@ class TraceFile:
         path: The file read.
         header: Its header line, as a dict (label, pid, host, versions, ...).
         layers: Layer name to its `LayerRuns`, in the order of their first run.
-        functions: Function key to its `FunctionRuns`.
+        functions: Each function's `FunctionId` to its `FunctionRuns`.
         function_starts: `FunctionEvent.serial` to when its trace started (epoch seconds).
         call_starts: `FunctionEvent.serial` to when the call that made it started, where
             the file has it (epoch seconds).
@@ -63,13 +64,13 @@ class TraceFile:
     path: str
     header: dict[str, Any]
     layers: dict[str, LayerRuns] = dataclasses.field(default_factory=dict)
-    functions: dict[str, FunctionRuns] = dataclasses.field(default_factory=dict)
+    functions: dict[FunctionId, FunctionRuns] = dataclasses.field(default_factory=dict)
     function_starts: dict[int, float] = dataclasses.field(default_factory=dict)
     call_starts: dict[int, float] = dataclasses.field(default_factory=dict)
     complete: bool = False
     worker: Worker | None = None
     # `FunctionEvent.serial` to its function's key, for the `function_cost` records that follow.
-    function_of: dict[int, str] = dataclasses.field(default_factory=dict)
+    function_of: dict[int, FunctionId] = dataclasses.field(default_factory=dict)
 
     @property
     def version(self) -> int:
@@ -188,15 +189,16 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
 def _add_function_trace(trace_file: TraceFile, record: dict[str, Any]) -> None:
     # The line's `started` (a trace's later cost line updates it), as the live event holds it.
     event = dataclasses.replace(_function_event(record["event"]), started=float(record["started"]))
-    function = trace_file.functions.get(record["key"])
+    key = FunctionId(record["qualname"], event.definition)  # Its text is the line's `key`.
+    function = trace_file.functions.get(key)
     if function is None:
-        function = trace_file.functions[record["key"]] = FunctionRuns(
+        function = trace_file.functions[key] = FunctionRuns(
             record["qualname"], event.function, event.definition, bool(record["keras_step"]))
     # Version 2 wrote a trace again with its costs: the later line replaces the first.
     if trace_file.version >= 3 or not function.replace(event):
         function.add(event)
     function.objects = max(function.objects, int(record["objects"]))
-    trace_file.function_of[event.serial] = record["key"]
+    trace_file.function_of[event.serial] = key
     trace_file.function_starts[event.serial] = float(record["started"])
     if record.get("call_started") is not None:
         trace_file.call_starts[event.serial] = float(record["call_started"])
@@ -271,16 +273,16 @@ def merged_explanation(trace_files: Sequence[TraceFile]) -> Explanation:
              else f"{len(trace_files)} trace files: {', '.join(labels)}")
     explanation = Explanation(title)
     layers: list[tuple[int, float, LayerRuns]] = []
-    functions: dict[str, FunctionRuns] = {}
+    functions: dict[FunctionId, FunctionRuns] = {}
     for number, (label, trace_file) in enumerate(zip(labels, trace_files)):
         prefix = f"{label}: " if len(trace_files) > 1 else ""
         for runs in trace_file.layers.values():
             first = min((event.timestamp for event in runs.events), default=float("inf"))
             layers.append((number, first, dataclasses.replace(runs, name=prefix + runs.name)))
-        for key, function in trace_file.functions.items():
+        for function in trace_file.functions.values():
             events = [dataclasses.replace(event, function=prefix + event.function)
                       for event in function.events]
-            functions[prefix + key] = dataclasses.replace(
+            functions[FunctionId(prefix + function.name, function.definition)] = dataclasses.replace(
                 function.copy(), name=prefix + function.name, function=prefix + function.function,
                 events=events)
     # Each file's layers together, in the order of their first run.

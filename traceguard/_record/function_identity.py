@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Any
+from typing import Any, NamedTuple
+
+from traceguard._core.specs import Spec
+from traceguard._record.compared import argument_spec
 
 # How deep `code_key` follows functions in closures, and wrappers: Keras 3's
 # `multi_step_on_iterator` holds a wrapper of the `tf.function` of a function that holds the step.
@@ -83,3 +86,31 @@ def definition_site(function: Any) -> tuple[str, str, int] | None:
 
 
 __all__ = ["code_key", "definition_site"]
+
+
+class TraceFacts(NamedTuple):
+    """What the records key a trace by: its code (`code_key`), its `def` site, its signature
+    (the key as the backend compared it, else each argument's spec), and its function object."""
+
+    key: tuple
+    site: tuple[str, str, int] | None
+    signature: dict[str, Spec]
+    object_key: Any
+
+
+def trace_facts(tracing: Any) -> TraceFacts:
+    """The `TraceFacts` of a `_compat._function_tracing.FunctionTracing`."""
+    python_function = tracing.python_function
+    # The key as the backend compared it when the hook read it; else each argument's value.
+    signature = tracing.signature
+    if signature is None:
+        signature = {name: argument_spec(value) for name, value in (tracing.arguments or {}).items()}
+    # A weak reference: equal to another only while both point at the same live
+    # object, so a function object made where a dead one was is a new object.
+    object_key = tracing.function if tracing.function is not None else tracing.function_id
+    key = code_key(python_function)
+    if getattr(tracing, "restored", False):
+        # Every restored function runs TensorFlow's one dispatcher code; each is its own saved
+        # function (its own tracing count), not an object made anew from shared code.
+        key = (*key, tracing.function_id)
+    return TraceFacts(key, definition_site(python_function), signature, object_key)

@@ -13,8 +13,8 @@ earlier trace of its code (as JAX's cache-miss explanations pick the closest
 previous key, jax/_src/pjit.py). Pure Python: no TensorFlow, no JAX, and no
 reference to a tensor, graph or function is kept.
 
-This module keeps the records (per object, per code, per compiled executable) and numbers
-them; `compared` holds the signatures as compared and picks the closest earlier one.
+Each trace is diagnosed once (a `Diagnosis`: while it runs if a layer run asks, kept for when
+it ends); `compared` holds the signatures as compared and picks the closest earlier one.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import time
 import types
 import weakref
 from collections import OrderedDict, deque
-from typing import Any
+from typing import Any, NamedTuple
 
 from traceguard._core.changes import Aspect, Change
-from traceguard._core.functions import BODY_ORIGIN, FUNCTION_TRACE_KINDS, FunctionCost, FunctionTrace
+from traceguard._core.functions import BODY_ORIGIN, Diagnosis, FunctionCost, FunctionTrace, MissCost
 from traceguard._core.signature import (
     add_context,
     diff_contexts,
@@ -35,10 +35,11 @@ from traceguard._core.signature import (
     diff_placements,
     diff_signatures,
 )
-from traceguard._core.specs import ArgumentPath, Site, Spec
+from traceguard._core.specs import ArgumentPath, Spec
 from traceguard._core.verdicts import EnclosingTrace, Reason
 from traceguard._record.compared import Compared, argument_spec, closest_signature
-from traceguard._record.function_identity import code_key, definition_site
+from traceguard._record.function_identity import trace_facts
+from traceguard._record.function_record import function_trace
 
 # How many distinct earlier signatures of one code (and of one object) are kept to compare with.
 _MAX_COMPARED = 256
@@ -56,6 +57,14 @@ class _Code:
         self.objects: dict[Any, int] = {}  # Function object key -> its number (1, 2, ...).
         # Distinct signatures, latest last (an OrderedDict drops its oldest in O(1)).
         self.signatures: OrderedDict[frozenset, Compared] = OrderedDict()
+
+
+class _Preview(NamedTuple):
+    """A running trace's `Diagnosis`, what it was computed from, and what its layer runs read."""
+
+    inputs: tuple
+    diagnosis: Diagnosis
+    enclosing: EnclosingTrace
 
 
 class FunctionRecords:
@@ -84,8 +93,9 @@ class FunctionRecords:
         self._owner_of: dict[int, Any] = {}  # Record index -> its function object key.
         self._function_texts: dict[str, tuple] = {}  # TF's repr of a function -> its code key.
         self._models: dict[Any, int] = {}  # A Keras step's function object key -> its model's id.
-        # Trace serial -> `preview()`'s answer, while the trace runs.
-        self._previews: dict[int, EnclosingTrace] = {}
+        # Trace serial -> its `Diagnosis` while it runs, with what it was computed from.
+        self._previews: dict[int, _Preview] = {}
+        self._registered: dict[tuple, int] = {}  # Code key -> how many of its traces were registered.
         # Per function object: the signatures compiled (XLA, JAX), latest last; and the
         # records made but not yet completed (`on_complete`), by serial.
         self._compiled: dict[Any, OrderedDict[frozenset, Compared]] = {}
@@ -110,62 +120,36 @@ class FunctionRecords:
     def preview(self, tracing: Any) -> EnclosingTrace:
         """While `tracing` runs: its kind and reason, its changes and how many objects its code has.
 
-        What `on_trace` will record when the trace ends, without recording it; the
-        layer runs made during the trace ask, so the answer is kept per trace.
+        The layer runs made during the trace ask: the first one computes the `Diagnosis`, the
+        others read it, and `on_trace` records it when the trace ends unless a trace of
+        its code was recorded in between or what it was computed from changed.
         """
-        cached = self._previews.get(tracing.serial)
-        if cached is None:
-            key, site, signature, object_key = self._facts(tracing)
+        kept = self._previews.get(tracing.serial)
+        if kept is None:
             with self._lock:
-                same_model = self._same_model(key, object_key, tracing, register=False)
-                reason, changes, _, _, objects, _ = self._diagnose(key, site, signature, object_key, tracing,
-                                                                register=False)
-            cached = self._previews[tracing.serial] = EnclosingTrace(
-                FUNCTION_TRACE_KINDS[reason], reason, tuple(changes), objects, same_model)
-        return cached
+                self._diagnosis(tracing, *trace_facts(tracing))
+                kept = self._previews[tracing.serial]
+        return kept.enclosing
 
     def on_trace(self, tracing: Any) -> FunctionTrace:
         """The listener: makes the record of one ended trace (a `FunctionTracing`), or of an
         XLA compilation without a trace (its `compilation` is true)."""
-        self._previews.pop(tracing.serial, None)
-        key, site, signature, object_key = self._facts(tracing)
+        facts = trace_facts(tracing)
+        key, site, signature, object_key = facts
         with self._lock:
             index = self._next_index
             if getattr(tracing, "compilation", False):
-                same_model = None
-                reason, changes, closest, number, objects, lifted = self._compilation(
-                    key, signature, object_key, getattr(tracing, "placements", None))
+                placements = getattr(tracing, "placements", None)
+                diagnosis = self._compilation(key, signature, object_key, placements)
             else:
-                same_model = self._same_model(key, object_key, tracing)
-                reason, changes, closest, number, objects, lifted = self._diagnose(
-                    key, site, signature, object_key, tracing, register=True)
-            number, objects = self._numbered_by_site(site, object_key, number, objects)
-            record = FunctionTrace(
-                index=index, serial=tracing.serial, parent=tracing.parent, origin=tracing.origin,
-                name=tracing.name, qualname=site[0] if site else tracing.name,
-                definition=Site(site[1], site[2]) if site else None,
-                call_site=None if tracing.call_site is None else Site(*tracing.call_site),
-                caller=tracing.caller, entry=tracing.entry,
-                signature=types.MappingProxyType(signature), kind=FUNCTION_TRACE_KINDS[reason], reason=reason,
-                changes=tuple(changes),
-                closest=None if closest is None else closest.index, duration=tracing.duration,
-                object_number=number, objects=objects, saving=tracing.saving,
-                phase=tracing.phase, created_variables=tuple(tracing.created_variables),
-                relaxed=tracing.relaxed, raised=tracing.raised,
-                library_function=tracing.library_function, keras_call=tracing.keras_call,
-                lifted_variables=lifted, optimizer_builds=tracing.optimizer_builds,
-                same_graph_as=getattr(tracing, "same_graph_as", None),
-                relaxed_signature=None if tracing.relaxed_signature is None
-                else types.MappingProxyType(tracing.relaxed_signature),
-                data=tracing.data, same_model=same_model,
-                phases=types.MappingProxyType(dict(getattr(tracing, "phases", {}))),
-                xla_functions=tuple(getattr(tracing, "xla_functions", ())),
-                started=_epoch(tracing.start), requested=getattr(tracing, "requested", False),
-                restored=getattr(tracing, "restored", False),
-                traced_for=getattr(tracing, "traced_for", None), body_of=getattr(tracing, "body_of", None),
-                backend_reasons=tuple(getattr(tracing, "backend_reasons", ())),
-                graph_breaks=tuple((what, Site(file, line)) for what, file, line
-                                   in getattr(tracing, "graph_breaks", ())))
+                diagnosis = self._diagnosis(tracing, key, site, signature, object_key)
+                self._register(key, signature, object_key, tracing, diagnosis)
+            self._previews.pop(tracing.serial, None)
+            number, objects = self._numbered_by_site(site, object_key, diagnosis.object_number,
+                                                     diagnosis.objects)
+            closest = self._record_at(diagnosis.closest)
+            record = function_trace(index, tracing, facts, diagnosis, number, objects,
+                                    None if closest is None else closest.signature)
             self._records.append(record)
             self._pending[tracing.serial] = (index, object_key, Compared(
                 index, signature, placements=getattr(tracing, "placements", None)))
@@ -202,26 +186,34 @@ class FunctionRecords:
                 if len(signatures) > _MAX_COMPARED:
                     signatures.popitem(last=False)
             offset = time.time() - time.perf_counter()  # One reading for both times: they nest.
-            position = index - self._records[0].index if self._records else -1
-            if not 0 <= position < len(self._records) or self._records[position].index != index:
-                position = next((place for place in range(len(self._records) - 1, -1, -1)
-                                 if self._records[place].index == index), -1)
-                if position < 0:  # Dropped already.
-                    return None
-            record = self._records[position] = self._records[position].with_costs(
-                phases=types.MappingProxyType(dict(tracing.phases)),
-                miss=tracing.miss, persistent_cache=tracing.persistent_cache,
-                cache_saved=tracing.cache_saved, started=offset + tracing.start,
-                call_started=None if tracing.call_start is None else offset + tracing.call_start)
+            position = self._position(index)
+            if position < 0:  # Dropped already.
+                return None
+            record = self._records[position] = self._records[position].with_cost(MissCost(
+                types.MappingProxyType(dict(tracing.phases)), miss=tracing.miss,
+                persistent_cache=tracing.persistent_cache, cache_saved=tracing.cache_saved,
+                started=offset + tracing.start,
+                call_started=None if tracing.call_start is None else offset + tracing.call_start))
         return record
 
-    def _compilation(self, key: tuple, signature: dict[str, Spec], object_key: Any,
-                     placements: dict[Any, str] | None = None) -> tuple:
-        """`_diagnose` for a compilation: what differs from the closest signature compiled (then,
-        on JAX, where its arrays are placed).
+    def _position(self, index: int | None) -> int:
+        """Where the record of `index` is in `_records`, or -1. Called with the lock held."""
+        if index is None or not self._records:
+            return -1
+        position = index - self._records[0].index
+        if 0 <= position < len(self._records) and self._records[position].index == index:
+            return position
+        return next((place for place in range(len(self._records) - 1, -1, -1)
+                     if self._records[place].index == index), -1)
 
-        Called with the lock held.
-        """
+    def _record_at(self, index: int | None) -> FunctionTrace | None:
+        position = self._position(index)
+        return None if position < 0 else self._records[position]
+
+    def _compilation(self, key: tuple, signature: dict[str, Spec], object_key: Any,
+                     placements: dict[Any, str] | None = None) -> Diagnosis:
+        """The `Diagnosis` of a compilation: what differs from the closest signature compiled
+        (then, on JAX, where its arrays are placed). Called with the lock held."""
         index = self._next_index
         self._next_index += 1
         compared = Compared(index, signature, placements=placements)
@@ -232,32 +224,31 @@ class FunctionRecords:
         reason = Reason.XLA_COMPILE if changes else Reason.RECOMPILE
         if closest is not None:
             changes += diff_placements(closest.placements, placements)
-        return reason, changes, closest, number, max(len(code.objects), number), ()
+        return Diagnosis(reason, tuple(changes), None if closest is None else closest.index, number,
+                         max(len(code.objects), number))
 
-    @staticmethod
-    def _facts(tracing: Any) -> tuple[tuple, tuple[str, str, int] | None, dict[str, Spec], Any]:
-        python_function = tracing.python_function
-        # The key as the backend compared it when the hook read it; else each argument's value.
-        signature = tracing.signature
-        if signature is None:
-            signature = {name: argument_spec(value) for name, value in (tracing.arguments or {}).items()}
-        # A weak reference: equal to another only while both point at the same live
-        # object, so a function object made where a dead one was is a new object.
-        object_key = tracing.function if tracing.function is not None else tracing.function_id
-        key = code_key(python_function)
-        if getattr(tracing, "restored", False):
-            # Every restored function runs TensorFlow's one dispatcher code; each is its own saved
-            # function (its own tracing count), not an object made anew from shared code.
-            key = (*key, tracing.function_id)
-        return key, definition_site(python_function), signature, object_key
+    def _diagnosis(self, tracing: Any, key: tuple, site: tuple[str, str, int] | None,
+                   signature: dict[str, Spec], object_key: Any) -> Diagnosis:
+        """The trace's `Diagnosis`, computed once: kept from `preview` while no trace of its code was
+        recorded since and what it was computed from is unchanged. Called with the lock held."""
+        # What it reads of the records changes only when its code registers a trace, or a record drops.
+        # The Keras call by identity: a kept preview holds no model.
+        inputs = (self._registered.get(key, 0), self.dropped, signature, tracing.context,
+                  getattr(tracing, "keywords", None), tracing.phase,
+                  getattr(tracing, "backend_changes", None), id(tracing.keras_call))
+        kept = self._previews.get(tracing.serial)
+        if kept is not None and kept.inputs == inputs:
+            return kept.diagnosis
+        diagnosis = self._diagnose(key, site, signature, object_key, tracing)
+        if kept is None:
+            enclosing = EnclosingTrace(diagnosis.kind, diagnosis.reason, diagnosis.changes, diagnosis.objects,
+                                       diagnosis.same_model)
+            self._previews[tracing.serial] = _Preview(inputs, diagnosis, enclosing)
+        return diagnosis
 
     def _diagnose(self, key: tuple, site: tuple[str, str, int] | None, signature: dict[str, Spec],
-                  object_key: Any, tracing: Any, register: bool) -> tuple:
-        """(reason, changes, closest, object number, objects of the code, lifted variables);
-        `register` keeps the trace.
-
-        Called with the lock held.
-        """
+                  object_key: Any, tracing: Any) -> Diagnosis:
+        """What the trace is against the earlier traces of its object and code. Called with the lock held."""
         index = self._next_index
         context = tracing.context
         keywords = getattr(tracing, "keywords", None)
@@ -286,41 +277,51 @@ class FunctionRecords:
         if reason is Reason.NEW_FUNCTION_OBJECT:
             earlier = max((n for k, n in code.objects.items() if k != object_key), default=1)
             if closest is not None:
-                earlier = self._number_of_index(code, closest.index, earlier)
+                owner = self._owner_of.get(closest.index)
+                earlier = code.objects.get(owner, earlier) if owner is not None else earlier
             changes.insert(0, Change(ArgumentPath(tracing.name), Aspect.FUNCTION_OBJECT, earlier, number))
-        body = tracing.origin == BODY_ORIGIN
-        if body and tracing.parent is not None and reason is not Reason.FIRST_TRACE \
+        if tracing.origin == BODY_ORIGIN and tracing.parent is not None and reason is not Reason.FIRST_TRACE \
                 and not (own and self._body_parents.get(object_key) == tracing.parent):
             # Traced as part of the enclosing trace (its first, or its retrace), not again inside it.
             reason = Reason.PART_OF_TRACE
-        if register:
-            if body:
-                self._body_parents[object_key] = tracing.parent
-            self._next_index += 1
-            self._codes[key] = code
-            code.objects[object_key] = number
-            own = self._object_traces.setdefault(object_key, [])
-            own[:] = [(compared, tracing.phase, tuple(tracing.created_variables))]
-            own_signatures = self._object_signatures.setdefault(object_key, OrderedDict())
-            # What the backend keyed: with `reduce_retracing`, TensorFlow keeps the relaxed
-            # signature (`float32[None]`), which later calls are looked up against.
-            relaxed = tracing.relaxed_signature
-            kept = compared if relaxed is None \
-                else Compared(index, dict(relaxed), compared.contexts, keywords)
-            earlier = own_signatures.get(kept.pairs) or code.signatures.get(kept.pairs)
-            if earlier is not None and context is not None:  # The backend keys (context, signature).
-                kept.contexts = add_context(earlier.contexts, context, _MAX_CONTEXTS)
-            for signatures in (own_signatures, code.signatures):
-                signatures[kept.pairs] = kept
-                signatures.move_to_end(kept.pairs)  # Latest last.
-                if len(signatures) > _MAX_COMPARED:
-                    signatures.popitem(last=False)
-        return reason, changes, closest, number, objects, lifted
+        return Diagnosis(reason, tuple(changes), None if closest is None else closest.index, number, objects,
+                         lifted, self._same_model(key, object_key, tracing))
 
-    def _same_model(self, key: tuple, object_key: Any, tracing: Any, register: bool = True) -> bool | None:
+    def _register(self, key: tuple, signature: dict[str, Spec], object_key: Any, tracing: Any,
+                  diagnosis: Diagnosis) -> None:
+        """Keeps the trace as an earlier trace of its object and code. Called with the lock held."""
+        index = self._next_index
+        context = tracing.context
+        keywords = getattr(tracing, "keywords", None)
+        compared = Compared(index, signature, () if context is None else (context,), keywords)
+        if tracing.origin == BODY_ORIGIN:
+            self._body_parents[object_key] = tracing.parent
+        if tracing.keras_call is not None and tracing.keras_call.model is not None:
+            self._models[object_key] = tracing.keras_call.model
+        self._next_index += 1
+        self._registered[key] = self._registered.get(key, 0) + 1
+        code = self._codes.setdefault(key, _Code())
+        code.objects[object_key] = diagnosis.object_number
+        own = self._object_traces.setdefault(object_key, [])
+        own[:] = [(compared, tracing.phase, tuple(tracing.created_variables))]
+        own_signatures = self._object_signatures.setdefault(object_key, OrderedDict())
+        # What the backend keyed: with `reduce_retracing`, TensorFlow keeps the relaxed
+        # signature (`float32[None]`), which later calls are looked up against.
+        relaxed = tracing.relaxed_signature
+        kept = compared if relaxed is None else Compared(index, dict(relaxed), compared.contexts, keywords)
+        earlier = own_signatures.get(kept.pairs) or code.signatures.get(kept.pairs)
+        if earlier is not None and context is not None:  # The backend keys (context, signature).
+            kept.contexts = add_context(earlier.contexts, context, _MAX_CONTEXTS)
+        for signatures in (own_signatures, code.signatures):
+            signatures[kept.pairs] = kept
+            signatures.move_to_end(kept.pairs)  # Latest last.
+            if len(signatures) > _MAX_COMPARED:
+                signatures.popitem(last=False)
+
+    def _same_model(self, key: tuple, object_key: Any, tracing: Any) -> bool | None:
         """For a Keras step's trace: whether its model is the model of the last other function object
         of its code (the step function was made again for the same model); None when not known.
-        Called with the lock held; `register` notes this object's model."""
+        Called with the lock held."""
         model = tracing.keras_call.model if tracing.keras_call is not None else None
         if model is None:
             return None
@@ -330,13 +331,7 @@ class FunctionRecords:
             others = [(number, known) for known, number in code.objects.items() if known != object_key]
             if others:
                 earlier = self._models.get(max(others, key=lambda pair: pair[0])[1])
-        if register:
-            self._models[object_key] = model
         return None if earlier is None else earlier == model
-
-    def _number_of_index(self, code: _Code, index: int, default: int) -> int:
-        owner = self._owner_of.get(index)
-        return code.objects.get(owner, default) if owner is not None else default
 
     def _numbered_by_site(self, site: tuple[str, str, int] | None, object_key: Any, number: int,
                           objects: int) -> tuple[int, int]:
@@ -390,8 +385,3 @@ class FunctionRecords:
         """The records of the function TensorFlow's retracing warning names as `text`."""
         key = self._function_texts.get(text)
         return [] if key is None else self.records(key)
-
-
-def _epoch(perf_counter_time: float) -> float:
-    """A `time.perf_counter()` reading of this process as seconds since the epoch."""
-    return time.time() - (time.perf_counter() - perf_counter_time)

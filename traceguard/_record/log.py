@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, overload
 
 from traceguard._core.events import TraceEvent
-from traceguard._core.kinds import TRACE_KINDS, TraceKind
+from traceguard._core.kinds import TRACE_KINDS, normalize_kinds
 
 # The one module of recording that words: the log's own summary, notebook display and
 # events (`.importlinter` allows it alone).
@@ -45,28 +45,6 @@ def event_of(entry: Any) -> TraceEvent:
 def budget_message(owner: str, max_traces: int, traces: int, event: TraceEvent) -> str:
     """The words of a layer's trace over its `max_traces` budget."""
     return format_budget_excess(owner, max_traces, traces, event)
-
-
-def normalize_kinds(kind: Any, argument: str = "kind") -> frozenset[TraceKind] | None:
-    """Turns a kind, a kind name or a collection of them into a set of kinds."""
-    if kind is None:
-        return None
-    kinds = [kind] if isinstance(kind, str) else kind
-    try:
-        kinds = list(kinds)
-    except TypeError:
-        kinds = [kinds]
-    result = set()
-    for item in kinds:
-        if isinstance(item, str) and item in TRACE_KINDS:
-            result.add(TraceKind(item))
-        else:
-            culprit = f"; {item!r} is none of them" if item is not kind else ""
-            raise ValueError(
-                f"`{argument}` expects a TraceKind, one of {', '.join(TRACE_KINDS)}, "
-                f"or a collection of them{culprit}. Received: {argument}={kind!r}"
-            )
-    return frozenset(result)
 
 
 class TraceLog:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from traceguard._core.changes import Change
 from traceguard._core.comparison import Function, Step
 from traceguard._reports.compare import ComparisonLike, consequence, note_text
 
@@ -15,9 +16,9 @@ def _function_dict(function: Function) -> dict[str, Any]:
             "keras_step": function.keras_step}
 
 
-def _change_dict(change: Any) -> dict[str, Any]:
+def _change_dict(change: Change | str) -> dict[str, Any]:
     fields = {"argument": str(change.argument), "aspect": str(change.aspect), "old": _plain(change.old),
-              "new": _plain(change.new), "axis": change.axis} if hasattr(change, "aspect") else {}
+              "new": _plain(change.new), "axis": change.axis} if isinstance(change, Change) else {}
     return {**fields, "text": str(change)}
 
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceguard._core.backends import Backend
-from traceguard._core.changes import Aspect
+from traceguard._core.changes import Aspect, Change
+from traceguard._core.function_runs import FunctionEvent
 from traceguard._core.signature import diff_signatures
 
 _WIDTH = 100
@@ -97,12 +98,12 @@ def _wrap(text: str, first: str, rest: str) -> str:
                          break_long_words=False, break_on_hyphens=False)
 
 
-def backend_of(event: Any) -> Any:
+def backend_of(event: FunctionEvent) -> Backend | None:
     """The backend that traced `event` (its verdict's), or None when it has no verdict."""
-    return getattr(getattr(event, "verdict", None), "backend", None)
+    return None if event.verdict is None else event.verdict.backend
 
 
-def same_graph_changes(event: Any, events: Sequence[Any] | None) -> Sequence[Any]:
+def same_graph_changes(event: FunctionEvent, events: Sequence[FunctionEvent] | None) -> Sequence[Change]:
     """What differs between a retrace and the earlier trace that built its graph (in `events`,
     the function's traces); its own changes, from its closest signature, if that one is not there."""
     earlier = next((other for other in events or () if other.serial == event.same_graph_as), None)
@@ -110,7 +111,7 @@ def same_graph_changes(event: Any, events: Sequence[Any] | None) -> Sequence[Any
     return changes or event.changes
 
 
-def same_graph_text(changes: Sequence[Any], earlier: str, backend: Any = None) -> str:
+def same_graph_text(changes: Sequence[Change], earlier: str, backend: Backend | None = None) -> str:
     """Why a retrace that built the same graph as an earlier trace was waste, and what to relax:
     what the backend can relax (`jax.jit` has no `None` dimension: a shape is relaxed by padding)."""
     relax = []

@@ -12,14 +12,16 @@ functions run on their own; the first traces every program pays are said apart.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+
+from traceguard._core.function_runs import FunctionEvent, FunctionRuns
+from traceguard._core.specs import Site
 
 # The phases of a miss (`FunctionEvent.phases`), in the order they happen, and their words.
 PHASE_WORDS = {"trace": "tracing", "lower": "lowering", "compile": "compiling", "first_call": "first call"}
 
 
-def ranked(functions: Sequence[Any]) -> list[Any]:
+def ranked(functions: Sequence[FunctionRuns]) -> list[FunctionRuns]:
     """The functions (`FunctionRuns`), the one whose fixes save the most first: by what their
     avoidable misses cost (retraces and compilations a fix removes), then by what all cost. A
     function whose only miss is the first trace every program pays ranks below any with a fix."""
@@ -27,19 +29,20 @@ def ranked(functions: Sequence[Any]) -> list[Any]:
                                                runs.seconds), reverse=True)
 
 
-def outermost(functions: Sequence[Any]) -> list[Any]:
+def outermost(functions: Sequence[FunctionRuns]) -> list[FunctionRuns]:
     """The functions whose traces do not all run inside another function's trace (a Keras step
     inside `multi_step_on_iterator`): adding theirs up counts no second of a miss twice."""
     owners = _owners(functions)
     return [runs for runs in functions if not enclosers(runs, functions, owners)]
 
 
-def _owners(functions: Sequence[Any]) -> dict[int, Any]:
+def _owners(functions: Sequence[FunctionRuns]) -> dict[int | None, FunctionRuns]:
     """Each kept event's serial -> the `FunctionRuns` it belongs to."""
     return {event.serial: runs for runs in functions for event in runs.events}
 
 
-def enclosers(runs: Any, functions: Sequence[Any], owners: dict[int, Any] | None = None) -> list[str]:
+def enclosers(runs: FunctionRuns, functions: Sequence[FunctionRuns],
+              owners: dict[int | None, FunctionRuns] | None = None) -> list[str]:
     """The names of the functions every trace of `runs` ran inside (the first trace of a Keras
     step runs inside `multi_step_on_iterator`'s); [] when any ran on its own. Those functions'
     costs include the ones of `runs`. `owners`: `_owners(functions)`, made once for many calls."""
@@ -52,10 +55,11 @@ def enclosers(runs: Any, functions: Sequence[Any], owners: dict[int, Any] | None
     return list(dict.fromkeys(owner.function for owner in found if owner is not None))
 
 
-def _avoidable_total(functions: Sequence[Any]) -> float:
+def _avoidable_total(functions: Sequence[FunctionRuns]) -> float:
     """The avoidable seconds of all `functions`, each once: an avoidable miss made inside another
     avoidable one (a Keras step's retrace inside its loop function's) is in that one's cost."""
-    by_serial = {event.serial: event for runs in functions for event in runs.events}
+    by_serial: dict[int | None, FunctionEvent] = {event.serial: event for runs in functions
+                                                  for event in runs.events}
     total = sum(runs.avoidable_seconds for runs in functions)
     for event in by_serial.values():
         if not event.avoidable:
@@ -68,7 +72,7 @@ def _avoidable_total(functions: Sequence[Any]) -> float:
     return max(total, 0.0)
 
 
-def phases_shown(functions: Sequence[Any]) -> list[str]:
+def phases_shown(functions: Sequence[FunctionRuns]) -> list[str]:
     """The phases measured for any of `functions`, in their order."""
     measured = {phase for runs in functions for phase, seconds in runs.phase_seconds.items() if seconds}
     return [phase for phase in PHASE_WORDS if phase in measured] or ["trace"]
@@ -82,14 +86,14 @@ def milliseconds_text(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-def phases_phrase(phase_seconds: dict[str, float], unit: Any = seconds_text) -> str:
+def phases_phrase(phase_seconds: Mapping[str, float], unit: Callable[[float], str] = seconds_text) -> str:
     """"9.1 s compiling, 0.4 s tracing": each phase measured, the one that took the most first."""
     order = sorted((phase for phase, seconds in phase_seconds.items() if seconds > 0),
                    key=lambda phase: -phase_seconds[phase])
     return ", ".join(f"{unit(phase_seconds[phase])} {PHASE_WORDS.get(phase, phase)}" for phase in order)
 
 
-def counts_phrase(runs: Any) -> str:
+def counts_phrase(runs: FunctionRuns) -> str:
     """"3,000 traces: 1 trace, 2,999 retrace (the last 1,000 kept)", and the compilations."""
     counts = runs.counts()
     kinds = ", ".join(f"{count:,} {kind}" for kind, count in counts.items() if count and kind != "compile")
@@ -101,7 +105,7 @@ def counts_phrase(runs: Any) -> str:
     return text
 
 
-def function_phrase(runs: Any) -> str:
+def function_phrase(runs: FunctionRuns) -> str:
     """A function's counts and costs: "2 traces: 1 trace, 1 retrace; 9.1 s compiling, 0.4 s
     tracing; misses took 9.6 s, 0.8 s of it avoidable"."""
     text = counts_phrase(runs)
@@ -115,7 +119,7 @@ def function_phrase(runs: Any) -> str:
     return text
 
 
-def event_cost_text(event: Any) -> str:
+def event_cost_text(event: FunctionEvent) -> str:
     """What one trace's miss cost: "took 26 ms, 4 ms of it tracing", or "took 390 ms: 344 ms
     compiling, 34 ms tracing"; "4 ms tracing" when only the trace was measured."""
     phases = dict(event.phases) or {"trace": event.duration_s}
@@ -126,7 +130,7 @@ def event_cost_text(event: Any) -> str:
     return f"took {milliseconds_text(event.miss_s)}: {phases_phrase(phases, milliseconds_text)}"
 
 
-def total_phrase(functions: Sequence[Any]) -> str:
+def total_phrase(functions: Sequence[FunctionRuns]) -> str:
     """The header of the functions: what all misses took (the sum of the rows of the functions
     not run inside another), by phase; what a fix removes and where most of it is; and the first
     traces every program pays, apart: "misses took 7.40 s: 6.97 s tracing, 0.42 s lowering;
@@ -156,7 +160,7 @@ def total_phrase(functions: Sequence[Any]) -> str:
     return text
 
 
-def cache_phrase(functions: Sequence[Any]) -> str | None:
+def cache_phrase(functions: Sequence[FunctionRuns]) -> str | None:
     """What JAX's persistent compilation cache did, over every compilation that used it: how
     many it served, what that saved, and how many a warm start still paid; None without one."""
     hits = sum(runs.cache_counts.get("hit", 0) for runs in functions)
@@ -169,7 +173,7 @@ def cache_phrase(functions: Sequence[Any]) -> str | None:
             f"({verb} {seconds_text(abs(saved))}); {misses:,} still compiled and written.")
 
 
-def table_rows(functions: Sequence[Any], site: Any) -> list[list[str]]:
+def table_rows(functions: Sequence[FunctionRuns], site: Callable[[Site | None], str]) -> list[list[str]]:
     """The functions' table, ranked: a header row, then a row per function; `site(definition)`
     words where it is defined. A column per phase measured; `compiles` when any compiled;
     `avoidable` when any miss is. A function run only inside another is named with it ("in

@@ -6,6 +6,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from traceguard._core.changes import Change
+from traceguard._core.specs import Site
 from traceguard._core.verdicts import Reason
 
 _WIDTH = 100
@@ -28,8 +30,8 @@ def unrecorded_retrace_reason(origin: str, name: str, traces: int) -> str:
 
 
 def format_guard_failure(subject: str, why: Reason | None, where: str, *,
-                         signature: Mapping[Any, Any], changes: Sequence[Any], reason: str,
-                         hint: str | None, call_site: Any, layers: Sequence[str] = (),
+                         signature: Mapping[Any, Any], changes: Sequence[Change], reason: str,
+                         hint: str | None, call_site: Site | None, layers: Sequence[str] = (),
                          baseline_recorded: bool = True) -> str:
     """The text of a `RetraceError` (or warning) from a `no_retrace` block or `TraceMonitor`.
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Sequence
-from typing import Any
 
+from traceguard._core.events import TraceEvent
+from traceguard._core.function_runs import FunctionRuns
 from traceguard._core.kinds import FUNCTION_KINDS, RETRACE_KINDS, TRACE_KINDS, TraceKind
 
 
@@ -23,7 +24,7 @@ def plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def function_counts(functions: Sequence[Any]) -> dict[str, int]:
+def function_counts(functions: Sequence[FunctionRuns]) -> dict[str, int]:
     """The traces of all `functions` (`FunctionRuns`) by kind name, those dropped included: the
     kinds seen, in `FUNCTION_KINDS` order."""
     counts: collections.Counter[str] = collections.Counter()
@@ -37,7 +38,7 @@ def kinds_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{count:,} {kind}" for kind, count in counts.items() if count)
 
 
-def functions_phrase(functions: Sequence[Any]) -> str:
+def functions_phrase(functions: Sequence[FunctionRuns]) -> str:
     """"2 functions traced 3 times: 2 trace, 1 variable_retrace" (compilations without a trace
     are no trace, and are counted by their kind)."""
     if not functions:
@@ -48,7 +49,8 @@ def functions_phrase(functions: Sequence[Any]) -> str:
     return f"{text}: {kinds_text(counts)}" if counts else text
 
 
-def layer_runs_phrase(layer_count: int, events: Sequence[Any], functions: Sequence[Any]) -> str:
+def layer_runs_phrase(layer_count: int, events: Sequence[TraceEvent],
+                      functions: Sequence[FunctionRuns]) -> str:
     """"8 layers: 40 layer runs, 20 of them in 1 retrace": the layers' traced and symbolic runs,
     and how many ran in the functions' retraces; by kind when no function was recorded."""
     runs = [event for event in events if event.kind is not TraceKind.EAGER]
@@ -67,7 +69,8 @@ def layer_runs_phrase(layer_count: int, events: Sequence[Any], functions: Sequen
     return text
 
 
-def headline(functions: Sequence[Any], layer_count: int, events: Sequence[Any], eager: int) -> str:
+def headline(functions: Sequence[FunctionRuns], layer_count: int, events: Sequence[TraceEvent],
+             eager: int) -> str:
     """The counts a report leads with: "2 functions traced 3 times: 2 trace, 1 variable_retrace;
     8 layers: 40 layer runs, 20 of them in 1 retrace; 0 eager layer runs"."""
     return "; ".join([functions_phrase(functions), layer_runs_phrase(layer_count, events, functions),

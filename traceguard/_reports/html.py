@@ -16,9 +16,10 @@ import os
 import pathlib
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol, TypeAlias
 
 from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent
+from traceguard._core.function_runs import FunctionRuns
 from traceguard._reports.headline import functions_phrase, layer_runs_phrase
 from traceguard._reports.html_tables import (
     KIND_COLORS,
@@ -92,7 +93,7 @@ def _legend(rows: Mapping[str, Sequence[TraceEvent]], eager_calls: int) -> str:
     return f'<div class="legend">{"".join(items)}</div>'
 
 
-def function_rows(functions: Sequence[Any]) -> dict[str, list[TraceEvent]]:
+def function_rows(functions: Sequence[FunctionRuns]) -> dict[str, list[TraceEvent]]:
     """A timeline row per function ("ƒ name"), one mark per trace or compilation that has a start."""
     rows = {}
     for runs in functions:
@@ -107,7 +108,7 @@ def function_rows(functions: Sequence[Any]) -> dict[str, list[TraceEvent]]:
 
 
 def render_html(events_by_layer: Mapping[str, LayerEvents], title: str | None = None,
-                axis: str = "time", functions: Sequence[Any] = ()) -> str:
+                axis: str = "time", functions: Sequence[FunctionRuns] = ()) -> str:
     """The report as one HTML document (a string).
 
     Args:

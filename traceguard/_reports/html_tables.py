@@ -14,6 +14,7 @@ from html import escape
 from typing import Any, Protocol
 
 from traceguard._core.events import RETRACE_KINDS, RUN_KINDS, TRACE_KINDS, TraceEvent, TraceKind
+from traceguard._core.function_runs import FunctionEvent, FunctionRuns
 from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import backend_of, same_graph_changes, same_graph_text
 from traceguard._reports.headline import function_counts, layer_runs_phrase
@@ -248,9 +249,9 @@ def log_html(log: EventLog, max_rows: int = 60) -> str:
             f"</div>{table}</div>")
 
 
-def _waste(event: Any, numbers: Mapping[int, int], events: Sequence[Any]) -> str:
+def _waste(event: FunctionEvent, numbers: Mapping[int, int], events: Sequence[FunctionEvent]) -> str:
     """A retrace that built the same graph as an earlier one: why it was waste, what to relax."""
-    if getattr(event, "same_graph_as", None) is None:
+    if event.same_graph_as is None:
         return ""
     earlier = numbers.get(event.same_graph_as)
     same_as = f"#{earlier}" if earlier else "an earlier trace"
@@ -258,7 +259,7 @@ def _waste(event: Any, numbers: Mapping[int, int], events: Sequence[Any]) -> str
     return f'<div class="tg-text tg-fix"><b>Waste:</b> {prose(text)}</div>'
 
 
-def functions_table(functions: Sequence[Any]) -> str:
+def functions_table(functions: Sequence[FunctionRuns]) -> str:
     """The traced functions (`FunctionRuns`), the most expensive first (by what all their misses
     cost), with a column per phase measured, and each one's traces with their costs.
 
@@ -266,7 +267,7 @@ def functions_table(functions: Sequence[Any]) -> str:
     """
     if not functions:
         return ""
-    table = costs.table_rows(functions, lambda definition: definition or "")
+    table = costs.table_rows(functions, lambda definition: str(definition or ""))
     header, rows = table[0], []
     for runs, cells in zip(costs.ranked(functions), table[1:]):
         numbers = {event.serial: runs.dropped + number for number, event in enumerate(runs.events, 1)}
@@ -294,7 +295,8 @@ def functions_table(functions: Sequence[Any]) -> str:
             + (f'<p class="tg-fix">{escape(cache)}</p>' if cache else ""))
 
 
-def layers_html(events_by_layer: Mapping[str, object], heading: str, functions: Sequence[Any] = ()) -> str:
+def layers_html(events_by_layer: Mapping[str, object], heading: str,
+                functions: Sequence[FunctionRuns] = ()) -> str:
     """The notebook display of several layers' runs: the counts per layer, then the retraces.
 
     `events_by_layer` maps a layer name to its `TraceLog`, `LayerRuns` or list

@@ -13,10 +13,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from traceguard._core.events import TraceEvent
+from traceguard._core.function_runs import FunctionEvent, FunctionRuns
 from traceguard._core.kinds import MISS_KINDS, RETRACE_KINDS
+from traceguard._core.layer_runs import LayerRuns
 from traceguard._core.specs import Site
 from traceguard._reports import function_costs as costs
 from traceguard._reports.headline import headline
@@ -31,9 +34,10 @@ class Problem:
     """One cause of avoidable traces: its events (`FunctionEvent`s or `TraceEvent`s), and where."""
 
     subject: str  # "`f`" or "layer 'dense'".
-    events: list[Any]
+    events: list[FunctionEvent | TraceEvent]
     numbers: list[int]  # Each event's number in its function's or layer's report.
-    layer_runs: list[Any] = dataclasses.field(default_factory=list)  # (LayerRuns, TraceEvent) folded.
+    # The layer runs folded into it, each with its layer.
+    layer_runs: list[tuple[LayerRuns, TraceEvent]] = dataclasses.field(default_factory=list)
     call_site: Site | None = None
     function: str | None = None
     created: tuple[str, ...] = ()  # For a variable retrace: what the trace before it created.
@@ -51,12 +55,13 @@ def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def _function_problems(functions: Sequence[Any], layers: Sequence[Any]) -> list[Problem]:
-    runs_in: dict[Any, list[Any]] = {}  # Function trace serial -> the layer runs made in it.
+def _function_problems(functions: Sequence[FunctionRuns], layers: Sequence[LayerRuns]) -> list[Problem]:
+    # Function trace serial -> the layer runs made in it.
+    runs_in: dict[int, list[tuple[LayerRuns, TraceEvent]]] = {}
     for layer in layers:
-        for event in layer.events:
-            if event.function_trace is not None:
-                runs_in.setdefault(event.function_trace, []).append((layer, event))
+        for run in layer.events:
+            if run.function_trace is not None:
+                runs_in.setdefault(run.function_trace, []).append((layer, run))
     problems: dict[tuple, Problem] = {}
     for runs in functions:
         for number, event in enumerate(runs.events, runs.dropped + 1):
@@ -75,7 +80,7 @@ def _function_problems(functions: Sequence[Any], layers: Sequence[Any]) -> list[
     return list(problems.values())
 
 
-def _layer_problems(layers: Sequence[Any], functions: Sequence[Any]) -> list[Problem]:
+def _layer_problems(layers: Sequence[LayerRuns], functions: Sequence[FunctionRuns]) -> list[Problem]:
     """Layer retraces no function retrace accounts for: a function trace that was a first
     trace (a layer called with new shapes inside one step), or no function recorded."""
     missed = {event.serial for runs in functions for event in runs.events if event.kind in MISS_KINDS}
@@ -97,7 +102,7 @@ def _layer_problems(layers: Sequence[Any], functions: Sequence[Any]) -> list[Pro
     return list(problems.values())
 
 
-def _unique(names: Any) -> list[str]:
+def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
@@ -107,7 +112,7 @@ def _wrapped(lines: list[str], label: str, text: str, indent: str = "   ") -> No
                                break_on_hyphens=False))
 
 
-def _folded_layers(layer_runs: Sequence[tuple[Any, Any]], traces: int) -> str:
+def _folded_layers(layer_runs: Sequence[tuple[LayerRuns, TraceEvent]], traces: int) -> str:
     """"18 layers ran 36 times in it (generator, discriminator, ...): `--full` lists each run"."""
     names = _unique(layer.name for layer, _ in layer_runs)
     more = f", ... {len(names)} in all" if len(names) > _NAMES_SHOWN else ""
@@ -152,7 +157,8 @@ def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, Any]) -> li
     return lines
 
 
-def format_problems(title: str, layers: Sequence[Any], functions: Sequence[Any], checks: Sequence[Any] = (),
+def format_problems(title: str, layers: Sequence[LayerRuns], functions: Sequence[FunctionRuns],
+                    checks: Sequence[Any] = (),
                     uncached: Mapping[tuple[str, ...], tuple[str, str] | None] | None = None) -> str:
     """The default report: a headline, the problems ranked by cost, the expected traces, the tables.
 
@@ -196,7 +202,7 @@ def format_problems(title: str, layers: Sequence[Any], functions: Sequence[Any],
     return "\n".join(lines)
 
 
-def _expected_lines(layers: Sequence[Any]) -> list[str]:
+def _expected_lines(layers: Sequence[LayerRuns]) -> list[str]:
     """One line for the layers' symbolic passes (the functions' first traces, every program's cost,
     are in the functions' header)."""
     symbolic = sum(runs.counts()["symbolic"] for runs in layers)
@@ -205,7 +211,7 @@ def _expected_lines(layers: Sequence[Any]) -> list[str]:
     return ["", f"Expected, paid once: {_plural(symbolic, 'symbolic layer run')} (Keras building the model)."]
 
 
-def explanation_repr(title: str, functions: Sequence[Any], layers: Sequence[Any]) -> str:
+def explanation_repr(title: str, functions: Sequence[FunctionRuns], layers: Sequence[LayerRuns]) -> str:
     """`repr()` of an `Explanation`: its functions' traces as well as its layers' events."""
     traces = sum(runs.traces for runs in functions)
     events = sum(len(runs.events) for runs in layers)

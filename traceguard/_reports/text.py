@@ -8,10 +8,12 @@ import itertools
 import os
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from traceguard._core.backends import Backend
 from traceguard._core.events import TRACE_KINDS, TraceEvent
+from traceguard._core.function_runs import FunctionEvent, FunctionRuns
+from traceguard._core.functions import FunctionTrace
+from traceguard._core.layer_runs import LayerRuns
 from traceguard._core.specs import Site, signature_line
 from traceguard._core.verdicts import Reason
 from traceguard._reports import function_costs as costs
@@ -86,7 +88,7 @@ def format_budget_excess(layer: str, budget: int | None, traces: int, event: Tra
     )
 
 
-def format_layer_table(layers: Sequence[Any], merge: bool = False) -> str:
+def format_layer_table(layers: Sequence[LayerRuns], merge: bool = False) -> str:
     """One row of counts by kind per `LayerRuns`; `-` for none.
 
     With `merge`, layers of one class with the same counts share a row (`dense ... dense_49
@@ -146,7 +148,7 @@ def format_uncached(transformations: tuple[str, ...], setting: tuple[str, str] |
             "transformed function traces it once per key). Those runs count as eager runs.")
 
 
-def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[Any] = (),
+def format_explanation(title: str, layers: Sequence[LayerRuns], functions: Sequence[FunctionRuns] = (),
                        summary: bool = False,
                        uncached: dict[tuple[str, ...], tuple[str, str] | None] | None = None) -> str:
     """The text of `Explanation.summary()`: totals, the functions, the layers, then each one's runs.
@@ -178,7 +180,7 @@ def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[An
         extras = f"; {runs.dropped} older events dropped" if runs.dropped else ""
         lines += ["", f"Layer '{runs.name}' ({runs.class_name}, {kind}): "
                   f"{format_counts(runs.events)}{extras}"]
-        in_trace: dict[tuple[int, str], int] = {}  # (function trace, kind) -> the run's first there.
+        in_trace: dict[tuple[int | None, str], int] = {}  # (function trace, kind) -> the run's first there.
         for event in runs.events:
             key = (event.function_trace, event.kind.value)
             if event.function_trace is not None and key in in_trace and event.kind.value != "symbolic":
@@ -194,7 +196,7 @@ def format_explanation(title: str, layers: Sequence[Any], functions: Sequence[An
     return "\n".join(lines)
 
 
-def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
+def _format_functions(functions: Sequence[FunctionRuns], summary: bool) -> list[str]:
     """The functions' table, ranked by what their misses cost, then (unless `summary`) each one's
     traces and compilations."""
     order = costs.ranked(functions)
@@ -241,9 +243,10 @@ def _format_functions(functions: Sequence[Any], summary: bool) -> list[str]:
     return lines
 
 
-def format_function_event(event: Any, number: int, indent: str = "", show_hint: bool = True,
+def format_function_event(event: FunctionEvent, number: int, indent: str = "", show_hint: bool = True,
                           numbers: Mapping[int, int] | None = None,
-                          wastes_shown: set[str] | None = None, events: Sequence[Any] | None = None) -> str:
+                          wastes_shown: set[str] | None = None,
+                          events: Sequence[FunctionEvent] | None = None) -> str:
     """One function trace (a `FunctionEvent`) as a header line and its why / changed / fix lines.
 
     `numbers`: the report's number of each trace of the function, by serial. `wastes_shown`: what
@@ -285,14 +288,14 @@ def _short_site(site: Site | None) -> str:
     return f"{os.path.basename(site.path)}:{site.line}"
 
 
-def made_anew(runs: Any) -> bool:
+def made_anew(runs: FunctionRuns) -> bool:
     """Whether a function's code traced as more than one function object (`FunctionRuns`)."""
     return runs.objects > 1 and any(event.verdict is not None
                                     and event.verdict.reason is Reason.NEW_FUNCTION_OBJECT
                                     for event in runs.events)
 
 
-def made_anew_text(runs: Any) -> str:
+def made_anew_text(runs: FunctionRuns) -> str:
     """The code-level finding of a function made anew: N objects, each traced from empty."""
     return (f"{runs.objects} function objects of this code, each starting with no traces: the code "
             f"is made anew ({_MADE_ANEW_EXAMPLES[_backend_of(runs)]}), "
@@ -300,7 +303,7 @@ def made_anew_text(runs: Any) -> str:
             "and reuse it (see the fix below).")
 
 
-def _backend_of(runs: Any) -> Backend:
+def _backend_of(runs: FunctionRuns) -> Backend:
     backends = [event.verdict.backend for event in runs.events if event.verdict is not None]
     return Backend.JAX if backends and backends[0] == Backend.JAX else Backend.TENSORFLOW
 
@@ -313,7 +316,7 @@ _MADE_ANEW_EXAMPLES = {
 }
 
 
-def format_retracing_note(records: Sequence[Any]) -> str | None:
+def format_retracing_note(records: Sequence[FunctionTrace]) -> str | None:
     """traceguard's measured cause, appended to TensorFlow's retracing warning of one function."""
     retraces = [record for record in records if not record.is_first and record.changes]
     if not retraces:
@@ -343,7 +346,7 @@ def format_budget_failure(subject: str, n: int, count: int, events: list[TraceEv
     return "\n".join(lines)
 
 
-def format_function_budget_failure(function: Any, n: int, events: Sequence[Any]) -> str:
+def format_function_budget_failure(function: FunctionRuns, n: int, events: Sequence[FunctionEvent]) -> str:
     """The text of a `max_traces` marker failure for one function object: `function` is its
     `FunctionRuns`, `events` the object's counted traces (`FunctionEvent`s)."""
     numbers = {event.serial: number for number, event in enumerate(function.events, 1)}

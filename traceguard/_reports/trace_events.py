@@ -17,15 +17,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from traceguard._core.function_runs import FunctionRuns
+from traceguard._core.functions import FunctionId
+from traceguard._core.layer_runs import LayerRuns
+
 
 class _TraceFileLike(Protocol):
     """What the export reads of a trace file (`_diagnosis.trace_file_reader.TraceFile`)."""
 
     @property
-    def layers(self) -> Mapping[str, Any]: ...  # Layer name to its `LayerRuns`.
+    def layers(self) -> Mapping[str, LayerRuns]: ...  # Layer name to its runs.
 
     @property
-    def functions(self) -> Mapping[str, Any]: ...  # Key to its `FunctionRuns`.
+    def functions(self) -> Mapping[FunctionId, FunctionRuns]: ...
 
     @property
     def function_starts(self) -> Mapping[int, float]: ...  # A function event's serial to its start.
@@ -100,17 +104,17 @@ def trace_events(trace_files: Sequence[_TraceFileLike], labels: Sequence[str]) -
                              "call_site": None if event.call_site is None else str(event.call_site),
                              "serial": event.serial, "phases": phases, "miss_s": miss}})
                 events.extend(_phase_slices(pid, tid, max(start, begin), phases, end))
-        for runs in trace_file.layers.values():
+        for layer in trace_file.layers.values():
             tid += 1
-            events.append(_thread_name(pid, tid, f"layer {runs.name}"))
-            for event in runs.events:
+            events.append(_thread_name(pid, tid, f"layer {layer.name}"))
+            for run in layer.events:
                 events.append({
-                    "ph": "X", "cat": "layer_run", "name": f"{runs.name} ({event.kind.value})",
-                    "pid": pid, "tid": tid, "ts": _microseconds(event.timestamp),
-                    "dur": _microseconds(event.duration_s),
-                    "args": {"kind": event.kind.value, "run": event.index, "function": event.function,
-                             "reason": event.reason, "hint": event.hint,
-                             "changes": [str(change) for change in event.changes],
-                             "signature": {str(name): str(spec) for name, spec in event.signature.items()},
-                             "function_trace": event.function_trace}})
+                    "ph": "X", "cat": "layer_run", "name": f"{layer.name} ({run.kind.value})",
+                    "pid": pid, "tid": tid, "ts": _microseconds(run.timestamp),
+                    "dur": _microseconds(run.duration_s),
+                    "args": {"kind": run.kind.value, "run": run.index, "function": run.function,
+                             "reason": run.reason, "hint": run.hint,
+                             "changes": [str(change) for change in run.changes],
+                             "signature": {str(name): str(spec) for name, spec in run.signature.items()},
+                             "function_trace": run.function_trace}})
     return {"traceEvents": events, "displayTimeUnit": "ms"}

@@ -13,10 +13,10 @@ import jax.numpy as jnp
 import pytest
 from helpers import changes, record_kind
 
-from traceguard._compat import _function_tracing
 from traceguard._compat.jax import bodies as _jax_bodies
 from traceguard._core.functions import BODY_ORIGIN
 from traceguard._core.verdicts import Reason
+from traceguard._record import observers as _observers
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("jax")
@@ -41,7 +41,7 @@ def test_the_hook_is_patched_in_while_listening_and_restored_exactly():
 
     cached, explain = partial_eval.trace_to_jaxpr, partial_eval.explain
     code = _jax_bodies._LAMBDA.__code__
-    with _function_tracing.listening(FunctionRecords().on_trace):
+    with _observers.listening_to_traces(FunctionRecords().on_trace):
         assert partial_eval.trace_to_jaxpr is not cached
         assert _jax_bodies._LAMBDA() is _jax_bodies._on_miss  # Whatever `jax_explain_cache_misses` says.
     assert partial_eval.trace_to_jaxpr is cached is _jax_bodies._CACHED

@@ -17,6 +17,7 @@ from traceguard import _compat
 from traceguard._compat import _flavors, _frames, _function_calls
 from traceguard._compat.jax import backend as _jax
 from traceguard._compat.jax import keys as _jax_keys
+from traceguard._record import observers as _observers
 
 pytestmark = pytest.mark.backend("jax")
 
@@ -191,7 +192,7 @@ def test_a_listener_error_that_stops_the_trace_reaches_the_jitted_call_and_nothi
     def double(x):
         return x * 2
 
-    with _function_tracing.listening(stop):
+    with _observers.listening_to_traces(stop):
         for _ in range(2):  # JAX cached nothing: the second call traces, and stops, again.
             with pytest.raises(Stop):
                 double(jnp.ones((2,)))

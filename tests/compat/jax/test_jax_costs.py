@@ -23,6 +23,7 @@ from jax._src import monitoring as jax_monitoring
 import traceguard as tg
 from traceguard._compat import _function_calls, _function_tracing
 from traceguard._compat.jax import calls as _jax_calls
+from traceguard._record import observers as _observers
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("jax")
@@ -40,7 +41,7 @@ def completed():
         if record is not None and not record.library_function:
             done.append(record)
 
-    with _function_tracing.listening(records.on_trace, on_complete):
+    with _observers.listening_to_traces(records.on_trace, on_complete):
         yield done
     assert not _function_tracing.is_installed()
 
@@ -70,7 +71,7 @@ def test_the_hooked_internals_are_where_this_jax_misses():
 
 def test_listening_patches_in_the_hooks_and_leaving_removes_every_one():
     records = FunctionRecords()
-    with _function_tracing.listening(records.on_trace, records.on_complete):
+    with _observers.listening_to_traces(records.on_trace, records.on_complete):
         assert pjit._infer_params is not _jax_calls._INFER_PARAMS
         assert _jax_calls._on_duration in jax_monitoring._event_duration_secs_listeners
         fresh()(jnp.ones((3, 3)))

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from helpers import changes, record_kind
 
-from traceguard._compat import _function_tracing
 from traceguard._compat.jax import traces as _jax_traces
+from traceguard._record import observers as _observers
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("jax")
@@ -29,7 +29,7 @@ def test_the_hook_is_patched_in_while_listening_and_restored_exactly():
     from jax._src import pjit
 
     original = pjit._trace_for_jit
-    with _function_tracing.listening(FunctionRecords().on_trace):
+    with _observers.listening_to_traces(FunctionRecords().on_trace):
         assert pjit._trace_for_jit is not original
     assert pjit._trace_for_jit is original is _jax_traces._ORIGINAL
 

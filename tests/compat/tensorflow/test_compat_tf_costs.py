@@ -17,6 +17,7 @@ from traceguard import _compat
 from traceguard._compat import _function_calls, _function_tracing, _keras_batches
 from traceguard._compat.tensorflow import calls as _tf_calls
 from traceguard._core.specs import format_signature
+from traceguard._record import observers as _observers
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("tensorflow")
@@ -35,7 +36,7 @@ def records():
             completed.append(record)
 
     records.completed = completed
-    with _function_tracing.listening(records.on_trace, on_complete):
+    with _observers.listening_to_traces(records.on_trace, on_complete):
         yield records
     assert not _function_tracing.is_installed()
 
@@ -62,7 +63,7 @@ def test_the_hooked_internals_are_where_this_tensorflow_calls_functions():
 def test_listening_patches_the_calls_and_leaving_removes_every_shadow():
     step = tf.function(matmuls, jit_compile=True, reduce_retracing=True)
     records = FunctionRecords()
-    with _function_tracing.listening(records.on_trace, records.on_complete):
+    with _observers.listening_to_traces(records.on_trace, records.on_complete):
         assert _tf_calls._FUNCTION.__dict__["__call__"] is not _tf_calls._ORIGINAL_CALL
         step(tf.ones((3, 3)))
         concrete = step.get_concrete_function(tf.ones((3, 3)))

@@ -20,6 +20,7 @@ from traceguard._compat.tensorflow import graphs as _tf_graphs
 from traceguard._compat.tensorflow import retracing as _tf_retracing
 from traceguard._compat.tensorflow import traces as _tf_traces
 from traceguard._core.specs import format_signature
+from traceguard._record import observers as _observers
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("tensorflow")
@@ -73,7 +74,7 @@ def test_a_trace_asked_for_by_get_concrete_function_is_marked_requested():
         return x + 1
 
     seen = []
-    with _function_tracing.listening(lambda tracing: seen.append(tracing.requested)):
+    with _observers.listening_to_traces(lambda tracing: seen.append(tracing.requested)):
         add(tf.ones([1]))
         add.get_concrete_function(tf.TensorSpec([2]))
     assert seen == [False, True]
@@ -98,7 +99,10 @@ def test_traces_before_counts_the_function_s_earlier_traces_as_each_trace_ends()
         return x + 1
 
     seen = []
-    with _function_tracing.listening(lambda tracing: seen.append(_compat.traces_before(tracing.function()))):
+    def note(tracing):
+        seen.append(_compat.traces_before(tracing.function()))
+
+    with _observers.listening_to_traces(note):
         for size in (1, 2, 2, 3):
             add(tf.ones([size]))
     assert seen == [0, 1, 2]
@@ -109,8 +113,8 @@ def test_listening_installs_the_hook_and_leaving_restores_the_original_exactly()
     original = _tf_traces._OWNER.__dict__[_tf_traces._HOOKED]
     assert not _function_tracing.is_installed()
     first, second = FunctionRecords(), FunctionRecords()
-    with _function_tracing.listening(first.on_trace):
-        with _function_tracing.listening(second.on_trace):
+    with _observers.listening_to_traces(first.on_trace):
+        with _observers.listening_to_traces(second.on_trace):
             assert _function_tracing.is_installed()
             tf.function(lambda x: x + 1)(tf.ones([2]))
         assert _function_tracing.is_installed()  # The first listener still listens.
@@ -118,7 +122,17 @@ def test_listening_installs_the_hook_and_leaving_restores_the_original_exactly()
     assert not _function_tracing.is_installed()
     assert (len(first), len(second)) == (1, 1)
     with pytest.raises(ValueError, match="not a function-trace listener"):
-        _function_tracing.remove_listener(first.on_trace)
+        _observers.remove_trace_listener(first.on_trace)
+
+
+def test_compat_hands_traces_to_one_sink_the_observers_and_listeners_share():
+    seen = []
+    with _observers.listening_to_traces(seen.append), tg.watch() as explanation:
+        with pytest.raises(RuntimeError, match="sink is connected already"):
+            _function_tracing.connect(object())
+        tf.function(lambda x: x + 1)(tf.ones([2]))
+    assert not _function_tracing.is_installed() and _function_tracing._sink is None
+    assert len(seen) == 1 and explanation.count() == 1
 
 
 def test_a_python_int_argument_retrace_names_the_argument(records):
@@ -316,7 +330,7 @@ def test_the_hook_adds_no_op_to_traced_graphs():
 
     plain = _op_types(tf.function(body).get_concrete_function(tf.ones([3]), 2))
     records = FunctionRecords()
-    with _function_tracing.listening(records.on_trace):
+    with _observers.listening_to_traces(records.on_trace):
         watched = _op_types(tf.function(body).get_concrete_function(tf.ones([3]), 2))
     assert watched == plain
     assert len(records) == 1
@@ -326,7 +340,7 @@ def test_a_listener_failure_is_logged_and_the_trace_goes_on(caplog):
     def broken(tracing):
         raise RuntimeError("listener bug")
 
-    with _function_tracing.listening(broken), caplog.at_level(logging.ERROR, "traceguard"):
+    with _observers.listening_to_traces(broken), caplog.at_level(logging.ERROR, "traceguard"):
         assert float(tf.function(lambda x: x * 3)(tf.constant(2.0))) == 6.0
     assert "A function-trace listener failed" in caplog.text
 
@@ -350,7 +364,8 @@ def test_tensorflow_s_retracing_warning_carries_the_note():
         return f"traceguard: {changes(found[-1])[0]}" if found else None
 
     try:
-        with _function_tracing.listening(records.on_trace), _tf_retracing.retracing_warning_notes(note_for):
+        with _observers.listening_to_traces(records.on_trace), \
+                _tf_retracing.retracing_warning_notes(note_for):
             for step in range(6):
                 f(step)
     finally:
@@ -447,7 +462,7 @@ def test_a_listener_error_that_stops_the_trace_leaves_nothing_cached():
         body_runs.append(x.shape)  # Runs only when TensorFlow traces.
         return x + 1
 
-    with _function_tracing.listening(stop):
+    with _observers.listening_to_traces(stop):
         for _ in range(2):
             with pytest.raises(Stop) as raised:
                 f(tf.ones((2,)))
@@ -464,7 +479,7 @@ def test_a_listener_error_without_stops_trace_is_logged_and_the_call_goes_on(cap
         raise ValueError("broken listener")
 
     f = tf.function(lambda x: x * 3)
-    with _function_tracing.listening(broken):
+    with _observers.listening_to_traces(broken):
         assert f(tf.ones((1,))).numpy().tolist() == [3.0]
     assert "A function-trace listener failed on the trace of" in caplog.text
 

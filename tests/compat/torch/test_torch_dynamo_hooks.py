@@ -15,10 +15,10 @@ import torch
 from torch._dynamo import convert_frame
 from torch._dynamo.utils import counters
 
-from traceguard._compat import _function_tracing
 from traceguard._compat.torch import guard_reasons as _guard_reasons
 from traceguard._compat.torch import traces as _dynamo_traces
 from traceguard._core.changes import Aspect
+from traceguard._record import observers as _observers
 from traceguard._record.functions import FunctionRecords
 
 pytestmark = pytest.mark.backend("torch")
@@ -52,7 +52,7 @@ def test_the_internals_the_hook_replaces_are_where_it_expects():
 
 def test_the_hooks_exist_only_while_listening_and_are_restored_exactly():
     original, reasons = convert_frame._compile, convert_frame.get_and_maybe_log_recompilation_reasons
-    with _function_tracing.listening(FunctionRecords().on_trace):
+    with _observers.listening_to_traces(FunctionRecords().on_trace):
         assert convert_frame._compile is not original
         assert _dynamo_traces.is_installed()
     assert convert_frame._compile is original is _dynamo_traces._ORIGINAL_COMPILE

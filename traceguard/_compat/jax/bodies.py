@@ -22,7 +22,7 @@ miss to the wrapper's return, of origin `jax.body`, with JAX's `traced_for`
 (`scan`, `while_body`, ...) and the function it is a body of: the enclosing
 trace's, else the user's function that called the control flow. A `jax.jit`
 miss (`pjit._trace_for_jit` calls the cache) is `jax.traces`' and is left to it.
-Both are put back, the very objects, when the last listener leaves.
+Both are put back, the very objects, when the sink disconnects.
 
 Upstream, the files whose internals this module follows:
 

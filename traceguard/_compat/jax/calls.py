@@ -17,7 +17,7 @@ The phases come from JAX's public monitoring events
 `/jax/compilation_cache/cache_hits` and `cache_misses` with
 `/jax/compilation_cache/compile_time_saved_sec` (the persistent cache). JAX records
 them on the thread that lowers and compiles, inside the call: each goes to this
-thread's innermost open call. Everything is removed when the last listener leaves.
+thread's innermost open call. Everything is removed when the sink disconnects.
 Never imports TensorFlow.
 
 Upstream, the files whose internals this module follows:

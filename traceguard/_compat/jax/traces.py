@@ -14,7 +14,7 @@ body did not run is dropped (`_function_tracing.discard`), never recorded.
 
 `jax.jit(...).lower()`, `.trace()` and `.eval_shape()` reach the hook the same way.
 It replaces `_trace_for_jit` (and sets the test-event listener, after any other)
-while `_function_tracing` has listeners, and puts both back afterwards. JAX has no
+while `_function_tracing`'s sink is connected, and puts both back afterwards. JAX has no
 graph object and no variable-creation trace: `graph` and `phase` stay None, and
 layer runs link to a trace by thread (`_function_tracing.innermost_tracing()`).
 The call's cache key is read as JAX compares it (`jax.keys`). Never imports

@@ -20,7 +20,7 @@ first call, and XLA's compilations that are no trace.
   takes its batches inside the graph: the batch sizes come from Keras (`_keras_batches`),
   or from the dataset's `batch()`.
 
-Removed, every shadow included, when the last listener leaves (`uninstall`). Part of
+Removed, every shadow included, when the sink disconnects (`uninstall`). Part of
 the TensorFlow backend.
 
 Upstream, the files whose internals this module follows:

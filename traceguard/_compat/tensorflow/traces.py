@@ -13,11 +13,11 @@ in one place per TensorFlow release:
   (`__call__` or `_maybe_define_concrete_function`) holds the call's `args` and
   `kwargs` (tracing_compiler.py; measured on TF 2.12).
 
-The hook replaces that function while `_function_tracing` has listeners, and puts
+The hook replaces that function while `_function_tracing`'s sink is connected, and puts
 the original back exactly afterwards. It traces nothing itself, so traced graphs
 keep their ops. The FuncGraph it is handed is the one `wrapped_fn` holds as
 `default_graph` (see `tensorflow.function`): the same identity `TfFunctionFrame.trace`
-refers to. Part of the TensorFlow backend; imported when the first listener comes.
+refers to. Part of the TensorFlow backend; imported when the sink first connects.
 
 This module hooks the trace and reads its call; `graphs` says what a graph being built is
 (a function trace's own, a control-flow body, Keras's scratch graph) and where it sits.

@@ -11,8 +11,8 @@ to compile; torch's metrics still say `has_guarded_code`, with no `graph_op_coun
 it raises when Dynamo cannot compile the frame, which then runs eagerly, with no
 entry. ConvertFrameAssert.__call__ calls `_compile` by its module name, and
 `_compile` calls the reasons function by its module name (torch/_dynamo/convert_frame.py,
-torch 2.14.1), so both are replaced in that module while a listener listens, and put
-back, the very objects, when the last one leaves.
+torch 2.14.1), so both are replaced in that module while the sink is connected, and put
+back, the very objects, when it disconnects.
 
 Each compile that made a cache entry is a `FunctionTracing` of origin
 `torch.compile`, keyed by its code object (the cache's key): the first compile of a

@@ -1,7 +1,8 @@
 """`LayerRuns`: the body runs of one layer in an `Explanation`, as plain data.
 
-A value the live report fills (`explanation`) and the trace file reader rebuilds
-(`trace_file_reader`), read by the renderers as it is: events and counters, never the layer.
+A value the live report fills (`_diagnosis.explanation`) and the trace file reader rebuilds
+(`_diagnosis.trace_file_reader`), read by the renderers as it is: events and counters, never
+the layer.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import collections
 import dataclasses
 from typing import Any
 
-from traceguard._core.events import TRACE_KINDS, TraceEvent, TraceKind
-from traceguard._record.log import normalize_kinds
+from traceguard._core.events import TraceEvent
+from traceguard._core.kinds import TRACE_KINDS, TraceKind, normalize_kinds
 
 
 @dataclasses.dataclass
