@@ -29,6 +29,8 @@ def test_an_enclosing_jit_s_total_includes_its_inner_jit_s_and_adds_up_to_the_mi
         return inner(x) + 1
 
     inputs = [jnp.ones((n, n)).block_until_ready() for n in (4, 4, 5)]  # Made (compiled) untimed.
+    with tg.watch():  # A process's first nested miss takes 20-30 ms more than its timed miss (measured).
+        jax.jit(lambda x: jax.jit(lambda y: jnp.sin(y) @ y)(x) + 1)(inputs[0]).block_until_ready()
     walls = []
     with tg.watch() as explanation:
         for x in inputs:
