@@ -26,7 +26,6 @@ Expected:
   traces: 0
   kinds: []
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (no frame compile at all), torch 2.14.1, keras 3.15.1
-  status: open
 """
 import os
 

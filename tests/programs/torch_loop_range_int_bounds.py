@@ -35,7 +35,6 @@ Expected:
   kinds: ["trace", "retrace", "retrace", "retrace", "retrace"]
   changes: [{"argument": "start", "aspect": "value"}, "*"]
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `accumulate` with a cache entry), torch 2.14.1
-  status: open
 """
 import torch
 

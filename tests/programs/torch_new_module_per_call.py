@@ -34,7 +34,6 @@ Expected:
   kinds: ["trace", "retrace"]
   changes: [{"argument": "x", "aspect": "requires_grad"}]
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `forward` with a cache entry), torch 2.14.1
-  status: open
 """
 import torch
 
