@@ -19,42 +19,21 @@ raises on zeros, or a copy that traces differently from what was recorded
 from __future__ import annotations
 
 import ast
-import dataclasses
 import inspect
 from collections.abc import Mapping
 from typing import Any
 
 from traceguard import _compat
+from traceguard._core import fixes
 from traceguard._core.specs import ArgumentPath, MappingSpec, SequenceSpec, Spec, TensorSpec, ValueSpec
 from traceguard._diagnosis.fixes import FixIt, number_of
 from traceguard._record.observers import unrecorded
 from traceguard._reports.fixes import format_fix_check
 
 
-@dataclasses.dataclass(frozen=True)
-class FixCheck:
-    """The outcome of replaying a fix-it's recorded signatures.
-
-    Attributes:
-        fix: The `FixIt` checked.
-        replayed: How many distinct signatures were replayed (0 if none could be).
-        before: Traces of a copy of the function as written, over the replay;
-            None if it could not run.
-        after: Traces of a copy with the fix applied; None if it could not run.
-        problem: Why the fix could not be verified, or None.
-    """
-
-    fix: FixIt
-    replayed: int
-    before: int | None
-    after: int | None
-    problem: str | None = None
-
-    @property
-    def verified(self) -> bool:
-        """Whether the replay ran, matched what was recorded, and the fix traced less."""
-        return self.problem is None and self.before is not None and self.after is not None \
-            and self.after < self.before
+class FixCheck(fixes.FixCheck):
+    """The outcome of replaying a fix-it (`_core.fixes.FixCheck`'s fields), whose `str()` is the
+    check as reports show it: the signatures replayed and the traces before -> after."""
 
     def __str__(self) -> str:
         return format_fix_check(self)

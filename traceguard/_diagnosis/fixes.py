@@ -21,75 +21,20 @@ functions. `fix_checks.verify_fix` then checks a proposal by replaying.
 from __future__ import annotations
 
 import ast
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from traceguard._core.specs import MappingSpec, SequenceSpec, Site, Spec, TensorSpec, ValueSpec
+from traceguard._core import fixes
+from traceguard._core.fixes import ArgumentSpec
+from traceguard._core.specs import MappingSpec, SequenceSpec, Spec, TensorSpec, ValueSpec
 from traceguard._reports.fixes import format_fix
 
 if TYPE_CHECKING:
     from traceguard._core.functions import FunctionTrace
 
-# The fixes `propose_fix` proposes, most specific first.
-FIX_KINDS = ("input_signature", "reduce_retracing", "tensor_argument")
-
-
-@dataclasses.dataclass(frozen=True)
-class ArgumentSpec:
-    """One argument of a proposed `input_signature`: `tf.TensorSpec(shape=dims, dtype=dtype)`.
-
-    `dims` is None for an unknown rank; `from_number` is True for a Python
-    number the user is to pass as a tensor (its dims are then `()`).
-    """
-
-    name: str
-    dtype: str
-    dims: tuple[int | None, ...] | None
-    from_number: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class FixIt:
-    """A proposed fix for one function's retraces, and the signatures it is checked with.
-
-    Attributes:
-        function: The backend's name for the function, e.g. `"f"`.
-        qualname: Its qualified name.
-        definition: The `Site` of its `def`, if found.
-        kind: One of `FIX_KINDS`.
-        arguments: For `"input_signature"`, one `ArgumentSpec` per argument, in
-            order; else `()`.
-        to_tensors: The arguments that were Python numbers and changed: pass
-            each as a tensor (`tf.constant(...)`).
-        reduce_retracing: Whether the fix includes `reduce_retracing=True`.
-        traces: How many traces of the function were recorded.
-        signatures: The distinct recorded signatures (specs), oldest first.
-        examples: For each name in `to_tensors`, one value it was seen with.
-        tensor_dtype: The dtype to give those tensors: `"int32"` (what
-            `tf.constant` makes of an int) or `"float32"`.
-        wrapped_object: For a `tf.function` of a callable object (a layer),
-            what it is, e.g. `"Dense 'scripted'"`; None for a function.
-    """
-
-    function: str
-    qualname: str
-    definition: Site | None
-    kind: str
-    arguments: tuple[ArgumentSpec, ...]
-    to_tensors: tuple[str, ...]
-    reduce_retracing: bool
-    traces: int
-    signatures: tuple[Mapping[str, Spec], ...]
-    examples: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    tensor_dtype: str = "int32"
-    wrapped_object: str | None = None
-
-    def with_float_tensors(self) -> FixIt:
-        """The same fix with the Python numbers passed as `float32` tensors."""
-        arguments = tuple(dataclasses.replace(a, dtype="float32") if a.from_number else a
-                          for a in self.arguments)
-        return dataclasses.replace(self, arguments=arguments, tensor_dtype="float32")
+class FixIt(fixes.FixIt):
+    """A proposed fix for one function's retraces (`_core.fixes.FixIt`'s fields), whose `str()` is
+    the fix-it as reports show it: a sentence and the code to paste."""
 
     def __str__(self) -> str:
         return format_fix(self)

@@ -18,7 +18,8 @@ from traceguard._core.function_runs import FunctionRuns
 from traceguard._core.functions import FunctionId
 from traceguard._core.layer_runs import LayerRuns
 from traceguard._diagnosis.explanation import Explanation
-from traceguard._reports.html import DEFAULT_TITLE, LayerEvents, check_events_by_layer
+from traceguard._reports.html import DEFAULT_TITLE, check_events_by_layer
+from traceguard._reports.html_tables import LayerEvents
 
 
 def write_html(path: str | os.PathLike[str], events_by_layer: Mapping[str, LayerEvents],

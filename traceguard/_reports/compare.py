@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
+from traceguard._core.changes import Change
 from traceguard._core.comparison import (
     Difference,
     Divergence,
@@ -124,7 +125,7 @@ def _listed(labels: Sequence[str]) -> str:
     return ", ".join(labels)
 
 
-def _changes_text(changes: Sequence[Any]) -> str:
+def _changes_text(changes: Sequence[Change | str]) -> str:
     return "; ".join(map(str, changes)) if changes else "no argument differs"
 
 

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any  # Any: the values of JSON objects, of every JSON type.
 
 from traceguard._core.changes import Change
 from traceguard._core.comparison import Function, Step
@@ -22,7 +22,7 @@ def _change_dict(change: Change | str) -> dict[str, Any]:
     return {**fields, "text": str(change)}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> bool | int | float | str | None:
     """A JSON value: a number, text or null as it is, anything else (a spec) as its text."""
     return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Sequence
-from typing import Any
 
 from traceguard._core.backends import Backend
 from traceguard._core.changes import Aspect, Change
+from traceguard._core.fixes import ArgumentSpec, FixCheck, FixIt
 from traceguard._core.function_runs import FunctionEvent
 from traceguard._core.signature import diff_signatures
 
@@ -17,17 +17,17 @@ _FIX_NAMES = {"input_signature": "this input_signature", "reduce_retracing": "re
               "tensor_argument": "these arguments as tensors"}
 
 
-def _tensor_spec(argument: Any) -> str:
+def _tensor_spec(argument: ArgumentSpec) -> str:
     shape = "None" if argument.dims is None else \
         "[" + ", ".join("None" if dim is None else str(dim) for dim in argument.dims) + "]"
     return f"tf.TensorSpec(shape={shape}, dtype=tf.{argument.dtype})"
 
 
-def _subject(fix: Any) -> str:
+def _subject(fix: FixIt) -> str:
     return f"`tf.function` of the {fix.wrapped_object}" if fix.wrapped_object else f"`{fix.function}`"
 
 
-def format_fix(fix: Any) -> str:
+def format_fix(fix: FixIt) -> str:
     """A fix-it (`FixIt`) as a sentence and the code to paste."""
     where = ""
     if fix.definition:
@@ -57,7 +57,7 @@ def format_fix(fix: Any) -> str:
     return "\n".join(lines)
 
 
-def format_fix_check(check: Any) -> str:
+def format_fix_check(check: FixCheck) -> str:
     """What replaying a fix-it did: the signatures replayed and the traces before -> after."""
     fix = check.fix
     if check.before is None or check.after is None:
@@ -75,7 +75,7 @@ def format_fix_check(check: Any) -> str:
     return text
 
 
-def format_fixes(fixes: Sequence[Any]) -> str:
+def format_fixes(fixes: Sequence[FixIt]) -> str:
     """The fix-its section of a report; empty when there are none."""
     if not fixes:
         return ""
@@ -83,7 +83,7 @@ def format_fixes(fixes: Sequence[Any]) -> str:
                         "`run --verify-fixes`):", *(format_fix(fix) for fix in fixes)])
 
 
-def format_fix_checks(checks: Sequence[Any]) -> str:
+def format_fix_checks(checks: Sequence[FixCheck]) -> str:
     """The verified fix-its section: each fix and its check."""
     if not checks:
         return "Fix-its: none (no tf.function retraced in a way a fix-it covers)."

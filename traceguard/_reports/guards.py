@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from traceguard._core.changes import Change
+from traceguard._core.signature import Signature
 from traceguard._core.specs import Site
 from traceguard._core.verdicts import Reason
 
@@ -30,7 +30,7 @@ def unrecorded_retrace_reason(origin: str, name: str, traces: int) -> str:
 
 
 def format_guard_failure(subject: str, why: Reason | None, where: str, *,
-                         signature: Mapping[Any, Any], changes: Sequence[Change], reason: str,
+                         signature: Signature, changes: Sequence[Change], reason: str,
                          hint: str | None, call_site: Site | None, layers: Sequence[str] = (),
                          baseline_recorded: bool = True) -> str:
     """The text of a `RetraceError` (or warning) from a `no_retrace` block or `TraceMonitor`.

@@ -14,9 +14,8 @@ import collections
 import datetime
 import os
 import pathlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Protocol, TypeAlias
 
 from traceguard._core.events import RETRACE_KINDS, TRACE_KINDS, TraceEvent
 from traceguard._core.function_runs import FunctionRuns
@@ -25,6 +24,7 @@ from traceguard._reports.html_tables import (
     KIND_COLORS,
     KIND_DESCRIPTIONS,
     TABLE_CSS,
+    LayerEvents,
     counts_table,
     functions_table,
     retraces_table,
@@ -34,17 +34,6 @@ from traceguard._reports.timeline import AXES
 from traceguard._reports.timeline_svg import render_timeline, timeline_css
 from traceguard._version import __version__
 
-
-class _LayerRunsLike(Protocol):
-    """A layer's runs with their counters, as `explanation.layers` holds them (`LayerRuns`)."""
-
-    @property
-    def events(self) -> Sequence[TraceEvent]: ...
-
-
-# What `events_by_layer` maps a layer's name to: its `TraceLog` (iterable), a `LayerRuns`, or
-# a list of events.
-LayerEvents: TypeAlias = "Iterable[TraceEvent] | _LayerRunsLike"
 DEFAULT_TITLE = "traceguard report"
 
 _PAGE_CSS = (

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from html import escape
-from typing import Any, Protocol
+from typing import Protocol, TypeAlias
 
 from traceguard._core.events import RETRACE_KINDS, RUN_KINDS, TRACE_KINDS, TraceEvent, TraceKind
 from traceguard._core.function_runs import FunctionEvent, FunctionRuns
@@ -82,16 +82,28 @@ class EventLog(Protocol):
     def __len__(self) -> int: ...
 
 
+class _LayerRunsLike(Protocol):
+    """A layer's runs with their counters, as `explanation.layers` holds them (`LayerRuns`)."""
+
+    @property
+    def events(self) -> Sequence[TraceEvent]: ...
+
+
+# What `events_by_layer` maps a layer's name to: its `TraceLog` (iterable), a `LayerRuns`, or
+# a list of events.
+LayerEvents: TypeAlias = "Iterable[TraceEvent] | _LayerRunsLike"
+
+
 class LayerSnapshot(list):
     """One layer's events at one moment, with the counters its log or `LayerRuns` kept."""
 
-    def __init__(self, runs: Any) -> None:
-        super().__init__(getattr(runs, "events", runs))
+    def __init__(self, runs: LayerEvents) -> None:
+        super().__init__(runs.events if hasattr(runs, "events") else runs)
         self.eager_calls = getattr(runs, "eager_calls", 0)
         self.dropped = getattr(runs, "dropped", 0)
 
 
-def snapshot(events_by_layer: Mapping[str, object]) -> dict[str, LayerSnapshot]:
+def snapshot(events_by_layer: Mapping[str, LayerEvents]) -> dict[str, LayerSnapshot]:
     """Layer name to a `LayerSnapshot` of its `TraceLog`, `LayerRuns` or list of events."""
     return {layer: LayerSnapshot(runs) for layer, runs in events_by_layer.items()}
 
@@ -295,7 +307,7 @@ def functions_table(functions: Sequence[FunctionRuns]) -> str:
             + (f'<p class="tg-fix">{escape(cache)}</p>' if cache else ""))
 
 
-def layers_html(events_by_layer: Mapping[str, object], heading: str,
+def layers_html(events_by_layer: Mapping[str, LayerEvents], heading: str,
                 functions: Sequence[FunctionRuns] = ()) -> str:
     """The notebook display of several layers' runs: the counts per layer, then the retraces.
 

@@ -14,9 +14,9 @@ import dataclasses
 import os
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from traceguard._core.events import TraceEvent
+from traceguard._core.fixes import FixCheck
 from traceguard._core.function_runs import FunctionEvent, FunctionRuns
 from traceguard._core.kinds import MISS_KINDS, RETRACE_KINDS
 from traceguard._core.layer_runs import LayerRuns
@@ -121,7 +121,7 @@ def _folded_layers(layer_runs: Sequence[tuple[LayerRuns, TraceEvent]], traces: i
             "`--full` lists each run with its reason")
 
 
-def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, Any]) -> list[str]:
+def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, FixCheck]) -> list[str]:
     event = problem.events[0]
     count = len(problem.events)
     kind = event.kind.value
@@ -158,7 +158,7 @@ def _problem_lines(rank: int, problem: Problem, checks: Mapping[str, Any]) -> li
 
 
 def format_problems(title: str, layers: Sequence[LayerRuns], functions: Sequence[FunctionRuns],
-                    checks: Sequence[Any] = (),
+                    checks: Sequence[FixCheck] = (),
                     uncached: Mapping[tuple[str, ...], tuple[str, str] | None] | None = None) -> str:
     """The default report: a headline, the problems ranked by cost, the expected traces, the tables.
 

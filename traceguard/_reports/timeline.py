@@ -13,8 +13,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from traceguard._core.changes import Change
 from traceguard._core.events import TraceEvent, TraceKind
 
 AXES = ("time", "order")
@@ -27,6 +27,9 @@ MARK_BUDGET = 8000
 # A tooltip of several runs lists at most this many explanations; one of a run this many variables.
 _TITLE_EXPLANATIONS = 3
 _TITLE_VARIABLES = 3
+
+# What explains a run in a tooltip: its (kind, function, changes, reason, hint, error).
+RunExplanation = tuple[TraceKind, str | None, tuple[Change, ...], str, str | None, str | None]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,10 +46,10 @@ class Mark:
     last_cell: int
     events: tuple[TraceEvent, ...]
     kinds: Mapping[TraceKind, int]
-    explanations: tuple[tuple, ...]
+    explanations: tuple[RunExplanation, ...]
 
 
-def _explanation(event: TraceEvent) -> tuple:
+def _explanation(event: TraceEvent) -> RunExplanation:
     return (event.kind, event.function, event.changes, event.reason, event.hint, event.error)
 
 
@@ -104,7 +107,7 @@ def _spans(events: Sequence[TraceEvent], positions: Sequence[float], cells: int)
 def layout_row(events: Sequence[TraceEvent], positions: Sequence[float], cells: int) -> list[Mark]:
     """The marks of one row, left to right, given each event's x in [0, 1] and the number of cells."""
     marks = []
-    explanations: tuple[tuple[Any, ...], ...]
+    explanations: tuple[RunExplanation, ...]
     for first_cell, last_cell, span_events in _spans(events, positions, cells):
         first = span_events[0]
         if all(_same_explanation(first, event) for event in span_events):
@@ -186,7 +189,7 @@ def mark_title(mark: Mark, first_timestamp: float, span: float) -> str:
         lines.append(f"and {len(explanations) - _TITLE_EXPLANATIONS} more; the tables below list them all")
     if len(explanations) == 1:
         lines.append("why: " + explanations[0][3])
-    fixed = next((explanation for explanation in explanations if explanation[4]), None)
+    fixed = next(((kind, hint) for kind, _, _, _, hint, _ in explanations if hint), None)
     if fixed is not None:
-        lines.append(("fix: " if len(explanations) == 1 else f"fix ({fixed[0].value}): ") + fixed[4])
+        lines.append(("fix: " if len(explanations) == 1 else f"fix ({fixed[0].value}): ") + fixed[1])
     return "\n".join(lines)

@@ -15,7 +15,7 @@ its return, when the file has it, and holds a nested slice per phase (`trace`,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol  # Any: the values of JSON objects, of every JSON type.
 
 from traceguard._core.function_runs import FunctionRuns
 from traceguard._core.functions import FunctionId
