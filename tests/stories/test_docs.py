@@ -91,8 +91,10 @@ print(report.summary(brief=True))
 
 
 def without_times(text):
-    """The text with every time as `T` and runs of spaces as one: what differs between runs."""
-    return re.sub(r" +", " ", re.sub(r"\d+\.\d+ s\b", "T", text)).strip()
+    """The text with every time as `T` and runs of spaces as one, and a list of phases ("T tracing,
+    T lowering", largest first) in one order: what differs between runs."""
+    text = re.sub(r" +", " ", re.sub(r"\d+\.\d+ s\b", "T", text)).strip()
+    return re.sub(r"T \w+(?:, T \w+)+", lambda phases: ", ".join(sorted(phases.group(0).split(", "))), text)
 
 
 @pytest.mark.slow  # A Python process that imports TensorFlow.
