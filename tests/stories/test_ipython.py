@@ -109,20 +109,29 @@ def shown(outputs):
     arrive during a later cell.
     """
     kinds = []
-    for output in outputs:
+    for output in outputs:  # Streams joined first: a piece may end mid-line ("False", then "\n").
         if output.output_type == "stream":
-            text = "".join(line for line in output.text.splitlines(keepends=True)
-                           if line.strip() and not _cli._STARTUP_LINE.match(line))
             if kinds and kinds[-1][0] == output.name:
-                kinds[-1] = (output.name, kinds[-1][1] + text)
-            elif text or output.name == "stdout":
-                kinds.append((output.name, text))
+                kinds[-1] = (output.name, kinds[-1][1] + output.text)
+            else:
+                kinds.append((output.name, output.text))
         elif output.output_type == "error":
             kinds.append(("error", f"{output.ename}: {output.evalue}"))
         else:
             data = output["data"]
             kinds.append((output.output_type, data.get("text/html", data["text/plain"])))
-    return kinds
+    shown = []
+    for kind, text in kinds:
+        if kind in ("stdout", "stderr"):
+            text = "".join(line for line in text.splitlines(keepends=True)
+                           if line.strip() and not _cli._STARTUP_LINE.match(line))
+            if not text and kind != "stdout":
+                continue
+            if shown and shown[-1][0] == kind:  # Around a stream that was only start-up lines.
+                shown[-1] = (kind, shown[-1][1] + text)
+                continue
+        shown.append((kind, text))
+    return shown
 
 
 @pytest.mark.slow
