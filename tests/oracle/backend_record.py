@@ -117,6 +117,7 @@ class _JaxMisses(logging.Handler):
         self.logger.propagate = False  # The messages are the record here, not output.
         self.logger.addHandler(self)
         self.functions: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(fun): (a weak reference, facts)
+        self.entries: list[dict[str, Any]] = []  # Every function's facts: an id outlives its function.
         self.order = 0
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -160,11 +161,12 @@ class _JaxMisses(logging.Handler):
         if entry is None or (entry[0] is not None and entry[0]() is not target):
             path = getattr(debug_info, "func_filename", None)
             name = getattr(debug_info, "func_name", None) or _definition(function)[0]
-            entry = (reference, {"object": len(self.functions), "name": name.rsplit(".", 1)[-1],
+            entry = (reference, {"object": len(self.entries), "name": name.rsplit(".", 1)[-1],
                                 "qualname": name, "path": path,
                                 "line": getattr(debug_info, "func_lineno", None), "traces": 0,
                                 "library": is_library_file(path), "misses": []})
             self.functions[id(function)] = entry
+            self.entries.append(entry[1])
         entry[1]["traces"] += 1
         entry[1]["misses"].append({"message": message, "via": via, "parameters": parameters,
                                    "order": self.order})
@@ -174,7 +176,7 @@ class _JaxMisses(logging.Handler):
         self.logger.removeHandler(self)
         self.logger.propagate = self.propagate
         self.jax.config.update("jax_explain_cache_misses", self.previous)
-        entries = [entry for _, entry in self.functions.values()]
+        entries, self.entries = self.entries, []
         self.functions.clear()
         return entries
 
