@@ -203,3 +203,23 @@ def _guard_reason(record):
     from traceguard._compat.torch.guard_reasons import reason_lines
 
     return reason_lines(record.backend_reasons[0])
+
+
+def test_a_resume_frame_names_the_function_it_continues_and_its_break(records):
+    from traceguard._compat.torch.resume import resumed
+
+    @torch.compile(backend="eager")
+    def twice(x):
+        y = x + 1
+        print("one")  # The first break.
+        y = y * 2
+        print("two")  # The second break.
+        return y - 1
+
+    twice(torch.ones(3))
+    names = [record.name for record in records.records()]
+    assert resumed(names[0]) is None
+    assert [resumed(name) for name in names[1:]] == [
+        ("twice", line_of("# The first break.")),
+        ("twice", line_of("# The second break.")),  # Named after `twice`, not after a resume.
+    ]
