@@ -138,7 +138,9 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
             "relaxed_to": None if verdict.relaxed_to is None else spec_json(verdict.relaxed_to),
             "of_function": verdict.of_function, "xla_functions": list(verdict.xla_functions),
             "body_of": verdict.body_of,
-            "optimizers": [[build.optimizer, build.variables] for build in verdict.optimizers]}
+            "optimizers": [[build.optimizer, build.variables] for build in verdict.optimizers],
+            "resumed_after": None if verdict.resumed_after is None else site_json(verdict.resumed_after),
+            "graph_breaks": [[what, site_json(site)] for what, site in verdict.graph_breaks]}
 
 
 def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> Verdict:
@@ -151,7 +153,9 @@ def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> V
                    None if data.get("relaxed_to") is None else spec_from_json(data["relaxed_to"]),
                    bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())),
                    data.get("body_of"),
-                   tuple(OptimizerBuild(*build) for build in data.get("optimizers", ())))
+                   tuple(OptimizerBuild(*build) for build in data.get("optimizers", ())),
+                   None if data.get("resumed_after") is None else site_from_json(data["resumed_after"]),
+                   tuple((what, site_from_json(site)) for what, site in data.get("graph_breaks", ())))
 
 
 __all__ = ["argument_from_json", "argument_json", "change_from_json", "change_json", "signature_from_json",

@@ -17,6 +17,7 @@ from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
 from traceguard._core.signature import Signature
+from traceguard._core.specs import Site
 
 
 class RunContext(enum.Enum):
@@ -47,7 +48,8 @@ class Reason(enum.Enum):
     XLA_COMPILE = "xla_compile"
     RECOMPILE = "recompile"
     # A body JAX traced below `jax.jit` (a `lax.scan` body, ...), as part of the trace of the
-    # function it is a body of: that trace's kind says whether it was a retrace.
+    # function it is a body of: that trace's kind says whether it was a retrace. On torch, the first
+    # compile of a frame Dynamo compiles after a graph break, part of compiling its function.
     PART_OF_TRACE = "part_of_trace"
 
 
@@ -192,6 +194,10 @@ class Verdict:
     body_of: str | None = None
     # For a Keras step's variable retrace: the optimizers that own the variables lifted, when found.
     optimizers: tuple[OptimizerBuild, ...] = ()
+    # torch: for a frame Dynamo compiled after a graph break, where the break is (the frame runs
+    # the rest of `function`); and the graph breaks of the compile, each torch's kind and its site.
+    resumed_after: Site | None = None
+    graph_breaks: tuple[tuple[str, Site], ...] = ()
 
 
 class EarlierTrace(NamedTuple):

@@ -13,8 +13,12 @@ import re
 
 from traceguard._core.changes import Aspect
 from traceguard._core.functions import FunctionTrace
+from traceguard._core.specs import Site
 from traceguard._core.verdicts import Hint, Reason, Verdict
 
+# The name torch gives the frame it compiles after a graph break, before `<function>_at_<line>`
+# (torch/_dynamo/resume_execution.py, `TORCH_DYNAMO_RESUME_IN_PREFIX`; `_compat.torch.resume`).
+PREFIX = "torch_dynamo_resume_in"
 # A reason's compile id ("0/1: "), as Dynamo prefixes it.
 _COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
 
@@ -22,17 +26,39 @@ _COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
 def torch_reason(verdict: Verdict) -> str | None:
     """Why torch compiled, or None to take the general sentence."""
     name = f"`{verdict.function}`" if verdict.function else "the frame"
+    after = verdict.resumed_after
+    if after is not None:  # A frame Dynamo compiled after a graph break: a part of the function.
+        frame = f"{PREFIX}_{verdict.function}_at_{after.line}"
+        name = f"the part of {name} after the graph break at {_short(after)} (torch's frame `{frame}`)"
     if verdict.reason is Reason.FIRST_TRACE and verdict.of_function:
         return (f"First compile of {name} by torch.compile: Dynamo traced its Python body into a graph "
                 "and the backend compiled it.")
+    if verdict.reason is Reason.PART_OF_TRACE and verdict.of_function and after is not None:
+        return (f"First compile of {name}: Dynamo compiles the code after a graph break as a frame of "
+                "its own, with its own guards, the first time it runs; part of compiling the function, "
+                "not a recompile.")
     if verdict.reason is Reason.SIGNATURE_CHANGED and verdict.of_function:
         return (f"torch.compile recompiled {name}: a guard of its earlier compile failed: "
                 f"{'; '.join(map(str, verdict.changes))}.")
     return None
 
 
+def _short(site: Site) -> str:
+    return f"{site.path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{site.line}"
+
+
 def torch_hint(verdict: Verdict) -> str | None:
     """The fix of a recompile, or None to take the general one."""
+    fix = _torch_hint(verdict)
+    after = verdict.resumed_after
+    if fix is None or after is None or not verdict.argument:
+        return fix
+    # A frame after a graph break takes the function's live values as its arguments.
+    return (f"`{verdict.argument}` is a value of `{verdict.function}` live at the graph break at "
+            f"{_short(after)}, which torch passes to the frame after it. {fix}")
+
+
+def _torch_hint(verdict: Verdict) -> str | None:
     argument = verdict.argument
     if verdict.hint is Hint.DYNAMIC_DIMENSION:
         change = next((c for c in verdict.changes if c.aspect is Aspect.DIM), None)
@@ -85,6 +111,6 @@ def torch_details(record: FunctionTrace) -> str:
         parts.append(f"torch's guard failure: `{line.strip()}`.")
     for what, where in record.graph_breaks:
         whose = " (Keras's code)" if "/keras/" in where.path.replace("\\", "/") else ""
-        parts.append(f"Graph break: {what} at {where.path.rsplit('/', 1)[-1]}:{where.line}{whose}; "
+        parts.append(f"Graph break: {what} at {_short(where)}{whose}; "
                      "the code after it compiles as a frame of its own.")
     return " ".join(parts)
