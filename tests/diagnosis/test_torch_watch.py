@@ -213,6 +213,10 @@ def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerl
             frames.setdefault(record.resumed_after.line, []).append(record.reason.value)
     assert len(frames) == 2 and all(reasons[0] == "part_of_trace" for reasons in frames.values())
     assert all(reason == "signature_changed" for reasons in frames.values() for reason in reasons[1:])
+    (step,) = [runs for runs in report.functions.values() if runs.function == "train_step"]
+    assert step.frames == 3 and len(step.graph_breaks) == 2
+    assert ("train_step: compiled as 3 frames (2 graph breaks: Unsupported Tensor.backward() call at "
+            "trainer.py:70 (Keras's code); ") in " ".join(text.split())
     assert not any(key.startswith("torch_dynamo_resume_in") for key in report.functions)
     first_step = next(event for runs in report.functions.values() for event in runs.events
                       if event.function == "train_step")
@@ -221,6 +225,38 @@ def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerl
     # The first step ran before gradients existed: expected once.
     assert "grad: None (before the first backward pass) -> a gradient" in text
     assert "Expected once per model: the first step ran before any gradient existed" in text
+
+
+def test_a_function_broken_twice_reads_as_three_frames_live_and_from_its_trace_file(tmp_path):
+    from traceguard._diagnosis.trace_file_reader import merged_explanation, read_trace_file
+
+    @torch.compile(backend="eager")
+    def twice(x):
+        y = x + 1
+        print("one")  # Break one.
+        y = y * 2
+        print("two")  # Break two.
+        return y - 1
+
+    path = tmp_path / "twice.jsonl"
+    with tg.watch(trace_file=str(path)) as report:
+        twice(torch.ones(3))
+        twice(torch.ones(4))
+    (runs,) = report.functions.values()
+    # torch's own count: three frames (one code object each), each compiled twice.
+    assert len({m.co_name for m in compiles_with_a_cache_entry()}) == runs.frames == 3
+    assert [(what, where.line) for what, where in runs.graph_breaks] == [
+        ("Failed to trace builtin operator", line_of("# Break one.")),
+        ("Failed to trace builtin operator", line_of("# Break two."))]
+    one, two = line_of("# Break one."), line_of("# Break two.")
+    expected = (f"Graph breaks (1 function): twice: compiled as 3 frames (2 graph breaks: Failed to trace "
+                f"builtin operator at test_torch_watch.py:{one}; Failed to trace builtin operator at "
+                f"test_torch_watch.py:{two}) Dynamo compiles the code after a graph break as a frame of "
+                "its own")
+    read_back = merged_explanation([read_trace_file(str(path))])
+    for text in (report.summary(), report.summary(full=True), read_back.summary()):
+        assert expected in " ".join(text.split())
+    assert "1 function traced 6 times: 3 trace, 3 retrace" in report.summary()
 
 
 def test_a_trace_file_written_on_torch_reads_back_without_torch(tmp_path):
