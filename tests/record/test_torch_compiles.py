@@ -260,3 +260,18 @@ def test_a_function_broken_twice_is_one_function_of_three_frames_and_recompiles_
     # torch's own key of each frame: a frame id per code, a compile id per recompile of it.
     assert [str(m.compile_id) for m in compiles_with_a_cache_entry()] == ["0/0", "1/0", "2/0", "0/1", "1/1",
                                                                            "2/1"]
+
+
+def test_a_wrapper_taking_star_args_has_them_as_its_signature(records):
+    # A decorator's wrapper (Keras's `error_handler` around `Layer.__call__`) takes `*args, **kwargs`;
+    # torch's guards name them (`args[0]`).
+    @torch.compile(backend="eager")
+    def wrapper(*args, **kwargs):
+        return args[0] * kwargs.get("scale", 2)
+
+    wrapper(torch.ones(3))
+    wrapper(torch.ones(4))
+    first, second = records.records()
+    assert list(first.signature) == ["args", "kwargs"]
+    assert changes(second) == ["args[0]: dim 0 3 -> 4"]
+    assert_torch_agrees(records)

@@ -262,7 +262,10 @@ def _compiled(code: Any) -> _CompiledCode:
 
 def _begin(code: Any, frame_locals: Any) -> _function_tracing.FunctionTracing:
     compiled = _compiled(code)
-    count = code.co_argcount + code.co_kwonlyargcount
+    # The parameters, `*args` and `**kwargs` included: a decorator's wrapper (Keras's `error_handler`
+    # around `Layer.__call__`) takes its arguments that way, and torch's guards name them (`args[1]`).
+    count = code.co_argcount + code.co_kwonlyargcount + \
+        bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
     names = code.co_varnames[:count]
     # A resume frame keeps its own cache (its code), but is a part of the function it continues.
     resumed = _resume.original_code(code)
