@@ -228,6 +228,8 @@ def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerl
 
 
 def test_a_function_broken_twice_reads_as_three_frames_live_and_from_its_trace_file(tmp_path):
+    from trace_file_parity import schema_errors
+
     from traceguard._diagnosis.trace_file_reader import merged_explanation, read_trace_file
 
     @torch.compile(backend="eager")
@@ -254,6 +256,7 @@ def test_a_function_broken_twice_reads_as_three_frames_live_and_from_its_trace_f
                 f"test_torch_watch.py:{two}) Dynamo compiles the code after a graph break as a frame of "
                 "its own")
     read_back = merged_explanation([read_trace_file(str(path))])
+    assert schema_errors(path) == []  # The documented schema, torch's verdicts included.
     for text in (report.summary(), report.summary(full=True), read_back.summary()):
         assert expected in " ".join(text.split())
     assert "1 function traced 6 times: 3 trace, 3 retrace" in report.summary()
