@@ -155,7 +155,8 @@ def verdict_from_json(data: Mapping[str, Any], changes: tuple[Change, ...]) -> V
                    data.get("body_of"),
                    tuple(OptimizerBuild(*build) for build in data.get("optimizers", ())),
                    None if data.get("resumed_after") is None else site_from_json(data["resumed_after"]),
-                   tuple((what, site_from_json(site)) for what, site in data.get("graph_breaks", ())))
+                   tuple((str(what), Site(str(site["path"]), int(site["line"])))
+                         for what, site in data.get("graph_breaks", ())))
 
 
 __all__ = ["argument_from_json", "argument_json", "change_from_json", "change_json", "signature_from_json",

@@ -34,7 +34,7 @@ if getattr(_resume_execution, "TORCH_DYNAMO_RESUME_IN_PREFIX", None) != PREFIX:
         f"{PREFIX!r}: traceguard cannot tell resume frames in this torch release"
     )
 _CACHE = getattr(_resume_execution, "ContinueExecutionCache", None)
-_GENERATED = getattr(_CACHE, "generated_code_metadata", None)
+_GENERATED: Any = getattr(_CACHE, "generated_code_metadata", None)
 if not callable(getattr(_GENERATED, "get", None)) or "code" not in getattr(
         getattr(_resume_execution, "ResumeFunctionMetadata", None), "__dataclass_fields__", {}):
     raise internal_missing("torch._dynamo.resume_execution.ContinueExecutionCache.generated_code_metadata, "
