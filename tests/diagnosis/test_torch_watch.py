@@ -262,6 +262,25 @@ def test_a_function_broken_twice_reads_as_three_frames_live_and_from_its_trace_f
     assert "1 function traced 6 times: 3 trace, 3 retrace" in report.summary()
 
 
+def test_no_retrace_fails_when_only_the_part_after_a_graph_break_recompiles():
+    @torch.compile(backend="eager")
+    def split(x, n):
+        y = x + 1
+        torch._dynamo.graph_break()  # `n` is used after it only: the next frame guards it.
+        return y * n
+
+    with tg.watch():
+        split(torch.ones(3), 2)
+        with pytest.raises(tg.RetraceError) as failure, tg.no_retrace():
+            split(torch.ones(3), 3)
+    message = " ".join(str(failure.value).split())
+    assert message.startswith("`split` retraced inside the `traceguard.no_retrace()` block.")
+    assert (f"why: torch.compile recompiled the part of `split` after the graph break at "
+            f"test_torch_watch.py:{line_of('# `n` is used after it only')} (torch's frame "
+            f"`torch_dynamo_resume_in_split_at_{line_of('# `n` is used after it only')}`): a guard of its "
+            "earlier compile failed: n: 2 -> 3. torch's guard failure: `n == 2`.") in message
+
+
 def test_a_trace_file_written_on_torch_reads_back_without_torch(tmp_path):
     import subprocess
     import sys
