@@ -86,7 +86,13 @@ def test_a_run_that_recompiled_names_each_frame_with_the_baselines_closest(tmp_p
     assert out.splitlines()[:2] == [
         "traceguard compare: run-b against the baseline run-a",
         "run-b made 2 traces that run-a did not, and run-a made 0 traces that run-b did not."]
-    assert "    differs: y: dim 0 8 -> 5" in out.splitlines()
+    lines = out.splitlines()
+    frame = f"test_torch_compare.py:{make_step.__code__.co_firstlineno + 4}"  # `step`'s graph break.
+    assert lines[lines.index("    differs: x: dim 0 8 -> 5") + 1:][:3] == [
+        f"  run-b, {STEP} #4 retrace y: torch.float32[5,3] (the part after the graph break at {frame})",
+        f"    closest in run-a: #2 trace y: torch.float32[8,3] (the part after the graph break at {frame})",
+        "    differs: y: dim 0 8 -> 5"]
+    assert comparison.new_traces[1].step.to_dict()["resumed_after"] == frame
 
 
 @pytest.mark.slow  # Two Keras `fit`s with `jit_compile=True`: about 40 s on 2 cores.
