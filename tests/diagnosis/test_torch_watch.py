@@ -260,6 +260,8 @@ def test_a_function_broken_twice_reads_as_three_frames_live_and_from_its_trace_f
     for text in (report.summary(), report.summary(full=True), read_back.summary()):
         assert expected in " ".join(text.split())
     assert "1 function traced 6 times: 3 trace, 3 retrace" in report.summary()
+    html = report._repr_html_()  # The notebook's display says it too, under the function's name.
+    assert "; compiled as 3 frames (2 graph breaks: Failed to trace builtin operator at " in html
 
 
 def test_no_retrace_fails_when_only_the_part_after_a_graph_break_recompiles():
