@@ -77,7 +77,7 @@ KINDS = ("trace", "retrace", "variable_retrace", "save",
          "compile")  # a compilation without a trace (issue #34): listed in `kinds:`, not counted in `traces:`
 COMPILE = "compile"
 # `set: NAME` groups a batch of held-out reports so they can be run together (`--set NAME`).
-SETS = ("heldout3",)
+SETS = ("heldout3", "heldout4")
 STATUSES = ("open",)  # `status: open`: the diagnosis does not pass yet; the slow test skips it
 REPEAT = "*"  # In `changes:`, repeats the entry before it for every later retrace
 JAX_PYTHON_VARIABLE = "TRACEGUARD_JAX_PYTHON"
