@@ -22,7 +22,16 @@ from traceguard._core.verdicts import Hint
     (Change(ArgumentPath("x"), Aspect.REQUIRES_GRAD, False, True), None, Hint.REQUIRES_GRAD),
     (Change(ArgumentPath("x"), Aspect.STRIDE, 4, 1, 0), None, Hint.ONE_LAYOUT),
     (Change(ArgumentPath("x"), Aspect.DEVICE, "CPU", "Meta"), None, Hint.ONE_DEVICE),
-], ids=["made-dynamic", "still-guarded", "not-asked", "bool", "requires_grad", "stride", "device"])
+    (Change(ArgumentPath("text"), Aspect.VALUE, "ab", "abc"), None, Hint.STRING_VALUE),
+    (Change(ArgumentPath("self.step"), Aspect.VALUE, 0, "another value"), None, Hint.STATIC_ATTRIBUTE),
+    (Change(ArgumentPath("G['count']"), Aspect.VALUE, 2, "another value"), None, Hint.STATIC_ATTRIBUTE),
+    (Change(ArgumentPath("self.param_groups[0]['lr']"), Aspect.VALUE, 0.1, "another value"), None,
+     Hint.PYTHON_VALUE_AS_TENSOR),
+    (Change(ArgumentPath("grad_mode"), Aspect.CONTEXT, False, True), None, Hint.MODE_FLAG),
+    (Change(ArgumentPath("x"), Aspect.INFERENCE, "an inference tensor", "a normal tensor"), None,
+     Hint.INFERENCE_TENSOR),
+], ids=["made-dynamic", "still-guarded", "not-asked", "bool", "requires_grad", "stride", "device", "str",
+        "int-attribute", "int-global", "float-attribute", "grad-mode", "inference-tensor"])
 def test_a_torch_recompile_gets_the_fix_of_what_torch_did(change, relaxed, hint):
     assert retrace_hint(change, {}, {}, backend=Backend.TORCH, relaxed=relaxed) == (hint, change.parameter)
 

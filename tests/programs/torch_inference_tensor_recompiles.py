@@ -29,8 +29,8 @@ Expected:
   forbidden_keywords: ["device CPU -> ", "Pass it as a tensor"]
   traces: 2
   kinds: ["trace", "retrace"]
+  changes: [{"argument": "x", "aspect": "inference"}]
   set: heldout4
-  status: open
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `f` with a cache entry), torch 2.14.1
 """
 import torch

@@ -31,7 +31,6 @@ Expected:
   kinds: ["trace", "retrace", "retrace", "retrace", "retrace"]
   changes: [{"argument": "self", "aspect": "value"}, "*"]
   set: heldout4
-  status: open
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `forward` with a cache entry), torch 2.14.1
 """
 import torch

@@ -28,7 +28,6 @@ Expected:
   kinds: ["trace", "retrace", "retrace"]
   changes: [{"argument": "text", "aspect": "value"}, "*"]
   set: heldout4
-  status: open
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `predict` with a cache entry), torch 2.14.1
 """
 import torch
