@@ -117,12 +117,16 @@ def _torch_hint(change: Change, keras_step: bool, keras_call: KerasCall | None,
         return _dimension_hint(change, keras_step, False, keras_call, None)
     if change.aspect is Aspect.CONTEXT and str(change.argument).endswith(".grad"):
         return Hint.FIRST_STEP_GRADIENTS
-    if change.aspect in (Aspect.VALUE, Aspect.CONTEXT):
-        # A bool is guarded by its value on every compile (a mode flag such as `module.training`,
-        # the global grad mode): one compile per value, each kept.
-        if isinstance(change.old, bool) and isinstance(change.new, bool):
-            return Hint.MODE_FLAG
+    if change.aspect is Aspect.DIM and change.old in (0, 1):  # torch specialises sizes 0 and 1 always.
+        return Hint.SIZE_ONE_SPECIALISED
+    bool_values = isinstance(change.old, bool) and isinstance(change.new, bool)
+    if change.aspect is Aspect.CONTEXT and bool_values:  # The global grad mode: one compile per value.
+        return Hint.GLOBAL_MODE
     if change.aspect is Aspect.VALUE:
+        # A bool is guarded by its value on every compile (a mode flag such as `module.training`):
+        # one compile per value, each kept.
+        if bool_values:
+            return Hint.MODE_FLAG
         if isinstance(change.old, str):  # Guarded by equality; torch never makes a str dynamic.
             return Hint.STRING_VALUE
         if relaxed is None and type(change.old) is int and _outside_arguments(change):
