@@ -31,7 +31,7 @@ Expected:
   kinds: ["trace"]
   set: heldout4
   status: open
-  note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `f` with a cache entry; the resume frame `torch_dynamo_resume_in_f_at_N` 2), torch 2.14.1
+  note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `f` with a cache entry; the resume frame `torch_dynamo_resume_in_f_at_N` 2: counted under `f`, as a branch recording resume frames as parts of their function does, `traces: 3` and `kinds: ["trace", "trace", "retrace"]`), torch 2.14.1
 """
 import torch
 
