@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from torch._dynamo.utils import clear_compilation_metrics, counters, get_compilation_metrics
+from trace_file_parity import schema_errors
 
 import traceguard as tg
 from traceguard._compat import _function_tracing
@@ -217,6 +218,7 @@ def test_a_trace_file_written_on_torch_reads_back_without_torch(tmp_path):
     with tg.watch(trace_file=str(path)):
         scale(torch.ones(8))
         scale(torch.ones(5))
+    assert schema_errors(path) == []  # docs/trace-files.md documents torch's records too.
     # `traceguard report` with torch, TensorFlow, JAX and Keras refused.
     refuse = "; ".join(f"sys.modules[{name!r}] = None" for name in ("torch", "tensorflow", "jax", "keras"))
     result = subprocess.run(

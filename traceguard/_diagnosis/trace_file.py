@@ -40,7 +40,7 @@ RECORD_TYPES = ("header", "layer_run", "function_trace", "function_cost", "eager
 # script with its own `watch(trace_file=...)` of the same path) would interleave their lines.
 _OPEN_PATHS: set[str] = set()
 _OPEN_PATHS_LOCK = threading.Lock()
-_PACKAGES = ("tensorflow", "keras", "tf_keras", "jax")
+_PACKAGES = ("tensorflow", "keras", "tf_keras", "jax", "torch")
 _COSTS_KEPT = 1024  # Costs of traces whose calls have not returned, kept to compare.
 
 
