@@ -111,17 +111,17 @@ def test_the_comparison_names_what_a_file_lost(tmp_path):
 
 
 def test_a_record_that_cannot_be_written_is_counted_and_the_reader_warns(tmp_path, monkeypatch, caplog):
-    from traceguard._diagnosis import trace_file
-    written = trace_file.event_json
+    from traceguard._core.events import TraceEvent
+    written = TraceEvent.to_json
     calls = []
 
-    def failing_once(event):  # The second event written has a value without a JSON form.
+    def failing_once(event):  # The second layer run written has a value without a JSON form.
         calls.append(event)
         if len(calls) == 2:
             raise TypeError("no JSON form")
         return written(event)
 
-    monkeypatch.setattr(trace_file, "event_json", failing_once)
+    monkeypatch.setattr(TraceEvent, "to_json", failing_once)
     path = tmp_path / "short.jsonl"
     dense = keras.layers.Dense(2, name="dense")
     dense.build((None, 3))

@@ -14,7 +14,7 @@ from typing import Any
 from traceguard._core.changes import Change
 from traceguard._core.function_rules import is_avoidable
 from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, MISS_KINDS, TraceKind
-from traceguard._core.specs import Site, Spec
+from traceguard._core.specs import Site, Spec, signature_from_json, signature_to_json
 from traceguard._core.verdicts import Verdict
 
 _TRACES_PER_FUNCTION = 1000
@@ -119,21 +119,51 @@ class FunctionEvent:
             return self.kind in MISS_KINDS
         return is_avoidable(self.kind, self.verdict.hint, self.verdict.reason)
 
+    def to_json(self) -> dict[str, Any]:
+        """The event as JSON data (a trace file's `event`): its fields, with the signature, changes,
+        sites and verdict as typed values (`from_json` rebuilds them) and the verdict's codes as
+        `reason_code` and `hint_code`."""
+        result = dict(self.__dict__)  # The fields (a dataclass without slots keeps them there).
+        verdict = result.pop("verdict")
+        call_site, definition = self.call_site, self.definition
+        result.update(kind=self.kind.value, signature=signature_to_json(self.signature),
+                      changes=[change.to_json() for change in self.changes],
+                      created_variables=list(self.created_variables), phases=dict(self.phases),
+                      call_site=None if call_site is None else call_site.to_json(),
+                      definition=None if definition is None else definition.to_json(),
+                      reason_code=None if verdict is None else verdict.reason.value,
+                      hint_code=None if verdict is None or verdict.hint is None else verdict.hint.value,
+                      verdict=None if verdict is None else verdict.to_json())
+        return result
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FunctionEvent:
+        """The event `to_json` wrote; fields it does not know (a newer writer's) are left out."""
+        changes = tuple(Change.from_json(change) for change in data["changes"])
+        verdict, call_site, definition = data.get("verdict"), data.get("call_site"), data.get("definition")
+        values = {name: data[name] for name in _EVENT_FIELDS if name in data}
+        values.update(kind=TraceKind(data["kind"]), signature=signature_from_json(data["signature"]),
+                      changes=changes, created_variables=tuple(data["created_variables"]),
+                      phases={str(phase): float(seconds)
+                              for phase, seconds in (data.get("phases") or {}).items()},
+                      call_site=None if call_site is None else Site.from_json(call_site),
+                      definition=None if definition is None else Site.from_json(definition),
+                      verdict=None if verdict is None else Verdict.from_json(verdict, changes))
+        return cls(**values)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names: specs, changes and sites as
-        their text, the codes as `reason_code` and `hint_code`."""
-        result = dict(self.__dict__)  # The fields (a dataclass without slots keeps them there).
+        their text, the codes as `reason_code` and `hint_code`. The text view of `to_json()`."""
+        result = self.to_json()
         del result["verdict"]
-        verdict = self.verdict
-        result.update(kind=self.kind.value,
-                      signature={str(name): str(spec) for name, spec in self.signature.items()},
+        result.update(signature={str(name): str(spec) for name, spec in self.signature.items()},
                       changes=[str(change) for change in self.changes],
-                      created_variables=list(self.created_variables), phases=dict(self.phases),
                       call_site=None if self.call_site is None else str(self.call_site),
-                      definition=None if self.definition is None else str(self.definition),
-                      reason_code=None if verdict is None else verdict.reason.value,
-                      hint_code=None if verdict is None or verdict.hint is None else verdict.hint.value)
+                      definition=None if self.definition is None else str(self.definition))
         return result
+
+
+_EVENT_FIELDS = tuple(field.name for field in dataclasses.fields(FunctionEvent))
 
 
 @dataclasses.dataclass
@@ -231,11 +261,35 @@ class FunctionRuns:
             self.cache_counts[outcome] = self.cache_counts.get(outcome, 0) + sign
             self.cache_saved_seconds += sign * (event.cache_saved_s or 0.0)
 
+    def to_json(self) -> dict[str, Any]:
+        """The runs as JSON data: their fields, the events' `to_json()` and the `def` site's."""
+        result = dict(self.__dict__)
+        definition = self.definition
+        result.update(definition=None if definition is None else definition.to_json(),
+                      events=[event.to_json() for event in self.events], kind_counts=dict(self.kind_counts),
+                      phase_seconds=dict(self.phase_seconds), cache_counts=dict(self.cache_counts))
+        return result
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FunctionRuns:
+        """The runs `to_json` wrote."""
+        definition = data.get("definition")
+        values = {name: data[name] for name in _RUNS_FIELDS if name in data}
+        values.update(definition=None if definition is None else Site.from_json(definition),
+                      events=[FunctionEvent.from_json(event) for event in data.get("events", ())],
+                      kind_counts=dict(data.get("kind_counts", {})),
+                      phase_seconds=dict(data.get("phase_seconds", {})),
+                      cache_counts=dict(data.get("cache_counts", {})))
+        return cls(**values)
+
     def copy(self) -> FunctionRuns:
         """A snapshot: its own lists and counts."""
         return dataclasses.replace(self, events=list(self.events), kind_counts=dict(self.kind_counts),
                                    phase_seconds=dict(self.phase_seconds),
                                    cache_counts=dict(self.cache_counts))
+
+
+_RUNS_FIELDS = tuple(field.name for field in dataclasses.fields(FunctionRuns))
 
 
 def count_traces(functions: Any, kind: Any = None, layer: str | None = None,

@@ -113,6 +113,18 @@ class MissCost:
     started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
     call_started: float | None = None  # When the call that made it started, likewise.
 
+    def to_json(self) -> dict[str, Any]:
+        """The costs as JSON data, by the names a `FunctionEvent` gives them (a trace file's
+        `function_cost` record)."""
+        return {"phases": dict(self.phases), "miss_s": self.miss, "persistent_cache": self.persistent_cache,
+                "cache_saved_s": self.cache_saved, "started": self.started, "call_started": self.call_started}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MissCost:
+        phases = {str(phase): float(seconds) for phase, seconds in (data.get("phases") or {}).items()}
+        return cls(types.MappingProxyType(phases), data.get("miss_s"), data.get("persistent_cache"),
+                   data.get("cache_saved_s"), data.get("started"), data.get("call_started"))
+
 
 @dataclasses.dataclass(frozen=True)
 class FunctionTrace:

@@ -20,16 +20,10 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from traceguard._core.events import TraceEvent, TraceKind
+from traceguard._core.events import TraceEvent
 from traceguard._core.function_runs import FunctionEvent, FunctionRuns
-from traceguard._core.functions import FunctionId
+from traceguard._core.functions import FunctionId, MissCost
 from traceguard._core.layer_runs import LayerRuns
-from traceguard._core.values_json import (
-    change_from_json,
-    signature_from_json,
-    site_from_json,
-    verdict_from_json,
-)
 from traceguard._diagnosis.explanation import EVENTS_PER_LAYER, Explanation
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
 from traceguard._diagnosis.workers import Worker
@@ -169,7 +163,7 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
         if len(runs.events) >= EVENTS_PER_LAYER:  # As the live report keeps them.
             runs.events.pop(0)
             runs.dropped += 1
-        runs.events.append(_trace_event(record["event"]))
+        runs.events.append(TraceEvent.from_json(record["event"]))
     elif kind == "eager_runs":
         runs = _layer(trace_file, record)
         runs.eager_calls = max(runs.eager_calls, int(record["count"]))  # Each line counts from the start.
@@ -188,7 +182,7 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
 
 def _add_function_trace(trace_file: TraceFile, record: dict[str, Any]) -> None:
     # The line's `started` (a trace's later cost line updates it), as the live event holds it.
-    event = dataclasses.replace(_function_event(record["event"]), started=float(record["started"]))
+    event = dataclasses.replace(FunctionEvent.from_json(record["event"]), started=float(record["started"]))
     key = FunctionId(record["qualname"], event.definition)  # Its text is the line's `key`.
     function = trace_file.functions.get(key)
     if function is None:
@@ -215,11 +209,10 @@ def _add_function_cost(trace_file: TraceFile, record: dict[str, Any]) -> None:
     event = next((event for event in reversed(function.events) if event.serial == serial), None)
     if event is None:  # Dropped past the events kept, as in the live report.
         return
+    cost = MissCost.from_json(record)
     function.replace(dataclasses.replace(
-        event, phases={str(phase): float(seconds) for phase, seconds in record["phases"].items()},
-        miss_s=record["miss_s"], persistent_cache=record["persistent_cache"],
-        cache_saved_s=record["cache_saved_s"],
-        started=event.started if record["started"] is None else float(record["started"])))
+        event, phases=dict(cost.phases), miss_s=cost.miss, persistent_cache=cost.persistent_cache,
+        cache_saved_s=cost.cache_saved, started=event.started if cost.started is None else cost.started))
     if record["started"] is not None:
         trace_file.function_starts[serial] = float(record["started"])
     if record["call_started"] is not None:
@@ -232,34 +225,6 @@ def _layer(trace_file: TraceFile, record: dict[str, Any]) -> LayerRuns:
         runs = trace_file.layers[record["layer"]] = LayerRuns(
             record["layer"], record["class_name"], bool(record["trace_aware"]))
     return runs
-
-
-def _typed(fields: dict[str, Any]) -> dict[str, Any]:
-    """The typed values of an event's fields."""
-    changes = tuple(change_from_json(change) for change in fields["changes"])
-    verdict = fields.get("verdict")
-    return {"signature": signature_from_json(fields["signature"]), "changes": changes,
-            "verdict": None if verdict is None else verdict_from_json(verdict, changes),
-            **{name: site_from_json(fields[name]) for name in ("call_site", "definition") if name in fields}}
-
-
-def _trace_event(fields: dict[str, Any]) -> TraceEvent:
-    known = {field.name for field in dataclasses.fields(TraceEvent)}
-    values = {name: value for name, value in fields.items() if name in known}  # Newer optional fields.
-    values.update(_typed(fields), kind=TraceKind(fields["kind"]),
-                  created_variables=tuple(fields["created_variables"]),
-                  messages=tuple(fields.get("messages", ())))
-    return TraceEvent(**values)
-
-
-def _function_event(fields: dict[str, Any]) -> FunctionEvent:
-    known = {field.name for field in dataclasses.fields(FunctionEvent)}
-    values = {name: value for name, value in fields.items() if name in known}
-    values.update(_typed(fields), kind=TraceKind(fields["kind"]),
-                  created_variables=tuple(fields["created_variables"]),
-                  phases={str(phase): float(seconds)
-                          for phase, seconds in (fields.get("phases") or {}).items()})
-    return FunctionEvent(**values)
 
 
 def _shorten(line: str) -> str:
