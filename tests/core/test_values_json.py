@@ -13,7 +13,7 @@ from traceguard._core.backends import Backend
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.events import TraceEvent
 from traceguard._core.function_runs import FunctionEvent, FunctionRuns
-from traceguard._core.functions import MissCost
+from traceguard._core.functions import FunctionTrace, MissCost
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
 from traceguard._core.specs import (
@@ -106,14 +106,34 @@ def trace_events(draw):
 
 
 @st.composite
-def function_events(draw):
+def function_traces(draw):
     made = draw(st.lists(changes, max_size=2).map(tuple))
-    return FunctionEvent(
-        draw(st.integers(1, 10**6)), draw(st.sampled_from(list(TraceKind))), draw(texts), draw(signatures),
-        made, draw(texts), draw(names), draw(st.one_of(st.none(), sites)), draw(st.one_of(st.none(), sites)),
-        draw(seconds), draw(st.integers(1, 9)), draw(strings), draw(numbers), draw(numbers),
-        draw(phase_times), draw(maybe_seconds), draw(caches), draw(maybe_seconds),
-        draw(st.one_of(st.none(), verdicts(made))), draw(maybe_seconds))
+    maybe_sites = st.one_of(st.none(), sites)
+    return FunctionTrace(
+        index=draw(st.integers(0, 99)), serial=draw(st.integers(1, 10**6)), parent=draw(numbers),
+        origin=draw(st.sampled_from(["tf.function", "jax.jit", "jax.body", "torch.compile"])),
+        name=draw(texts), qualname=draw(texts), definition=draw(maybe_sites), call_site=draw(maybe_sites),
+        caller=draw(names), entry=draw(names), signature=draw(signatures),
+        kind=draw(st.sampled_from(list(TraceKind))), reason=draw(st.sampled_from(list(Reason))), changes=made,
+        closest=draw(numbers), duration=draw(seconds), object_number=draw(st.integers(1, 9)),
+        objects=draw(st.integers(1, 9)), saving=draw(st.booleans()),
+        phase=draw(st.sampled_from([None, "variable_creation"])), created_variables=draw(strings),
+        relaxed=draw(st.one_of(st.none(), st.booleans())), raised=draw(st.booleans()),
+        library_function=draw(st.booleans()), keras_call=draw(keras_calls), lifted_variables=draw(strings),
+        optimizer_builds=draw(st.lists(st.builds(OptimizerBuild, texts, names), max_size=2).map(tuple)),
+        same_graph_as=draw(numbers), relaxed_signature=draw(st.one_of(st.none(), signatures)),
+        data=draw(names), same_model=draw(st.one_of(st.none(), st.booleans())), miss_cost=draw(costs),
+        xla_functions=draw(strings), requested=draw(st.booleans()), restored=draw(st.booleans()),
+        traced_for=draw(names), body_of=draw(names), backend_reasons=draw(strings),
+        graph_breaks=draw(st.lists(st.tuples(texts, sites), max_size=2).map(tuple)),
+        verdict=draw(st.one_of(st.none(), verdicts(made))))
+
+
+@st.composite
+def function_events(draw):
+    trace = draw(function_traces())
+    cost = draw(st.one_of(st.just(trace.miss_cost), costs))  # As recorded, or completed later.
+    return FunctionEvent(trace, draw(texts), draw(names), cost)
 
 
 @st.composite
@@ -127,10 +147,11 @@ def function_runs(draw):
 @pytest.mark.parametrize(("values", "read"), [
     (specs, spec_from_json), (sites, Site.from_json), (paths, ArgumentPath.from_json),
     (changes, Change.from_json), (costs, MissCost.from_json), (trace_events(), TraceEvent.from_json),
-    (function_events(), FunctionEvent.from_json), (function_runs(), FunctionRuns.from_json),
+    (function_traces(), FunctionTrace.from_json), (function_events(), FunctionEvent.from_json),
+    (function_runs(), FunctionRuns.from_json),
     (st.lists(st.builds(OptimizerBuild, texts, names)), None), (keras_calls, None),
-], ids=["spec", "site", "argument_path", "change", "miss_cost", "trace_event", "function_event",
-        "function_runs", "optimizer_build", "keras_call"])
+], ids=["spec", "site", "argument_path", "change", "miss_cost", "trace_event", "function_trace",
+        "function_event", "function_runs", "optimizer_build", "keras_call"])
 def test_every_value_reads_back_as_itself(values, read):
     @settings(max_examples=60, deadline=None)
     @given(values)
@@ -158,6 +179,8 @@ def test_a_signature_and_a_verdict_read_back_as_themselves(signature, verdict):
 def test_to_dict_is_the_text_view_of_to_json(trace_event, function_event):
     for event in (trace_event, function_event):
         data, texts_view = event.to_json(), event.to_dict()
+        if isinstance(event, FunctionEvent):  # Its attributes; the trace's other facts beside them.
+            data = data["event"]
         assert set(texts_view) == set(data) - {"verdict"}
         assert texts_view["signature"] == {str(name): str(spec) for name, spec in event.signature.items()}
         assert texts_view["changes"] == [str(change) for change in event.changes]

@@ -178,21 +178,11 @@ class TraceFileWriter:
 
     @staticmethod
     def _function_trace_line(key: str, runs: Any, record: Any, event: Any) -> dict[str, Any]:
-        keras_call = record.keras_call
+        # The event's `to_json()`: its attributes (`event`), the trace's other facts (`trace`) and
+        # `call_started`; a reader rebuilds the very `FunctionTrace` from them.
         started = record.started if record.started is not None else time.time() - record.duration
-        return {
-            "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
-            "objects": runs.objects, "started": started, "call_started": record.call_started,
-            "event": event.to_json(),
-            "trace": {"index": record.index, "origin": record.origin, "kind": record.kind.value,
-                      "reason": record.reason.value,
-                      "closest": record.closest, "caller": record.caller, "entry": record.entry,
-                      "requested": record.requested, "restored": record.restored,
-                      "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,
-                      "raised": record.raised, "library_function": record.library_function,
-                      "lifted_variables": list(record.lifted_variables),
-                      "keras_call": None if keras_call is None else vars(keras_call).copy(),
-                      "traced_for": record.traced_for, "body_of": record.body_of}}
+        return {"type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
+                "objects": runs.objects, "started": started, **event.to_json()}
 
     def function_cost(self, record: Any, event: Any) -> None:
         """Writes what a function trace's miss cost (its `FunctionEvent` with `phases` and `miss_s`

@@ -181,15 +181,19 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
 
 
 def _add_function_trace(trace_file: TraceFile, record: dict[str, Any]) -> None:
-    # The line's `started` (a trace's later cost line updates it), as the live event holds it.
-    event = dataclasses.replace(FunctionEvent.from_json(record["event"]), started=float(record["started"]))
+    # The event and the very trace it views, rebuilt from the line (`FunctionEvent.to_json()`); the
+    # line's `started` when the event lacks one (a trace's later cost line updates it).
+    event = FunctionEvent.from_json(record)
+    if event.cost.started is None:
+        started = float(record["started"])
+        event = dataclasses.replace(event, cost=dataclasses.replace(event.cost, started=started))
     key = FunctionId(record["qualname"], event.definition)  # Its text is the line's `key`.
     function = trace_file.functions.get(key)
     if function is None:
         function = trace_file.functions[key] = FunctionRuns(
             record["qualname"], event.function, event.definition, bool(record["keras_step"]))
-    # Version 2 wrote a trace again with its costs: the later line replaces the first.
-    if trace_file.version >= 3 or not function.replace(event):
+    # Version 2 wrote a trace again with its costs: the later line's costs are the event's.
+    if trace_file.version >= 3 or function.set_cost(event.serial, event.cost) is None:
         function.add(event)
     function.objects = max(function.objects, int(record["objects"]))
     trace_file.function_of[event.serial] = key
@@ -205,14 +209,9 @@ def _add_function_cost(trace_file: TraceFile, record: dict[str, Any]) -> None:
     if key is None:
         raise ValueError(f"the cost of function trace {serial}, which no earlier `function_trace` "
                          "record holds")
-    function = trace_file.functions[key]
-    event = next((event for event in reversed(function.events) if event.serial == serial), None)
-    if event is None:  # Dropped past the events kept, as in the live report.
-        return
-    cost = MissCost.from_json(record)
-    function.replace(dataclasses.replace(
-        event, phases=dict(cost.phases), miss_s=cost.miss, persistent_cache=cost.persistent_cache,
-        cache_saved_s=cost.cache_saved, started=event.started if cost.started is None else cost.started))
+    # Set once on the event, as the live report sets it (`FunctionRuns.set_cost`); nothing when the
+    # event was dropped past the events kept, as in the live report.
+    trace_file.functions[key].set_cost(serial, MissCost.from_json(record))
     if record["started"] is not None:
         trace_file.function_starts[serial] = float(record["started"])
     if record["call_started"] is not None:
@@ -245,7 +244,8 @@ def merged_explanation(trace_files: Sequence[TraceFile]) -> Explanation:
             first = min((event.timestamp for event in runs.events), default=float("inf"))
             layers.append((number, first, dataclasses.replace(runs, name=prefix + runs.name)))
         for function in trace_file.functions.values():
-            events = [dataclasses.replace(event, function=prefix + event.function)
+            events = [dataclasses.replace(event, trace=dataclasses.replace(event.trace,
+                                                                           name=prefix + event.function))
                       for event in function.events]
             functions[FunctionId(prefix + function.name, function.definition)] = dataclasses.replace(
                 function.copy(), name=prefix + function.name, function=prefix + function.function,
