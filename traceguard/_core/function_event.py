@@ -189,7 +189,8 @@ class FunctionEvent:
         values, the verdict's codes as `reason_code` and `hint_code`); `trace`, the trace's other
         facts; `call_started`, its cost's. `from_json` rebuilds the trace from them."""
         trace = self.trace.to_json()
-        cost = self.cost.to_json()
+        same_cost = self.cost is self.trace.miss_cost or self.cost == self.trace.miss_cost
+        cost = trace["miss_cost"] if same_cost else self.cost.to_json()
         verdict = self.trace.verdict
         event = {"serial": trace["serial"], "kind": self.kind.value, "function": trace["name"],
                  "signature": trace["signature"], "changes": trace["changes"], "reason": self.reason,
@@ -203,7 +204,7 @@ class FunctionEvent:
                  "miss_s": cost["miss_s"], "persistent_cache": cost["persistent_cache"],
                  "cache_saved_s": cost["cache_saved_s"]}
         rest = {name: value for name, value in trace.items() if name not in _IN_EVENT}
-        if self.trace.miss_cost != self.cost:  # Its cost when recorded, when the event's is later.
+        if not same_cost:  # Its cost when recorded, when the event's is later.
             rest["miss_cost"] = trace["miss_cost"]
         return {"event": event, "trace": rest, "call_started": cost["call_started"]}
 

@@ -248,15 +248,18 @@ class FunctionTrace:
     def to_json(self) -> dict[str, Any]:
         """Every field as JSON data, by its name: typed values by their own `to_json()` (a new field
         of a type listed in `_CODECS` needs no line here)."""
-        fields = self.__dict__  # A dataclass without slots keeps its fields there.
-        return {name: None if fields[name] is None else write(fields[name])
-                for name, (write, _) in _FIELD_CODECS}
+        result = dict(self.__dict__)  # A dataclass without slots keeps its fields there.
+        for name, write in _WRITTEN:  # The typed values; JSON's own (numbers, text) as they are.
+            value = result[name]
+            if value is not None:
+                result[name] = write(value)
+        return result
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FunctionTrace:
         """The record `to_json` wrote; a field it lacks (an older writer's) takes its default."""
-        values = {name: None if data[name] is None else read(data[name])
-                  for name, (_, read) in _FIELD_CODECS if name in data and name != "verdict"}
+        values: dict[str, Any] = {name: None if data[name] is None else read(data[name])
+                                  for name, (_, read) in _FIELD_CODECS if name in data and name != "verdict"}
         verdict = data.get("verdict")
         if verdict is not None:
             values["verdict"] = Verdict.from_json(verdict, values.get("changes", ()))
@@ -287,17 +290,13 @@ class FunctionCost:
     cost_seconds: float = 0.0
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
 def _signature(data: Any) -> Mapping[Any, Spec]:
     return types.MappingProxyType(signature_from_json(data))
 
 
 # Each field's type (as annotated, `| None` aside) -> how its value is written and read back.
 _CODECS: dict[str, tuple[Any, Any]] = {
-    "int": (_same, int), "float": (_same, float), "str": (_same, str), "bool": (_same, bool),
+    "int": (None, int), "float": (None, float), "str": (None, str), "bool": (None, bool),
     "Site": (Site.to_json, Site.from_json),
     "Mapping[str, Spec]": (signature_to_json, _signature),
     "Mapping[Any, Spec]": (signature_to_json, _signature),
@@ -316,3 +315,4 @@ _CODECS: dict[str, tuple[Any, Any]] = {
 # Every field of `FunctionTrace` with its codec: a field of a type without one fails here, at import.
 _FIELD_CODECS = tuple((field.name, _CODECS[str(field.type).removesuffix(" | None")])
                       for field in dataclasses.fields(FunctionTrace))
+_WRITTEN = tuple((name, write) for name, (write, _) in _FIELD_CODECS if write is not None)
