@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import keras
-from trace_file_parity import assert_same_report, schema_errors
+from trace_file_parity import assert_same_report, restored_report, schema_errors
 
 import traceguard as tg
 from traceguard._diagnosis.report_files import report_files
@@ -475,3 +475,19 @@ def test_a_version_2_file_reads_back_as_the_report_that_wrote_it(tmp_path):
     two.write_text("".join(json.dumps(record) + "\n" for record in older))
     assert read_trace_file(str(two)).version == 2
     assert_same_report(report, two)
+    # Files written before a line held the whole trace lack its other facts: each event reads back
+    # with the same attributes and words (its `duration`, `objects`, `qualname` the event's).
+    from traceguard._core.function_event import ATTRIBUTES
+    new_facts = ("qualname", "duration", "objects", "same_graph_as", "relaxed_signature", "data",
+                 "same_model", "xla_functions", "optimizer_builds", "backend_reasons", "graph_breaks",
+                 "miss_cost")
+    for record in older:
+        for name in new_facts:
+            record.get("trace", {}).pop(name, None)
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps(record) + "\n" for record in older))
+    restored, full = restored_report(bare), restored_report(two)
+    assert restored.summary(full=True) == full.summary(full=True)
+    for key, runs in full.functions.items():
+        for event, bare_event in zip(runs.events, restored.functions[key].events, strict=True):
+            assert all(getattr(event, name) == getattr(bare_event, name) for name in ATTRIBUTES)

@@ -212,12 +212,13 @@ class FunctionEvent:
     def from_json(cls, data: Mapping[str, Any]) -> FunctionEvent:
         """The event `to_json` wrote (or a trace file's `function_trace` line): its trace rebuilt from
         the event's attributes and the trace's other facts. Facts an older writer left out take the
-        event's (`duration`, `objects`, `qualname`) or their defaults."""
+        event's (`duration`, `objects`, `qualname`, `same_graph_as`) or their defaults."""
         event, rest = data["event"], data.get("trace", {})
         cost = {name: event.get(name) for name in ("phases", "miss_s", "persistent_cache", "cache_saved_s",
                                                      "started")}
         cost["call_started"] = data.get("call_started")
         trace = {"duration": event["duration_s"], "objects": event["object_number"],
+                 "same_graph_as": event.get("same_graph_as"),
                  "qualname": data.get("qualname", event["function"]), "miss_cost": cost, **rest,
                  **{name: event[name] for name in _IN_EVENT if name in event}, "name": event["function"]}
         if "kind" not in rest:  # Its own kind, before the whole record was classified: the event's.

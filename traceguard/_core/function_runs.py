@@ -138,7 +138,8 @@ class FunctionRuns:
         return cls(**values)
 
     def copy(self) -> FunctionRuns:
-        """A snapshot: its own lists and counts."""
+        """A snapshot: its own lists and counts (its events are the report's: a cost set on one later
+        shows in both)."""
         return dataclasses.replace(self, events=list(self.events), kind_counts=dict(self.kind_counts),
                                    phase_seconds=dict(self.phase_seconds),
                                    cache_counts=dict(self.cache_counts))
