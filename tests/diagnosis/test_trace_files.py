@@ -491,3 +491,22 @@ def test_a_version_2_file_reads_back_as_the_report_that_wrote_it(tmp_path):
     for key, runs in full.functions.items():
         for event, bare_event in zip(runs.events, restored.functions[key].events, strict=True):
             assert all(getattr(event, name) == getattr(bare_event, name) for name in ATTRIBUTES)
+
+
+def test_the_specs_and_changes_of_every_backend_are_the_documented_schema():
+    # What a TensorFlow run above does not write: JAX's pytree nodes and sharded arrays, and the
+    # aspects of JAX's and torch's changes.
+    from trace_file_parity import documented_schema
+
+    from traceguard._core.changes import Aspect, Change
+    from traceguard._core.specs import ArgumentPath, NodeSpec, TensorSpec, ValueSpec
+
+    # The definitions, without the choice of a record type.
+    schema = {key: value for key, value in documented_schema().items() if key != "oneOf"}
+    sharded = TensorSpec("float32", (4,), "", False, "P('i',) over i=2 (Explicit)")
+    node = NodeSpec("Config", ((".weights", sharded), (0, ValueSpec("None"))),
+                    ((".mode", ValueSpec("'a'")),))
+    values = [("spec", node.to_json())]
+    values += [("change", Change(ArgumentPath("x"), aspect, 1, 2, 0).to_json()) for aspect in Aspect]
+    for definition, value in values:
+        jsonschema.validate(json.loads(json.dumps(value)), {**schema, "$ref": f"#/$defs/{definition}"})
