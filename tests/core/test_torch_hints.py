@@ -22,13 +22,25 @@ from traceguard._core.verdicts import Hint
     (Change(ArgumentPath("x"), Aspect.REQUIRES_GRAD, False, True), None, Hint.REQUIRES_GRAD),
     (Change(ArgumentPath("x"), Aspect.STRIDE, 4, 1, 0), None, Hint.ONE_LAYOUT),
     (Change(ArgumentPath("x"), Aspect.DEVICE, "CPU", "Meta"), None, Hint.ONE_DEVICE),
-], ids=["made-dynamic", "still-guarded", "not-asked", "bool", "requires_grad", "stride", "device"])
+    (Change(ArgumentPath("text"), Aspect.VALUE, "ab", "abc"), None, Hint.STRING_VALUE),
+    (Change(ArgumentPath("self.step"), Aspect.VALUE, 0, "another value"), None, Hint.STATIC_ATTRIBUTE),
+    (Change(ArgumentPath("G['count']"), Aspect.VALUE, 2, "another value"), None, Hint.STATIC_ATTRIBUTE),
+    (Change(ArgumentPath("self.param_groups[0]['lr']"), Aspect.VALUE, 0.1, "another value"), None,
+     Hint.PYTHON_VALUE_AS_TENSOR),
+    (Change(ArgumentPath("grad_mode"), Aspect.CONTEXT, False, True), None, Hint.GLOBAL_MODE),
+    (Change(ArgumentPath("x"), Aspect.DIM, 1, 2, 0), None, Hint.SIZE_ONE_SPECIALISED),
+    (Change(ArgumentPath("x"), Aspect.DIM, 8, 5, 0), None, Hint.DYNAMIC_DIMENSION),
+    (Change(ArgumentPath("x"), Aspect.INFERENCE, "an inference tensor", "a normal tensor"), None,
+     Hint.INFERENCE_TENSOR),
+], ids=["made-dynamic", "still-guarded", "not-asked", "bool", "requires_grad", "stride", "device", "str",
+        "int-attribute", "int-global", "float-attribute", "grad-mode", "size-one", "size-eight",
+        "inference-tensor"])
 def test_a_torch_recompile_gets_the_fix_of_what_torch_did(change, relaxed, hint):
     assert retrace_hint(change, {}, {}, backend=Backend.TORCH, relaxed=relaxed) == (hint, change.parameter)
 
 
 def test_a_bool_mode_flag_is_expected_and_tensor_properties_read_as_changes():
-    assert Hint.MODE_FLAG in EXPECTED_HINTS
+    assert Hint.MODE_FLAG in EXPECTED_HINTS and Hint.GLOBAL_MODE in EXPECTED_HINTS
     requires_grad = Change(ArgumentPath("x"), Aspect.REQUIRES_GRAD, False, True)
     assert str(requires_grad) == "x: requires_grad False -> True"
     assert str(Change(ArgumentPath("x"), Aspect.STRIDE, 4, 1, 0)) == "x: stride 0 4 -> 1"

@@ -51,6 +51,9 @@ class Aspect(str, enum.Enum):
     REQUIRES_GRAD = "requires_grad"
     STRIDE = "stride"
     DEVICE = "device"
+    # torch: an inference tensor (made under `torch.inference_mode()`, without autograd dispatch
+    # keys) against a normal one, same device; old and new say which.
+    INFERENCE = "inference"
 
     def __str__(self) -> str:
         return self.value
@@ -117,6 +120,7 @@ _TEXTS = {
     Aspect.REQUIRES_GRAD: "{argument}: requires_grad {old} -> {new}",
     Aspect.STRIDE: "{argument}: stride {axis} {old} -> {new}",
     Aspect.DEVICE: "{argument}: device {old} -> {new}",
+    Aspect.INFERENCE: "{argument}: {old} -> {new}",
 }
 
 

@@ -115,6 +115,20 @@ class Hint(enum.Enum):
     # torch: a bool (a mode flag such as `module.training`) guarded by value: one compile per value,
     # both kept; nothing to fix.
     MODE_FLAG = "mode_flag"
+    # torch: a dimension whose earlier size was 0 or 1, which torch always specialises (0/1
+    # specialisation), whatever `dynamic` says: `mark_unbacked`, or a first size above 1.
+    SIZE_ONE_SPECIALISED = "size_one_specialised"
+    # torch: a global mode Dynamo guards (`GLOBAL_STATE changed: grad_mode`): one compile per value,
+    # both kept; nothing to fix.
+    GLOBAL_MODE = "global_mode"
+    # torch: an int read from an attribute or a global (`self.step`), not an argument: guarded by
+    # its exact value on every compile, `dynamic=True` or not (an nn.Module's int attributes can be
+    # made dynamic with `allow_unspec_int_on_nn_module`).
+    STATIC_ATTRIBUTE = "static_attribute"
+    # torch: a `str` argument, guarded by equality and never made dynamic: do the string work outside.
+    STRING_VALUE = "string_value"
+    # torch: an inference tensor against a normal one: one compile each, kept; make inputs one kind.
+    INFERENCE_TENSOR = "inference_tensor"
     # torch: a tensor argument's `requires_grad`, stride or device changed (a guard per tensor).
     REQUIRES_GRAD = "requires_grad"
     ONE_LAYOUT = "one_layout"

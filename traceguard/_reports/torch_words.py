@@ -14,6 +14,7 @@ import re
 from traceguard._core.changes import Aspect
 from traceguard._core.functions import FunctionTrace
 from traceguard._core.verdicts import Hint, Reason, Verdict
+from traceguard._reports.torch_guard_words import guarded_value_hint
 
 # A reason's compile id ("0/1: "), as Dynamo prefixes it.
 _COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
@@ -72,7 +73,7 @@ def torch_hint(verdict: Verdict) -> str | None:
     if verdict.hint is Hint.TRACING_CONTEXT:
         return ("A guard torch.compile put on a value outside the arguments (a global, an attribute, a "
                 "config) failed: keep that value fixed between calls, or read it as a tensor argument.")
-    return None
+    return guarded_value_hint(verdict)
 
 
 def torch_details(record: FunctionTrace) -> str:
