@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 from torch._dynamo.utils import clear_compilation_metrics, counters, get_compilation_metrics
-from trace_file_parity import schema_errors
 
 import traceguard as tg
 from traceguard._compat import _function_tracing
@@ -215,10 +214,15 @@ def test_a_trace_file_written_on_torch_reads_back_without_torch(tmp_path):
         return x * 2
 
     path = tmp_path / "torch.jsonl"
-    with tg.watch(trace_file=str(path)):
+    with tg.watch(trace_file=str(path)) as report:
         scale(torch.ones(8))
         scale(torch.ones(5))
-    assert schema_errors(path) == []  # docs/trace-files.md documents torch's records too.
+    # Each line is the documented schema, and each event reads back viewing the very trace (torch's
+    # own recompile reasons and graph breaks included).
+    from trace_file_parity import assert_same_function_events, schema_errors
+
+    assert schema_errors(path) == []
+    assert assert_same_function_events(report, path) == 2
     # `traceguard report` with torch, TensorFlow, JAX and Keras refused.
     refuse = "; ".join(f"sys.modules[{name!r}] = None" for name in ("torch", "tensorflow", "jax", "keras"))
     result = subprocess.run(

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping
 from typing import Any
 
-from traceguard._core.specs import MAX_ITEMS, ArgumentPath
+from traceguard._core.specs import MAX_ITEMS, SPEC_TYPES, ArgumentPath, spec_from_json
 
 
 class Aspect(str, enum.Enum):
@@ -88,6 +89,25 @@ class Change:
 
     def __repr__(self) -> str:
         return f"Change({str(self)!r})"
+
+    def to_json(self) -> dict[str, Any]:
+        """The change as JSON, with its report text as `text` for readers that only show it."""
+        return {"argument": self.argument.to_json(), "aspect": self.aspect.value, "old": _part_json(self.old),
+                "new": _part_json(self.new), "axis": self.axis, "text": str(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Change:
+        return cls(ArgumentPath.from_json(data["argument"]), Aspect(data["aspect"]),
+                   _part_from_json(data["old"]), _part_from_json(data["new"]), data["axis"])
+
+
+def _part_json(value: Any) -> Any:
+    # A change's old or new value: a spec (a Python value, a structure), or a plain number or name.
+    return value.to_json() if type(value) in SPEC_TYPES else value
+
+
+def _part_from_json(value: Any) -> Any:
+    return spec_from_json(value) if isinstance(value, dict) and "spec" in value else value
 
 
 _TEXTS = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from traceguard._core.backends import Backend
@@ -17,6 +18,7 @@ from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
 from traceguard._core.signature import Signature
+from traceguard._core.specs import spec_from_json
 
 
 class RunContext(enum.Enum):
@@ -206,6 +208,32 @@ class Verdict:
     body_of: str | None = None
     # For a Keras step's variable retrace: the optimizers that own the variables lifted, when found.
     optimizers: tuple[OptimizerBuild, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The codes and what their words name; its changes are the event's (`from_json` takes them)."""
+        keras_call, relaxed_to = self.keras_call, self.relaxed_to
+        return {"kind": self.kind.value, "reason": self.reason.value,
+                "hint": None if self.hint is None else self.hint.value, "function": self.function,
+                "backend": str(self.backend), "argument": self.argument,
+                "keras_call": None if keras_call is None else keras_call.to_json(),
+                "control_flow": self.control_flow, "objects": self.objects, "created": list(self.created),
+                "data": self.data, "relaxed_to": None if relaxed_to is None else relaxed_to.to_json(),
+                "of_function": self.of_function, "xla_functions": list(self.xla_functions),
+                "body_of": self.body_of, "optimizers": [build.to_json() for build in self.optimizers]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], changes: tuple[Change, ...] = ()) -> Verdict:
+        """The verdict `to_json` wrote, with `changes` (the event's)."""
+        keras_call, relaxed_to, hint = data.get("keras_call"), data.get("relaxed_to"), data.get("hint")
+        return cls(TraceKind(data["kind"]), changes, Reason(data["reason"]),
+                   None if hint is None else Hint(hint),
+                   data.get("function"), Backend(data.get("backend", "tensorflow")), data.get("argument"),
+                   None if keras_call is None else KerasCall.from_json(keras_call), data.get("control_flow"),
+                   data.get("objects"), tuple(data.get("created", ())), data.get("data"),
+                   None if relaxed_to is None else spec_from_json(relaxed_to),
+                   bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())),
+                   data.get("body_of"),
+                   tuple(OptimizerBuild.from_json(build) for build in data.get("optimizers", ())))
 
 
 class EarlierTrace(NamedTuple):
