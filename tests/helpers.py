@@ -60,7 +60,7 @@ def record_kind(record: Any) -> str:
 # --- events made by hand (tests/record/test_log.py, tests/diagnosis/test_explanation.py, ...) ---
 def make_event(index, kind=TraceKind.TRACE, function="step"):
     return TraceEvent(index=index, kind=kind, layer="layer", function=function,
-                      signature={"inputs": "float32[2]"}, changes=(), created_variables=(),
+                      signature={"inputs": tensor(2)}, changes=(), created_variables=(),
                       reason="why", hint=None, timestamp=0.0, duration_s=0.0, thread="MainThread")
 
 

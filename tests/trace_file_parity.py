@@ -18,6 +18,7 @@ import math
 import operator
 import os
 import pathlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,33 @@ def assert_same_report(live: Any, path: str | os.PathLike[str]) -> Any:
     assert not differences, f"the trace file {os.fspath(path)} reads back as another report:\n" + \
         "\n".join(differences)
     return restored
+
+
+def assert_same_function_events(live: Any, path: str | os.PathLike[str]) -> int:
+    """Fails unless every function event read back from the trace file at `path` views the very
+    `FunctionTrace` its live event in `live` (an `Explanation`) views, with the same words and each
+    documented attribute equal (`started` to the millisecond: see `_EPOCH_FIELDS`); and unless
+    each live event's own `to_json()` reads back as itself.
+
+    Returns how many events it compared.
+    """
+    restored = restored_report(path).functions
+    compared = 0
+    for key, runs in live.functions.items():
+        read = {event.serial: event for event in restored[key].events}
+        for event in runs.events:
+            theirs = read[event.serial]
+            assert theirs.trace == event.trace, (key, event.serial)
+            assert (theirs.reason, theirs.hint) == (event.reason, event.hint)
+            for name in sys.modules[type(event).__module__].ATTRIBUTES:
+                mine, their = getattr(event, name), getattr(theirs, name)
+                if name in _EPOCH_FIELDS and None not in (mine, their):
+                    assert abs(mine - their) < 1e-3, (key, event.serial, name, mine, their)
+                else:
+                    assert mine == their, (key, event.serial, name, mine, their)
+            assert type(event).from_json(json.loads(json.dumps(event.to_json()))) == event
+            compared += 1
+    return compared
 
 
 def documented_schema() -> dict[str, Any]:
@@ -142,14 +170,23 @@ def _event_differences(where: str, live: list[Any], restored: list[Any], number:
             and mine.keys() == theirs.keys():
         differences.append(f"{where}: events in another order")
     for key in sorted(mine.keys() & theirs.keys()):
-        for field in dataclasses.fields(mine[key]):
-            old, new = getattr(mine[key], field.name), getattr(theirs[key], field.name)
-            if field.name in _EPOCH_FIELDS and None not in (old, new) and abs(old - new) < 1e-3:
+        for name in _compared(mine[key]):
+            old, new = getattr(mine[key], name), getattr(theirs[key], name)
+            if name in _EPOCH_FIELDS and None not in (old, new) and abs(old - new) < 1e-3:
                 continue  # An epoch time converted from the monotonic clock apart: within a millisecond.
             if old != new:
-                differences.append(f"{where} event {number} {key}: {field.name} {old!r} live, "
+                differences.append(f"{where} event {number} {key}: {name} {old!r} live, "
                                    f"{new!r} read back")
     return differences
+
+
+def _compared(event: Any) -> list[str]:
+    """What is compared of an event: a layer's `TraceEvent`, its fields; a `FunctionEvent`, each
+    attribute it documents and the whole `FunctionTrace` it views (its cost is compared through
+    its attributes, `started` to the millisecond)."""
+    names = [field.name for field in dataclasses.fields(event) if field.name != "cost"]
+    return names + [name for name in getattr(sys.modules[type(event).__module__], "ATTRIBUTES", ())
+                    if name not in names]
 
 
 # Times since the epoch, which the live event and the file's line each convert from the monotonic
@@ -161,5 +198,5 @@ def _close(first: float, second: float) -> bool:
     return math.isclose(first, second, rel_tol=1e-9, abs_tol=1e-12)
 
 
-__all__ = ["assert_same_report", "documented_schema", "report_differences", "restored_report",
-           "schema_errors"]
+__all__ = ["assert_same_function_events", "assert_same_report", "documented_schema", "report_differences",
+           "restored_report", "schema_errors"]

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from traceguard import callbacks, testing
     from traceguard._core.errors import RetraceError
     from traceguard._core.events import TraceEvent, TraceKind
-    from traceguard._core.function_runs import FunctionEvent, FunctionRuns
+    from traceguard._core.function_event import FunctionEvent
+    from traceguard._core.function_runs import FunctionRuns
     from traceguard._core.functions import FunctionId
     from traceguard._core.layer_runs import LayerRuns
     from traceguard._diagnosis.compare import Comparison, compare
@@ -74,7 +75,7 @@ _MODULES = {
     "Explanation": "traceguard._diagnosis.explanation",
     "Forecast": "traceguard._diagnosis.forecast",
     "ForecastCheck": "traceguard._diagnosis.forecast",
-    "FunctionEvent": "traceguard._core.function_runs",
+    "FunctionEvent": "traceguard._core.function_event",
     "FunctionId": "traceguard._core.functions",
     "FunctionRuns": "traceguard._core.function_runs",
     "LayerRuns": "traceguard._core.layer_runs",

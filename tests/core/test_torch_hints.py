@@ -22,13 +22,25 @@ from traceguard._core.verdicts import Hint
     (Change(ArgumentPath("x"), Aspect.REQUIRES_GRAD, False, True), None, Hint.REQUIRES_GRAD),
     (Change(ArgumentPath("x"), Aspect.STRIDE, 4, 1, 0), None, Hint.ONE_LAYOUT),
     (Change(ArgumentPath("x"), Aspect.DEVICE, "CPU", "Meta"), None, Hint.ONE_DEVICE),
-], ids=["made-dynamic", "still-guarded", "not-asked", "bool", "requires_grad", "stride", "device"])
+    (Change(ArgumentPath("text"), Aspect.VALUE, "ab", "abc"), None, Hint.STRING_VALUE),
+    (Change(ArgumentPath("self.step"), Aspect.VALUE, 0, "another value"), None, Hint.STATIC_ATTRIBUTE),
+    (Change(ArgumentPath("G['count']"), Aspect.VALUE, 2, "another value"), None, Hint.STATIC_ATTRIBUTE),
+    (Change(ArgumentPath("self.param_groups[0]['lr']"), Aspect.VALUE, 0.1, "another value"), None,
+     Hint.PYTHON_VALUE_AS_TENSOR),
+    (Change(ArgumentPath("grad_mode"), Aspect.CONTEXT, False, True), None, Hint.GLOBAL_MODE),
+    (Change(ArgumentPath("x"), Aspect.DIM, 1, 2, 0), None, Hint.SIZE_ONE_SPECIALISED),
+    (Change(ArgumentPath("x"), Aspect.DIM, 8, 5, 0), None, Hint.DYNAMIC_DIMENSION),
+    (Change(ArgumentPath("x"), Aspect.INFERENCE, "an inference tensor", "a normal tensor"), None,
+     Hint.INFERENCE_TENSOR),
+], ids=["made-dynamic", "still-guarded", "not-asked", "bool", "requires_grad", "stride", "device", "str",
+        "int-attribute", "int-global", "float-attribute", "grad-mode", "size-one", "size-eight",
+        "inference-tensor"])
 def test_a_torch_recompile_gets_the_fix_of_what_torch_did(change, relaxed, hint):
     assert retrace_hint(change, {}, {}, backend=Backend.TORCH, relaxed=relaxed) == (hint, change.parameter)
 
 
 def test_a_bool_mode_flag_is_expected_and_tensor_properties_read_as_changes():
-    assert Hint.MODE_FLAG in EXPECTED_HINTS
+    assert Hint.MODE_FLAG in EXPECTED_HINTS and Hint.GLOBAL_MODE in EXPECTED_HINTS
     requires_grad = Change(ArgumentPath("x"), Aspect.REQUIRES_GRAD, False, True)
     assert str(requires_grad) == "x: requires_grad False -> True"
     assert str(Change(ArgumentPath("x"), Aspect.STRIDE, 4, 1, 0)) == "x: stride 0 4 -> 1"
@@ -36,16 +48,21 @@ def test_a_bool_mode_flag_is_expected_and_tensor_properties_read_as_changes():
 
 
 def _compile_event(serial, after=None, breaks=()):
-    from traceguard._core.function_runs import FunctionEvent
+    from traceguard._core.function_event import FunctionEvent
+    from traceguard._core.functions import FunctionTrace
     from traceguard._core.kinds import TraceKind
     from traceguard._core.verdicts import Reason, Verdict
 
     reason = Reason.PART_OF_TRACE if after else Reason.FIRST_TRACE
     verdict = Verdict(TraceKind.TRACE, (), reason, None, "step", Backend.TORCH, of_function=True,
                       resumed_after=after, graph_breaks=breaks)
-    return FunctionEvent(serial=serial, kind=TraceKind.TRACE, function="step", signature={}, changes=(),
-                         reason="why", hint=None, call_site=None, definition=None, duration_s=0.0,
-                         object_number=1, created_variables=(), verdict=verdict)
+    trace = FunctionTrace(index=serial, serial=serial, parent=None, origin="torch.compile", name="step",
+                          qualname="step", definition=None, call_site=None, caller=None, entry=None,
+                          signature={}, kind=TraceKind.TRACE, reason=reason, changes=(), closest=None,
+                          duration=0.0, object_number=1, objects=1, saving=False, phase=None,
+                          created_variables=(), relaxed=None, raised=False, graph_breaks=breaks,
+                          resumed_after=after, verdict=verdict)
+    return FunctionEvent(trace, "why", None, trace.miss_cost)
 
 
 def test_the_frames_of_a_function_split_at_graph_breaks_are_counted_and_worded():

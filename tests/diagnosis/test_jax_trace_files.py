@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 from helpers import texts
-from trace_file_parity import assert_same_report, schema_errors
+from trace_file_parity import assert_same_function_events, assert_same_report, schema_errors
 
 import traceguard as tg
 from traceguard._diagnosis.trace_file_reader import merged_explanation, read_trace_file
@@ -32,6 +32,7 @@ def test_jit_and_fit_traces_read_back_as_the_report_that_wrote_them(tmp_path):
     restored = merged_explanation([read_trace_file(str(path))])
     assert restored.events == report.events
     assert restored.functions == report.functions
+    assert assert_same_function_events(report, path) >= 4  # Each event views the very trace.
     assert restored.count("retrace", layer="dense") == 1
     assert [texts(event.changes) for runs in restored.functions.values() for event in runs.events
             if runs.function == "<lambda>"] == [(), ("x: dim 0 1 -> 2",)]

@@ -292,9 +292,15 @@ def test_a_trace_file_written_on_torch_reads_back_without_torch(tmp_path):
         return x * 2
 
     path = tmp_path / "torch.jsonl"
-    with tg.watch(trace_file=str(path)):
+    with tg.watch(trace_file=str(path)) as report:
         scale(torch.ones(8))
         scale(torch.ones(5))
+    # Each line is the documented schema, and each event reads back viewing the very trace (torch's
+    # own recompile reasons and graph breaks included).
+    from trace_file_parity import assert_same_function_events, schema_errors
+
+    assert schema_errors(path) == []
+    assert assert_same_function_events(report, path) == 2
     # `traceguard report` with torch, TensorFlow, JAX and Keras refused.
     refuse = "; ".join(f"sys.modules[{name!r}] = None" for name in ("torch", "tensorflow", "jax", "keras"))
     result = subprocess.run(

@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import keras
-from trace_file_parity import assert_same_report, report_differences, restored_report
+from trace_file_parity import (
+    assert_same_function_events,
+    assert_same_report,
+    report_differences,
+    restored_report,
+)
 
 import traceguard as tg
 from traceguard import _compat
@@ -32,6 +37,26 @@ def test_a_retracing_tf_function_reads_back_as_its_report(tmp_path):
     [runs] = restored.functions.values()
     assert runs.counts()["trace"] == 1
     assert runs.counts()["retrace"] == 3 == step.experimental_get_tracing_count() - 1
+
+
+def test_a_function_event_read_back_views_the_trace_the_live_one_views(tmp_path):
+    # A `FunctionEvent` is a view of its `FunctionTrace` and its cost: the trace rebuilt from the
+    # file (`FunctionEvent.from_json`) is the live one, so each attribute is the live event's, on a
+    # tf.function that retraces (changes, a Python value) and Keras steps with their costs.
+    path = tmp_path / "views.jsonl"
+    step = tf.function(lambda x, scale: x * scale)
+    inputs = keras.Input((8,))
+    model = keras.Model(inputs, keras.layers.Dense(4)(inputs))
+    model.compile(optimizer="sgd", loss="mse")
+    rng = np.random.default_rng(0)
+    with tg.watch(trace_file=path) as report:
+        for rows, scale in ((2, 1.0), (3, 1.0), (3, 2.0)):
+            step(tf.ones((rows,)), scale)
+        model.fit(rng.random((70, 8)), rng.random((70, 4)), batch_size=32, verbose=0)
+    assert assert_same_function_events(report, path) >= 5
+    retrace = [event for runs in report.functions.values() for event in runs.events
+               if event.kind.value == "retrace"][0]
+    assert retrace.trace.changes == retrace.changes and retrace.miss_s is not None
 
 
 def test_fit_with_a_partial_batch_reads_back_as_its_report(tmp_path):
@@ -111,17 +136,17 @@ def test_the_comparison_names_what_a_file_lost(tmp_path):
 
 
 def test_a_record_that_cannot_be_written_is_counted_and_the_reader_warns(tmp_path, monkeypatch, caplog):
-    from traceguard._diagnosis import trace_file
-    written = trace_file.event_json
+    from traceguard._core.events import TraceEvent
+    written = TraceEvent.to_json
     calls = []
 
-    def failing_once(event):  # The second event written has a value without a JSON form.
+    def failing_once(event):  # The second layer run written has a value without a JSON form.
         calls.append(event)
         if len(calls) == 2:
             raise TypeError("no JSON form")
         return written(event)
 
-    monkeypatch.setattr(trace_file, "event_json", failing_once)
+    monkeypatch.setattr(TraceEvent, "to_json", failing_once)
     path = tmp_path / "short.jsonl"
     dense = keras.layers.Dense(2, name="dense")
     dense.build((None, 3))

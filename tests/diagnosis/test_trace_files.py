@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import keras
-from trace_file_parity import assert_same_report, schema_errors
+from trace_file_parity import assert_same_report, restored_report, schema_errors
 
 import traceguard as tg
 from traceguard._diagnosis.report_files import report_files
@@ -475,3 +475,38 @@ def test_a_version_2_file_reads_back_as_the_report_that_wrote_it(tmp_path):
     two.write_text("".join(json.dumps(record) + "\n" for record in older))
     assert read_trace_file(str(two)).version == 2
     assert_same_report(report, two)
+    # Files written before a line held the whole trace lack its other facts: each event reads back
+    # with the same attributes and words (its `duration`, `objects`, `qualname` the event's).
+    from traceguard._core.function_event import ATTRIBUTES
+    new_facts = ("qualname", "duration", "objects", "same_graph_as", "relaxed_signature", "data",
+                 "same_model", "xla_functions", "optimizer_builds", "backend_reasons", "graph_breaks",
+                 "miss_cost")
+    for record in older:
+        for name in new_facts:
+            record.get("trace", {}).pop(name, None)
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps(record) + "\n" for record in older))
+    restored, full = restored_report(bare), restored_report(two)
+    assert restored.summary(full=True) == full.summary(full=True)
+    for key, runs in full.functions.items():
+        for event, bare_event in zip(runs.events, restored.functions[key].events, strict=True):
+            assert all(getattr(event, name) == getattr(bare_event, name) for name in ATTRIBUTES)
+
+
+def test_the_specs_and_changes_of_every_backend_are_the_documented_schema():
+    # What a TensorFlow run above does not write: JAX's pytree nodes and sharded arrays, and the
+    # aspects of JAX's and torch's changes.
+    from trace_file_parity import documented_schema
+
+    from traceguard._core.changes import Aspect, Change
+    from traceguard._core.specs import ArgumentPath, NodeSpec, TensorSpec, ValueSpec
+
+    # The definitions, without the choice of a record type.
+    schema = {key: value for key, value in documented_schema().items() if key != "oneOf"}
+    sharded = TensorSpec("float32", (4,), "", False, "P('i',) over i=2 (Explicit)")
+    node = NodeSpec("Config", ((".weights", sharded), (0, ValueSpec("None"))),
+                    ((".mode", ValueSpec("'a'")),))
+    values = [("spec", node.to_json())]
+    values += [("change", Change(ArgumentPath("x"), aspect, 1, 2, 0).to_json()) for aspect in Aspect]
+    for definition, value in values:
+        jsonschema.validate(json.loads(json.dumps(value)), {**schema, "$ref": f"#/$defs/{definition}"})

@@ -71,13 +71,14 @@ ASPECTS = ("dim", "rank", "dtype", "weak_type", "value", "identity", "structure"
            "added", "removed", "context",
            # Issue #38: JAX keys these too; named here so a program can expect them before traceguard does.
            "call_structure", "static_field", "sharding",
-           # Issue #39: torch guards each tensor's requires_grad.
-           "requires_grad")
+           # Issue #39: torch guards each tensor's requires_grad, and its autograd dispatch keys
+           # (an inference tensor has none).
+           "requires_grad", "inference")
 KINDS = ("trace", "retrace", "variable_retrace", "save",
          "compile")  # a compilation without a trace (issue #34): listed in `kinds:`, not counted in `traces:`
 COMPILE = "compile"
 # `set: NAME` groups a batch of held-out reports so they can be run together (`--set NAME`).
-SETS = ("heldout3",)
+SETS = ("heldout3", "heldout4")
 STATUSES = ("open",)  # `status: open`: the diagnosis does not pass yet; the slow test skips it
 REPEAT = "*"  # In `changes:`, repeats the entry before it for every later retrace
 JAX_PYTHON_VARIABLE = "TRACEGUARD_JAX_PYTHON"

@@ -296,3 +296,11 @@ def test_a_fact_the_hook_reads_reaches_the_record_by_its_field_name():
     made = {"index", "qualname", "definition", "duration", "miss_cost", "verdict",
             *function_record._MADE_HERE, *function_record._AS_DIAGNOSED}
     assert {field.name for field in dataclasses.fields(FunctionTrace)} == made | set(shared)
+    # A trace file keeps every fact with no line of its own: the record its event reads back as is
+    # the record (`FunctionTrace.to_json()` writes each field by its type).
+    import json
+
+    from traceguard._core.function_event import FunctionEvent
+
+    event = FunctionEvent(record, "why", None, record.miss_cost)
+    assert FunctionEvent.from_json(json.loads(json.dumps(event.to_json()))).trace == record

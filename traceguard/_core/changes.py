@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping
 from typing import Any
 
-from traceguard._core.specs import MAX_ITEMS, ArgumentPath
+from traceguard._core.specs import MAX_ITEMS, SPEC_TYPES, ArgumentPath, spec_from_json
 
 
 class Aspect(str, enum.Enum):
@@ -50,6 +51,9 @@ class Aspect(str, enum.Enum):
     REQUIRES_GRAD = "requires_grad"
     STRIDE = "stride"
     DEVICE = "device"
+    # torch: an inference tensor (made under `torch.inference_mode()`, without autograd dispatch
+    # keys) against a normal one, same device; old and new say which.
+    INFERENCE = "inference"
 
     def __str__(self) -> str:
         return self.value
@@ -86,6 +90,25 @@ class Change:
     def __repr__(self) -> str:
         return f"Change({str(self)!r})"
 
+    def to_json(self) -> dict[str, Any]:
+        """The change as JSON, with its report text as `text` for readers that only show it."""
+        return {"argument": self.argument.to_json(), "aspect": self.aspect.value, "old": _part_json(self.old),
+                "new": _part_json(self.new), "axis": self.axis, "text": str(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Change:
+        return cls(ArgumentPath.from_json(data["argument"]), Aspect(data["aspect"]),
+                   _part_from_json(data["old"]), _part_from_json(data["new"]), data["axis"])
+
+
+def _part_json(value: Any) -> Any:
+    # A change's old or new value: a spec (a Python value, a structure), or a plain number or name.
+    return value.to_json() if type(value) in SPEC_TYPES else value
+
+
+def _part_from_json(value: Any) -> Any:
+    return spec_from_json(value) if isinstance(value, dict) and "spec" in value else value
+
 
 _TEXTS = {
     Aspect.DIM: "{argument}: dim {axis} {old} -> {new}",
@@ -97,6 +120,7 @@ _TEXTS = {
     Aspect.REQUIRES_GRAD: "{argument}: requires_grad {old} -> {new}",
     Aspect.STRIDE: "{argument}: stride {axis} {old} -> {new}",
     Aspect.DEVICE: "{argument}: device {old} -> {new}",
+    Aspect.INFERENCE: "{argument}: {old} -> {new}",
 }
 
 

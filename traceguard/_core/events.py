@@ -20,7 +20,7 @@ from traceguard._core.kinds import (
     TRACE_KINDS,
     TraceKind,
 )
-from traceguard._core.specs import Spec
+from traceguard._core.specs import Spec, signature_from_json, signature_to_json
 from traceguard._core.verdicts import Verdict
 
 
@@ -83,24 +83,49 @@ class TraceEvent:
         changes = f": {'; '.join(map(str, self.changes))}" if self.changes else ""
         return f"<TraceEvent #{self.index} {self.kind.value} of {self.layer!r}{where}{changes}>"
 
+    def to_json(self) -> dict[str, Any]:
+        """The event as JSON data (a trace file's `event`): its fields, with the signature, changes and
+        verdict as typed values (`from_json` rebuilds them) and the verdict's codes as `reason_code`
+        and `hint_code`."""
+        # The fields as they are (a dataclass without slots keeps them in `__dict__`), then the typed
+        # values: a new plain field is written without a line here.
+        result = dict(self.__dict__)
+        verdict = result.pop("verdict")
+        result.update(kind=self.kind.value, signature=signature_to_json(self.signature),
+                      changes=[change.to_json() for change in self.changes],
+                      created_variables=list(self.created_variables), messages=list(self.messages),
+                      reason_code=None if verdict is None else verdict.reason.value,
+                      hint_code=None if verdict is None or verdict.hint is None else verdict.hint.value,
+                      verdict=None if verdict is None else verdict.to_json())
+        return result
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TraceEvent:
+        """The event `to_json` wrote; fields it does not know (a newer writer's) are left out."""
+        changes = tuple(Change.from_json(change) for change in data["changes"])
+        verdict = data.get("verdict")
+        values = {name: data[name] for name in _FIELDS if name in data}
+        values.update(kind=TraceKind(data["kind"]), signature=signature_from_json(data["signature"]),
+                      changes=changes, created_variables=tuple(data["created_variables"]),
+                      messages=tuple(data.get("messages", ())),
+                      verdict=None if verdict is None else Verdict.from_json(verdict, changes))
+        return cls(**values)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict whose keys are the field names.
 
         `signature` holds each spec's text, `changes` each change's; the codes are
-        `reason_code` and `hint_code` (`Reason` and `Hint` values, or None).
+        `reason_code` and `hint_code` (`Reason` and `Hint` values, or None). The text view of
+        `to_json()`.
         """
-        result = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)
-                  if field.name != "verdict"}
-        result["kind"] = self.kind.value
-        result["signature"] = {str(name): str(spec) for name, spec in self.signature.items()}
-        result["changes"] = [str(change) for change in self.changes]
-        result["created_variables"] = list(self.created_variables)
-        result["messages"] = list(self.messages)
-        verdict = self.verdict
-        result["reason_code"] = None if verdict is None else verdict.reason.value
-        result["hint_code"] = None if verdict is None or verdict.hint is None else verdict.hint.value
+        result = self.to_json()
+        del result["verdict"]
+        result.update(signature={str(name): str(spec) for name, spec in self.signature.items()},
+                      changes=[str(change) for change in self.changes])
         return result
 
+
+_FIELDS = tuple(field.name for field in dataclasses.fields(TraceEvent))
 
 __all__ = ["FUNCTION_KINDS", "GRAPH_TRACE_KINDS", "MISS_KINDS", "RETRACE_KINDS", "RUN_KINDS", "TRACE_KINDS",
            "TraceEvent", "TraceKind"]

@@ -23,7 +23,8 @@ from traceguard._core.verdicts import Hint, Reason, RunContext, Verdict
 # The misses no fix removes: the state metrics create in the first trace (the variable
 # retrace it makes is paid once, whatever the user does), a trace asked for.
 EXPECTED_HINTS = frozenset({Hint.METRIC_STATE, Hint.REQUESTED_TRACE, Hint.KERAS2_FUNCTIONAL,
-                            Hint.MODE_FLAG})  # torch: one compile per value of a bool flag.
+                            Hint.MODE_FLAG,  # torch: one compile per value of a bool flag,
+                            Hint.GLOBAL_MODE})  # or of the global grad mode.
 
 
 def is_avoidable(kind: TraceKind, hint: Hint | None, reason: Reason | None = None) -> bool:

@@ -1,5 +1,5 @@
-"""`FunctionEvent` and `FunctionRuns`: the traces of one whole function (`tf.function`, a Keras
-step, `jax.jit`, `torch.compile`), as a report holds them.
+"""`FunctionRuns`: the traces of one whole function (`tf.function`, a Keras step, `jax.jit`,
+`torch.compile`), as a report holds them, each a `FunctionEvent` (`_core.function_event`).
 
 Values the live report fills (`_diagnosis.explanation`, with the words of each trace's verdict)
 and the trace file reader rebuilds, read by the renderers as they are.
@@ -11,129 +11,12 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from traceguard._core.changes import Change
-from traceguard._core.function_rules import is_avoidable
-from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, MISS_KINDS, TraceKind
-from traceguard._core.specs import Site, Spec
-from traceguard._core.verdicts import Verdict
+from traceguard._core.function_event import FunctionEvent
+from traceguard._core.functions import MissCost
+from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, TraceKind
+from traceguard._core.specs import Site
 
 _TRACES_PER_FUNCTION = 1000
-
-
-@dataclasses.dataclass(frozen=True)
-class FunctionEvent:
-    """One trace of a whole function, classified; or one XLA compilation without a trace.
-
-    Attributes:
-        serial: The trace's number in this process; a layer's `TraceEvent`
-            made during the trace has it as `function_trace`.
-        kind: The `TraceKind`: `trace` (the first of its function object, a new
-            object of the same code included), `retrace` (the same object
-            missed its cache: a new signature), `variable_retrace`,
-            `save`, or `compile`: no trace, but XLA compiled the function for
-            input shapes it had not run (`jit_compile=True` with a relaxed
-            signature, a Keras step's new batch shape); then `signature` holds
-            those shapes and `changes` what differs from the closest shapes
-            compiled before.
-        function: The backend's name for the function, e.g. `train_step`.
-        signature: Every argument's spec (`_core.specs`), by name; `str()` of one
-            reads `"float32[8,4]"`, `"3"`.
-        changes: What differs from the closest earlier signature of the
-            function, as `Change` values.
-        reason: One sentence: why it traced.
-        hint: How to avoid it, or None when it is expected.
-        call_site: The `Site` (`path`, `line`; `str()` reads `"file:line"`) of
-            the user's code that made the trace, if found.
-        definition: The `Site` of the function's `def`, if found.
-        duration_s: Seconds spent tracing (0 for a `compile`).
-        object_number: Which function object of this code traced (1, 2, ...).
-        created_variables: Names of the variables the trace created.
-        parent: The `serial` of the trace this one ran inside (a Keras step
-            inside `multi_step_on_iterator`), else None.
-        same_graph_as: For a retrace that built the same graph as an earlier
-            trace of the same function object (same ops, wiring and constants;
-            only shapes differ): that trace's `serial`. The retrace was pure
-            waste, and what changed is safe to relax. None otherwise, and on
-            JAX.
-        phases: Seconds per phase of the miss, only the phases measured:
-            `trace` (Python ran the body), `lower` (TensorFlow: building and
-            optimizing the new concrete function's graph in its first call,
-            that call's one execution included; JAX: the jaxpr to MLIR),
-            `compile` (XLA compiling; on TensorFlow the first call of a
-            function that runs XLA, graph building and one execution
-            included; on JAX the backend's compilation, or the persistent
-            cache's read), `first_call` (JAX: dispatching the first
-            execution). Device time is not counted: on a GPU a call returns
-            before the device finishes.
-        miss_s: Seconds from the call's entry to its return (the dispatcher's
-            cache lookup and bookkeeping, the trace, and the phases after it),
-            less the earlier traces the same call made, on the last trace that
-            call made; None for an earlier trace of the same call (a first
-            trace that created variables: its cost is its phases) or when the
-            call was not seen. The traces of a call add up to the call.
-        persistent_cache: JAX's persistent compilation cache for this
-            compilation: `"hit"` (read from the cache) or `"miss"` (compiled
-            and written); None without such a cache.
-        cache_saved_s: On a hit, the compilation seconds the cache saved
-            (the original compilation's time less the read), as JAX reports it.
-        started: When the trace started, in seconds since the epoch, if known.
-        verdict: The classification as codes (`verdict.reason`, `verdict.hint`),
-            which `reason` and `hint` word.
-    """
-
-    serial: int
-    kind: TraceKind
-    function: str
-    signature: Mapping[str, Spec]
-    changes: tuple[Change, ...]
-    reason: str
-    hint: str | None
-    call_site: Site | None
-    definition: Site | None
-    duration_s: float
-    object_number: int
-    created_variables: tuple[str, ...]
-    parent: int | None = None
-    same_graph_as: int | None = None
-    phases: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    miss_s: float | None = None
-    persistent_cache: str | None = None
-    cache_saved_s: float | None = None
-    verdict: Verdict | None = None
-    started: float | None = None
-
-    @property
-    def cost_s(self) -> float:
-        """What the miss cost, in seconds, each second once: the whole call when measured (less
-        the earlier trace the same call made), else its phases. A trace made while another
-        function traced is in that one's cost too."""
-        if self.miss_s is not None:
-            return self.miss_s
-        return sum(self.phases.values()) if self.phases else self.duration_s
-
-    @property
-    def avoidable(self) -> bool:
-        """Whether a fix removes this miss: a retrace or compilation with a fix (not a first
-        trace, a save, or a one-time cost such as metrics' state)."""
-        if self.verdict is None:  # Read back without its codes.
-            return self.kind in MISS_KINDS
-        return is_avoidable(self.kind, self.verdict.hint, self.verdict.reason)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict whose keys are the field names: specs, changes and sites as
-        their text, the codes as `reason_code` and `hint_code`."""
-        result = dict(self.__dict__)  # The fields (a dataclass without slots keeps them there).
-        del result["verdict"]
-        verdict = self.verdict
-        result.update(kind=self.kind.value,
-                      signature={str(name): str(spec) for name, spec in self.signature.items()},
-                      changes=[str(change) for change in self.changes],
-                      created_variables=list(self.created_variables), phases=dict(self.phases),
-                      call_site=None if self.call_site is None else str(self.call_site),
-                      definition=None if self.definition is None else str(self.definition),
-                      reason_code=None if verdict is None else verdict.reason.value,
-                      hint_code=None if verdict is None or verdict.hint is None else verdict.hint.value)
-        return result
 
 
 @dataclasses.dataclass
@@ -227,15 +110,17 @@ class FunctionRuns:
         self.kind_counts[event.kind.value] = self.kind_counts.get(event.kind.value, 0) + 1
         self._count(event, 1)
 
-    def replace(self, event: FunctionEvent) -> bool:
-        """Puts `event` where the event of the same serial is, recounting its seconds."""
+    def set_cost(self, serial: int, cost: MissCost) -> FunctionEvent | None:
+        """Sets what the miss of the event of `serial` cost, once its call returned, recounting its
+        seconds; the event itself, or None when it is not kept (dropped)."""
         for position in range(len(self.events) - 1, -1, -1):
-            if self.events[position].serial == event.serial:
-                self._count(self.events[position], -1)
-                self.events[position] = event
+            event = self.events[position]
+            if event.serial == serial:
+                self._count(event, -1)
+                object.__setattr__(event, "cost", cost)  # The one field set after it is made.
                 self._count(event, 1)
-                return True
-        return False
+                return event
+        return None
 
     def _count(self, event: FunctionEvent, sign: int) -> None:
         for phase, seconds in (event.phases or {"trace": event.duration_s}).items():
@@ -248,11 +133,36 @@ class FunctionRuns:
             self.cache_counts[outcome] = self.cache_counts.get(outcome, 0) + sign
             self.cache_saved_seconds += sign * (event.cache_saved_s or 0.0)
 
+    def to_json(self) -> dict[str, Any]:
+        """The runs as JSON data: their fields, the events' `to_json()` and the `def` site's."""
+        result = dict(self.__dict__)
+        definition = self.definition
+        result.update(definition=None if definition is None else definition.to_json(),
+                      events=[event.to_json() for event in self.events], kind_counts=dict(self.kind_counts),
+                      phase_seconds=dict(self.phase_seconds), cache_counts=dict(self.cache_counts))
+        return result
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FunctionRuns:
+        """The runs `to_json` wrote."""
+        definition = data.get("definition")
+        values = {name: data[name] for name in _RUNS_FIELDS if name in data}
+        values.update(definition=None if definition is None else Site.from_json(definition),
+                      events=[FunctionEvent.from_json(event) for event in data.get("events", ())],
+                      kind_counts=dict(data.get("kind_counts", {})),
+                      phase_seconds=dict(data.get("phase_seconds", {})),
+                      cache_counts=dict(data.get("cache_counts", {})))
+        return cls(**values)
+
     def copy(self) -> FunctionRuns:
-        """A snapshot: its own lists and counts."""
+        """A snapshot: its own lists and counts (its events are the report's: a cost set on one later
+        shows in both)."""
         return dataclasses.replace(self, events=list(self.events), kind_counts=dict(self.kind_counts),
                                    phase_seconds=dict(self.phase_seconds),
                                    cache_counts=dict(self.cache_counts))
+
+
+_RUNS_FIELDS = tuple(field.name for field in dataclasses.fields(FunctionRuns))
 
 
 def count_traces(functions: Any, kind: Any = None, layer: str | None = None,
@@ -281,3 +191,6 @@ def count_traces(functions: Any, kind: Any = None, layer: str | None = None,
                 f"layer's: count them with `of=\"layers\"`). Received: kind={kind!r}")
     return int(sum(count for runs in functions for name, count in runs.kind_counts.items()
                    if names is None or name in names))
+
+
+__all__ = ["FunctionEvent", "FunctionRuns", "count_traces"]

@@ -15,7 +15,7 @@ from traceguard._core.backends import Backend
 from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import RETRACE_KINDS, TraceKind
-from traceguard._core.specs import Site, Spec
+from traceguard._core.specs import Site, Spec, signature_from_json, signature_to_json
 from traceguard._core.verdicts import Reason, Verdict
 
 # A function trace's kind and the reason that tells them apart: the function's first
@@ -112,6 +112,18 @@ class MissCost:
     cache_saved: float | None = None  # Seconds that cache saved (a hit).
     started: float | None = None  # When the trace (or compilation) started, seconds since the epoch.
     call_started: float | None = None  # When the call that made it started, likewise.
+
+    def to_json(self) -> dict[str, Any]:
+        """The costs as JSON data, by the names a `FunctionEvent` gives them (a trace file's
+        `function_cost` record)."""
+        return {"phases": dict(self.phases), "miss_s": self.miss, "persistent_cache": self.persistent_cache,
+                "cache_saved_s": self.cache_saved, "started": self.started, "call_started": self.call_started}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MissCost:
+        phases = {str(phase): float(seconds) for phase, seconds in (data.get("phases") or {}).items()}
+        return cls(types.MappingProxyType(phases), data.get("miss_s"), data.get("persistent_cache"),
+                   data.get("cache_saved_s"), data.get("started"), data.get("call_started"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,6 +248,26 @@ class FunctionTrace:
     def call_started(self) -> float | None:
         return self.miss_cost.call_started
 
+    def to_json(self) -> dict[str, Any]:
+        """Every field as JSON data, by its name: typed values by their own `to_json()` (a new field
+        of a type listed in `_CODECS` needs no line here)."""
+        result = dict(self.__dict__)  # A dataclass without slots keeps its fields there.
+        for name, write in _WRITTEN:  # The typed values; JSON's own (numbers, text) as they are.
+            value = result[name]
+            if value is not None:
+                result[name] = write(value)
+        return result
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FunctionTrace:
+        """The record `to_json` wrote; a field it lacks (an older writer's) takes its default."""
+        values: dict[str, Any] = {name: None if data[name] is None else read(data[name])
+                                  for name, (_, read) in _FIELD_CODECS if name in data and name != "verdict"}
+        verdict = data.get("verdict")
+        if verdict is not None:
+            values["verdict"] = Verdict.from_json(verdict, values.get("changes", ()))
+        return cls(**values)
+
     def with_cost(self, miss_cost: MissCost) -> FunctionTrace:
         """The record completed with `miss_cost`, every other field shared: what `dataclasses.replace`
         gives, without running `__init__` over every field again (half of what completing a trace
@@ -259,3 +291,31 @@ class FunctionCost:
     # What the misses cost, each second once: each trace's whole miss (less the earlier traces of
     # its call), else its phases; the tracing alone until the calls that traced return.
     cost_seconds: float = 0.0
+
+
+def _signature(data: Any) -> Mapping[Any, Spec]:
+    return types.MappingProxyType(signature_from_json(data))
+
+
+# Each field's type (as annotated, `| None` aside) -> how its value is written and read back.
+_CODECS: dict[str, tuple[Any, Any]] = {
+    "int": (None, int), "float": (None, float), "str": (None, str), "bool": (None, bool),
+    "Site": (Site.to_json, Site.from_json),
+    "Mapping[str, Spec]": (signature_to_json, _signature),
+    "Mapping[Any, Spec]": (signature_to_json, _signature),
+    "TraceKind": (lambda kind: kind.value, TraceKind), "Reason": (lambda reason: reason.value, Reason),
+    "tuple[str, ...]": (list, tuple),
+    "tuple[Change, ...]": (lambda changes: [change.to_json() for change in changes],
+                           lambda data: tuple(Change.from_json(change) for change in data)),
+    "KerasCall": (KerasCall.to_json, KerasCall.from_json),
+    "tuple[OptimizerBuild, ...]": (lambda builds: [build.to_json() for build in builds],
+                                   lambda data: tuple(OptimizerBuild.from_json(build) for build in data)),
+    "tuple[tuple[str, Site], ...]": (lambda breaks: [[what, site.to_json()] for what, site in breaks],
+                                     lambda data: tuple((str(what), Site.from_json(site))
+                                                        for what, site in data)),
+    "MissCost": (MissCost.to_json, MissCost.from_json), "Verdict": (Verdict.to_json, None),
+}
+# Every field of `FunctionTrace` with its codec: a field of a type without one fails here, at import.
+_FIELD_CODECS = tuple((field.name, _CODECS[str(field.type).removesuffix(" | None")])
+                      for field in dataclasses.fields(FunctionTrace))
+_WRITTEN = tuple((name, write) for name, (write, _) in _FIELD_CODECS if write is not None)

@@ -102,7 +102,7 @@ def retrace_hint(change: Change, old: Signature, new: Signature, keras_step: boo
 _TORCH_HINT_BY_ASPECT = {Aspect.DIM: Hint.DYNAMIC_DIMENSION, Aspect.VALUE: Hint.PYTHON_VALUE_AS_TENSOR,
                          Aspect.IDENTITY: Hint.OBJECT_IDENTITY, Aspect.CONTEXT: Hint.TRACING_CONTEXT,
                          Aspect.REQUIRES_GRAD: Hint.REQUIRES_GRAD, Aspect.STRIDE: Hint.ONE_LAYOUT,
-                         Aspect.DEVICE: Hint.ONE_DEVICE}
+                         Aspect.DEVICE: Hint.ONE_DEVICE, Aspect.INFERENCE: Hint.INFERENCE_TENSOR}
 # A Python value's recompile, by what torch did with it (`relaxed`: the new compile passes another
 # value): made dynamic, so later values reuse it; still guarded by value; not asked.
 _TORCH_VALUE_HINT = {True: Hint.DYNAMIC_VALUE, False: Hint.SPECIALISED_VALUE,
@@ -117,13 +117,29 @@ def _torch_hint(change: Change, keras_step: bool, keras_call: KerasCall | None,
         return _dimension_hint(change, keras_step, False, keras_call, None)
     if change.aspect is Aspect.CONTEXT and str(change.argument).endswith(".grad"):
         return Hint.FIRST_STEP_GRADIENTS
+    if change.aspect is Aspect.DIM and change.old in (0, 1):  # torch specialises sizes 0 and 1 always.
+        return Hint.SIZE_ONE_SPECIALISED
+    bool_values = isinstance(change.old, bool) and isinstance(change.new, bool)
+    if change.aspect is Aspect.CONTEXT and bool_values:  # The global grad mode: one compile per value.
+        return Hint.GLOBAL_MODE
     if change.aspect is Aspect.VALUE:
         # A bool is guarded by its value on every compile (a mode flag such as `module.training`):
         # one compile per value, each kept.
-        if isinstance(change.old, bool) and isinstance(change.new, bool):
+        if bool_values:
             return Hint.MODE_FLAG
+        if isinstance(change.old, str):  # Guarded by equality; torch never makes a str dynamic.
+            return Hint.STRING_VALUE
+        if relaxed is None and type(change.old) is int and _outside_arguments(change):
+            return Hint.STATIC_ATTRIBUTE
         return _TORCH_VALUE_HINT[relaxed]
     return _TORCH_HINT_BY_ASPECT.get(change.aspect)
+
+
+def _outside_arguments(change: Change) -> bool:
+    """Whether torch's guard reads the value from an attribute or a global (`self.step`,
+    `G['count']`), not from one of the frame's arguments."""
+    name = str(change.argument)
+    return "." in name or name.startswith("G[")
 
 
 _KEYED_PER_LEAF = (Aspect.STATIC_FIELD, Aspect.WEAK_TYPE)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 # Function names Keras gives the steps of fit/evaluate/predict (Keras 3, then tf_keras).
 KERAS_STEP_FUNCTIONS = frozenset({
@@ -65,6 +67,15 @@ class OptimizerBuild:
     def __str__(self) -> str:
         return f"{self.optimizer}.build({self.variables or '...'})"
 
+    def to_json(self) -> list[str | None]:
+        """`[optimizer, variables]`."""
+        return [self.optimizer, self.variables]
+
+    @classmethod
+    def from_json(cls, data: Sequence[str | None]) -> OptimizerBuild:
+        optimizer, variables = data
+        return cls(str(optimizer), variables)
+
 
 def is_keras_step_function(name: str | None) -> bool:
     """Whether `name` is a step function Keras's `fit`, `evaluate` or `predict` made."""
@@ -92,3 +103,11 @@ class KerasCall:
     samples: int | None = None
     batch_size: int | None = None
     model: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "data": self.data, "samples": self.samples,
+                "batch_size": self.batch_size, "model": self.model}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KerasCall:
+        return cls(**data)

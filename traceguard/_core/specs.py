@@ -15,6 +15,7 @@ differ only past the cut still differ.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, NamedTuple, Union
 
 MAX_REPR = 40  # Characters of a Python value's repr a spec keeps.
@@ -52,6 +53,21 @@ class TensorSpec(NamedTuple):
     def rank(self) -> int | None:
         return None if self.dims is None else len(self.dims)
 
+    def to_json(self) -> dict[str, Any]:
+        """`{"spec": "tensor", "dtype": "float32", "dims": [2, null], ...}`; `sharding` only when set."""
+        dims = self.dims
+        result = {"spec": "tensor", "dtype": self.dtype, "dims": None if dims is None else list(dims),
+                  "type_name": self.type_name, "weak_type": self.weak_type}
+        if self.sharding:  # JAX's sharded arrays only.
+            result["sharding"] = self.sharding
+        return result
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TensorSpec:
+        dims = data["dims"]
+        return cls(data["dtype"], None if dims is None else tuple(dims), data.get("type_name", ""),
+                   bool(data.get("weak_type", False)), data.get("sharding", ""))
+
 
 class ValueSpec(NamedTuple):
     """A Python value keyed by equality (an int, a str, None, a hashable config ...).
@@ -69,6 +85,13 @@ class ValueSpec(NamedTuple):
 
     def __str__(self) -> str:
         return self.text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"spec": "value", "text": self.text, "rest": self.rest, "static": self.static}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ValueSpec:
+        return cls(data["text"], data.get("rest"), bool(data.get("static", False)))
 
 
 class ObjectSpec(NamedTuple):
@@ -98,6 +121,17 @@ class ObjectSpec(NamedTuple):
             return f"Python function {self.name}{made}"
         return f"{self.name} object{made}"
 
+    def to_json(self) -> dict[str, Any]:
+        site = self.site
+        return {"spec": "object", "type_name": self.type_name, "name": self.name, "token": self.token,
+                "site": None if site is None else site.to_json(), "static": self.static}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ObjectSpec:
+        site = data.get("site")
+        return cls(data["type_name"], data["name"], data["token"],
+                   None if site is None else Site.from_json(site), bool(data.get("static", False)))
+
 
 class SequenceSpec(NamedTuple):
     """A list or tuple: its items' specs (the first `MAX_ITEMS`) and its length."""
@@ -115,6 +149,15 @@ class SequenceSpec(NamedTuple):
             return f"[{inner}]"
         return f"({inner}{',' if self.length == 1 else ''})"
 
+    def to_json(self) -> dict[str, Any]:
+        return {"spec": "sequence", "kind": self.kind, "items": [item.to_json() for item in self.items],
+                "length": self.length, "rest": self.rest}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SequenceSpec:
+        return cls(data["kind"], tuple(spec_from_json(item) for item in data["items"]), data["length"],
+                   data.get("rest"))
+
 
 class MappingSpec(NamedTuple):
     """A mapping: its items' specs by key repr (the first `MAX_ITEMS`, sorted) and its length."""
@@ -126,6 +169,15 @@ class MappingSpec(NamedTuple):
     def __str__(self) -> str:
         more = f", ... {self.length} items" if self.length > len(self.items) else ""
         return "{" + ", ".join(f"{key}: {item}" for key, item in self.items) + more + "}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"spec": "mapping", "items": [[key, item.to_json()] for key, item in self.items],
+                "length": self.length, "rest": self.rest}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MappingSpec:
+        return cls(tuple((str(key), spec_from_json(item)) for key, item in data["items"]), data["length"],
+                   data.get("rest"))
 
 
 class NodeSpec(NamedTuple):
@@ -153,6 +205,16 @@ class NodeSpec(NamedTuple):
                  for key, spec in self.children]
         parts += [f"{key[1:]}={spec} (static)" if key else f"aux data {spec}" for key, spec in self.static]
         return f"{self.type_name}({', '.join(parts)})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"spec": "node", "type_name": self.type_name,
+                "children": [[key, spec.to_json()] for key, spec in self.children],
+                "static": [[key, spec.to_json()] for key, spec in self.static], "rest": self.rest}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NodeSpec:
+        return cls(data["type_name"], tuple((key, spec_from_json(spec)) for key, spec in data["children"]),
+                   tuple((str(key), spec_from_json(spec)) for key, spec in data["static"]), data.get("rest"))
 
 
 def node_spec(type_name: str, children: tuple[tuple[int | str, Spec], ...],
@@ -188,6 +250,14 @@ def value_spec(value: object, static: bool = False, fingerprint: int | None = No
 
 Spec = Union[TensorSpec, ValueSpec, ObjectSpec, SequenceSpec, MappingSpec, NodeSpec]  # noqa: UP007 (3.10 runs it)
 SPEC_TYPES = (TensorSpec, ValueSpec, ObjectSpec, SequenceSpec, MappingSpec, NodeSpec)
+_BY_TAG: dict[str, Any] = {"tensor": TensorSpec, "value": ValueSpec, "object": ObjectSpec,
+                           "sequence": SequenceSpec, "mapping": MappingSpec, "node": NodeSpec}
+
+
+def spec_from_json(data: Mapping[str, Any]) -> Spec:
+    """The spec whose `to_json()` is `data`, of the type its `"spec"` tag names."""
+    spec: Spec = _BY_TAG[data["spec"]].from_json(data)
+    return spec
 
 
 class Site(NamedTuple):
@@ -207,6 +277,13 @@ class Site(NamedTuple):
         path, _, line = text.rpartition(":")
         return cls(path, int(line)) if path and line.isdigit() else None
 
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Site:
+        return cls(str(data["path"]), int(data["line"]))
+
 
 class ArgumentPath(NamedTuple):
     """Where in a call's arguments a value is: a parameter and the keys into it.
@@ -225,6 +302,26 @@ class ArgumentPath(NamedTuple):
 
     def child(self, key: int | str) -> ArgumentPath:
         return ArgumentPath(self.parameter, (*self.keys, key))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"parameter": self.parameter, "keys": list(self.keys)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ArgumentPath:
+        return cls(str(data["parameter"]), tuple(data["keys"]))
+
+
+def signature_to_json(signature: Mapping[Any, Spec]) -> list[list[Any]]:
+    """A signature as `[[argument, spec], ...]` in argument order: a parameter's name as itself, an
+    `ArgumentPath` (an item of `*args`) as its JSON."""
+    return [[name.to_json() if isinstance(name, ArgumentPath) else name, spec.to_json()]
+            for name, spec in signature.items()]
+
+
+def signature_from_json(data: Any) -> dict[Any, Spec]:
+    """The signature `signature_to_json` wrote."""
+    return {ArgumentPath.from_json(name) if isinstance(name, dict) else str(name): spec_from_json(spec)
+            for name, spec in data}
 
 
 def format_spec(spec: Spec) -> str:
@@ -275,5 +372,5 @@ def format_signature(signature: Any) -> dict[str, str]:
 
 __all__ = ["FOLDED_ITEMS", "MAX_ITEMS", "MAX_REPR", "SPEC_TYPES", "ArgumentPath", "MappingSpec", "NodeSpec",
            "ObjectSpec", "SequenceSpec", "Site", "Spec", "TensorSpec", "ValueSpec", "folded_text",
-           "format_signature", "format_spec", "mapping_spec", "node_spec", "sequence_spec", "signature_line",
-           "value_spec"]
+           "format_signature", "format_spec", "mapping_spec", "node_spec", "sequence_spec",
+           "signature_from_json", "signature_line", "signature_to_json", "spec_from_json", "value_spec"]

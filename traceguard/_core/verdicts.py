@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from traceguard._core.backends import Backend
@@ -17,7 +18,7 @@ from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
 from traceguard._core.signature import Signature
-from traceguard._core.specs import Site
+from traceguard._core.specs import Site, spec_from_json
 
 
 class RunContext(enum.Enum):
@@ -115,6 +116,20 @@ class Hint(enum.Enum):
     # torch: a bool (a mode flag such as `module.training`) guarded by value: one compile per value,
     # both kept; nothing to fix.
     MODE_FLAG = "mode_flag"
+    # torch: a dimension whose earlier size was 0 or 1, which torch always specialises (0/1
+    # specialisation), whatever `dynamic` says: `mark_unbacked`, or a first size above 1.
+    SIZE_ONE_SPECIALISED = "size_one_specialised"
+    # torch: a global mode Dynamo guards (`GLOBAL_STATE changed: grad_mode`): one compile per value,
+    # both kept; nothing to fix.
+    GLOBAL_MODE = "global_mode"
+    # torch: an int read from an attribute or a global (`self.step`), not an argument: guarded by
+    # its exact value on every compile, `dynamic=True` or not (an nn.Module's int attributes can be
+    # made dynamic with `allow_unspec_int_on_nn_module`).
+    STATIC_ATTRIBUTE = "static_attribute"
+    # torch: a `str` argument, guarded by equality and never made dynamic: do the string work outside.
+    STRING_VALUE = "string_value"
+    # torch: an inference tensor against a normal one: one compile each, kept; make inputs one kind.
+    INFERENCE_TENSOR = "inference_tensor"
     # torch: a tensor argument's `requires_grad`, stride or device changed (a guard per tensor).
     REQUIRES_GRAD = "requires_grad"
     ONE_LAYOUT = "one_layout"
@@ -198,6 +213,36 @@ class Verdict:
     # the rest of `function`); and the graph breaks of the compile, each torch's kind and its site.
     resumed_after: Site | None = None
     graph_breaks: tuple[tuple[str, Site], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The codes and what their words name; its changes are the event's (`from_json` takes them)."""
+        keras_call, relaxed_to = self.keras_call, self.relaxed_to
+        return {"kind": self.kind.value, "reason": self.reason.value,
+                "hint": None if self.hint is None else self.hint.value, "function": self.function,
+                "backend": str(self.backend), "argument": self.argument,
+                "keras_call": None if keras_call is None else keras_call.to_json(),
+                "control_flow": self.control_flow, "objects": self.objects, "created": list(self.created),
+                "data": self.data, "relaxed_to": None if relaxed_to is None else relaxed_to.to_json(),
+                "of_function": self.of_function, "xla_functions": list(self.xla_functions),
+                "body_of": self.body_of, "optimizers": [build.to_json() for build in self.optimizers],
+                "resumed_after": None if self.resumed_after is None else self.resumed_after.to_json(),
+                "graph_breaks": [[what, site.to_json()] for what, site in self.graph_breaks]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], changes: tuple[Change, ...] = ()) -> Verdict:
+        """The verdict `to_json` wrote, with `changes` (the event's)."""
+        keras_call, relaxed_to, hint = data.get("keras_call"), data.get("relaxed_to"), data.get("hint")
+        return cls(TraceKind(data["kind"]), changes, Reason(data["reason"]),
+                   None if hint is None else Hint(hint),
+                   data.get("function"), Backend(data.get("backend", "tensorflow")), data.get("argument"),
+                   None if keras_call is None else KerasCall.from_json(keras_call), data.get("control_flow"),
+                   data.get("objects"), tuple(data.get("created", ())), data.get("data"),
+                   None if relaxed_to is None else spec_from_json(relaxed_to),
+                   bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())),
+                   data.get("body_of"),
+                   tuple(OptimizerBuild.from_json(build) for build in data.get("optimizers", ())),
+                   None if data.get("resumed_after") is None else Site.from_json(data["resumed_after"]),
+                   tuple((str(what), Site.from_json(site)) for what, site in data.get("graph_breaks", ())))
 
 
 class EarlierTrace(NamedTuple):

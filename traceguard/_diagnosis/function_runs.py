@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from traceguard._core.function_runs import FunctionEvent, FunctionRuns
 from traceguard._core.functions import FunctionId
 from traceguard._core.keras_names import is_keras_step_function
-from traceguard._core.kinds import TraceKind
 from traceguard._reports.messages import hint_text, reason_text
 from traceguard._reports.torch_words import torch_details
 
@@ -18,22 +17,14 @@ if TYPE_CHECKING:
 
 
 def function_event(record: FunctionTrace) -> FunctionEvent:
-    """The record, worded: its verdict (classified once, as the record was made) and its words."""
+    """The record, worded: a view of it and its cost, with the words of its verdict (classified
+    once, as the record was made)."""
     verdict = record.verdict
     if verdict is None:  # `FunctionRecords` classifies each record as it makes it.
         raise ValueError(f"A function trace without its verdict. Received: record of {record.name!r}")
-    return FunctionEvent(
-        serial=record.serial, kind=verdict.kind, function=record.name,
-        signature=record.signature, changes=tuple(verdict.changes),
-        reason=_with_backend_words(reason_text(verdict), record), hint=hint_text(verdict),
-        call_site=record.call_site,
-        definition=record.definition,
-        duration_s=0.0 if verdict.kind is TraceKind.COMPILE else record.duration,
-        object_number=record.object_number, created_variables=record.created_variables,
-        parent=record.parent,
-        same_graph_as=record.same_graph_as if verdict.kind is TraceKind.RETRACE else None,
-        phases=dict(record.phases), miss_s=record.miss, persistent_cache=record.persistent_cache,
-        cache_saved_s=record.cache_saved, verdict=verdict, started=record.started)
+    # The event holds the record itself, and its cost beside it: nothing copied.
+    return FunctionEvent(record, _with_backend_words(reason_text(verdict), record), hint_text(verdict),
+                         record.miss_cost)
 
 
 def _with_backend_words(reason: str, record: FunctionTrace) -> str:
@@ -75,15 +66,5 @@ def add_cost(functions: dict[FunctionId, FunctionRuns],
     runs = functions.get(key)
     if runs is None:
         return None
-    for event in reversed(runs.events):
-        if event.serial == record.serial:
-            break
-    else:
-        return None
-    # A copy with the costs, as `dataclasses.replace` would make it, without `__init__` over every field.
-    costed = object.__new__(FunctionEvent)
-    costed.__dict__.update(event.__dict__, phases=dict(record.phases), miss_s=record.miss,
-                           persistent_cache=record.persistent_cache, cache_saved_s=record.cache_saved,
-                           started=record.started if record.started is not None else event.started)
-    runs.replace(costed)
-    return key, runs, costed
+    event = runs.set_cost(record.serial, record.miss_cost)  # Set once on the event, not copied.
+    return None if event is None else (key, runs, event)

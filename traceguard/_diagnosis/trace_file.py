@@ -24,14 +24,13 @@ import time
 from typing import IO, Any
 
 from traceguard._core.backends import Backend
-from traceguard._core.values_json import change_json, signature_json, site_json, verdict_json
 from traceguard._diagnosis.workers import check_trace_file_pattern, current_worker, expand_trace_file
 from traceguard._version import __version__
 
 SCHEMA = "traceguard.trace-file"
 # Raised when a record's fields change meaning or a field a reader needs is added;
 # a new optional field keeps the version (readers ignore what they do not know).
-# Version 2: signatures, changes, sites and verdicts as typed values (`_core.values_json`).
+# Version 2: signatures, changes, sites and verdicts as typed values (each value's `to_json()`).
 # Version 3: each record written once: a function trace as its trace ends, what its miss cost
 # as a `function_cost` record when its call returns (version 2 wrote the trace again).
 SCHEMA_VERSION = 3
@@ -40,30 +39,8 @@ RECORD_TYPES = ("header", "layer_run", "function_trace", "function_cost", "eager
 # script with its own `watch(trace_file=...)` of the same path) would interleave their lines.
 _OPEN_PATHS: set[str] = set()
 _OPEN_PATHS_LOCK = threading.Lock()
-_PACKAGES = ("tensorflow", "keras", "tf_keras", "jax")
+_PACKAGES = ("tensorflow", "keras", "tf_keras", "jax", "torch")
 _COSTS_KEPT = 1024  # Costs of traces whose calls have not returned, kept to compare.
-
-
-def event_json(event: Any) -> dict[str, Any]:
-    """A `TraceEvent` or `FunctionEvent` as a trace file holds it: its fields, with its signature,
-    changes, sites and verdict as typed values, and the words of its reason and hint."""
-    # Its fields as they are (a dataclass without slots keeps them in `__dict__`), then the typed
-    # values: the texts `to_dict()` makes would be replaced here, and cost a tenth of the line.
-    result = dict(event.__dict__)
-    verdict = result.pop("verdict", None)
-    result.update(kind=event.kind.value, signature=signature_json(event.signature),
-                  changes=[change_json(change) for change in event.changes],
-                  created_variables=list(event.created_variables),
-                  reason_code=None if verdict is None else verdict.reason.value,
-                  hint_code=None if verdict is None or verdict.hint is None else verdict.hint.value,
-                  verdict=None if verdict is None else verdict_json(verdict))
-    for name in ("messages", "phases"):
-        if name in result:
-            result[name] = list(result[name]) if name == "messages" else dict(result[name])
-    for name in ("call_site", "definition"):
-        if name in result:
-            result[name] = site_json(result[name])
-    return result
 
 
 def _costs_of(event: Any, call_started: float | None) -> tuple[Any, ...]:
@@ -164,7 +141,7 @@ class TraceFileWriter:
         """Writes one layer body run: its layer (`LayerRuns`) and its `TraceEvent`."""
         try:
             record = {"type": "layer_run", "layer": runs.name, "class_name": runs.class_name,
-                      "trace_aware": runs.trace_aware, "event": event_json(event)}
+                      "trace_aware": runs.trace_aware, "event": event.to_json()}
         except Exception:  # noqa: BLE001 (recording never fails the user's call)
             self._unwritten("a layer run")
             return
@@ -201,21 +178,11 @@ class TraceFileWriter:
 
     @staticmethod
     def _function_trace_line(key: str, runs: Any, record: Any, event: Any) -> dict[str, Any]:
-        keras_call = record.keras_call
+        # The event's `to_json()`: its attributes (`event`), the trace's other facts (`trace`) and
+        # `call_started`; a reader rebuilds the very `FunctionTrace` from them.
         started = record.started if record.started is not None else time.time() - record.duration
-        return {
-            "type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
-            "objects": runs.objects, "started": started, "call_started": record.call_started,
-            "event": event_json(event),
-            "trace": {"index": record.index, "origin": record.origin, "kind": record.kind.value,
-                      "reason": record.reason.value,
-                      "closest": record.closest, "caller": record.caller, "entry": record.entry,
-                      "requested": record.requested, "restored": record.restored,
-                      "saving": record.saving, "phase": record.phase, "relaxed": record.relaxed,
-                      "raised": record.raised, "library_function": record.library_function,
-                      "lifted_variables": list(record.lifted_variables),
-                      "keras_call": None if keras_call is None else vars(keras_call).copy(),
-                      "traced_for": record.traced_for, "body_of": record.body_of}}
+        return {"type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
+                "objects": runs.objects, "started": started, **event.to_json()}
 
     def function_cost(self, record: Any, event: Any) -> None:
         """Writes what a function trace's miss cost (its `FunctionEvent` with `phases` and `miss_s`
@@ -229,10 +196,7 @@ class TraceFileWriter:
                 self._unwritten_serials.discard(event.serial)
                 return
         try:
-            line = {"type": "function_cost", "serial": event.serial, "started": record.started,
-                    "call_started": record.call_started, "phases": dict(event.phases),
-                    "miss_s": event.miss_s, "persistent_cache": event.persistent_cache,
-                    "cache_saved_s": event.cache_saved_s}
+            line = {"type": "function_cost", "serial": event.serial, **record.miss_cost.to_json()}
         except Exception:  # noqa: BLE001 (recording never fails the user's call)
             self._unwritten("a function's costs")
             return

@@ -20,16 +20,10 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from traceguard._core.events import TraceEvent, TraceKind
+from traceguard._core.events import TraceEvent
 from traceguard._core.function_runs import FunctionEvent, FunctionRuns
-from traceguard._core.functions import FunctionId
+from traceguard._core.functions import FunctionId, MissCost
 from traceguard._core.layer_runs import LayerRuns
-from traceguard._core.values_json import (
-    change_from_json,
-    signature_from_json,
-    site_from_json,
-    verdict_from_json,
-)
 from traceguard._diagnosis.explanation import EVENTS_PER_LAYER, Explanation
 from traceguard._diagnosis.trace_file import RECORD_TYPES, SCHEMA, SCHEMA_VERSION
 from traceguard._diagnosis.workers import Worker
@@ -169,7 +163,7 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
         if len(runs.events) >= EVENTS_PER_LAYER:  # As the live report keeps them.
             runs.events.pop(0)
             runs.dropped += 1
-        runs.events.append(_trace_event(record["event"]))
+        runs.events.append(TraceEvent.from_json(record["event"]))
     elif kind == "eager_runs":
         runs = _layer(trace_file, record)
         runs.eager_calls = max(runs.eager_calls, int(record["count"]))  # Each line counts from the start.
@@ -187,15 +181,19 @@ def _add_record(trace_file: TraceFile, record: dict[str, Any]) -> None:
 
 
 def _add_function_trace(trace_file: TraceFile, record: dict[str, Any]) -> None:
-    # The line's `started` (a trace's later cost line updates it), as the live event holds it.
-    event = dataclasses.replace(_function_event(record["event"]), started=float(record["started"]))
+    # The event and the very trace it views, rebuilt from the line (`FunctionEvent.to_json()`); the
+    # line's `started` when the event lacks one (a trace's later cost line updates it).
+    event = FunctionEvent.from_json(record)
+    if event.cost.started is None:
+        started = float(record["started"])
+        event = dataclasses.replace(event, cost=dataclasses.replace(event.cost, started=started))
     key = FunctionId(record["qualname"], event.definition)  # Its text is the line's `key`.
     function = trace_file.functions.get(key)
     if function is None:
         function = trace_file.functions[key] = FunctionRuns(
             record["qualname"], event.function, event.definition, bool(record["keras_step"]))
-    # Version 2 wrote a trace again with its costs: the later line replaces the first.
-    if trace_file.version >= 3 or not function.replace(event):
+    # Version 2 wrote a trace again with its costs: the later line's costs are the event's.
+    if trace_file.version >= 3 or function.set_cost(event.serial, event.cost) is None:
         function.add(event)
     function.objects = max(function.objects, int(record["objects"]))
     trace_file.function_of[event.serial] = key
@@ -211,15 +209,9 @@ def _add_function_cost(trace_file: TraceFile, record: dict[str, Any]) -> None:
     if key is None:
         raise ValueError(f"the cost of function trace {serial}, which no earlier `function_trace` "
                          "record holds")
-    function = trace_file.functions[key]
-    event = next((event for event in reversed(function.events) if event.serial == serial), None)
-    if event is None:  # Dropped past the events kept, as in the live report.
-        return
-    function.replace(dataclasses.replace(
-        event, phases={str(phase): float(seconds) for phase, seconds in record["phases"].items()},
-        miss_s=record["miss_s"], persistent_cache=record["persistent_cache"],
-        cache_saved_s=record["cache_saved_s"],
-        started=event.started if record["started"] is None else float(record["started"])))
+    # Set once on the event, as the live report sets it (`FunctionRuns.set_cost`); nothing when the
+    # event was dropped past the events kept, as in the live report.
+    trace_file.functions[key].set_cost(serial, MissCost.from_json(record))
     if record["started"] is not None:
         trace_file.function_starts[serial] = float(record["started"])
     if record["call_started"] is not None:
@@ -232,34 +224,6 @@ def _layer(trace_file: TraceFile, record: dict[str, Any]) -> LayerRuns:
         runs = trace_file.layers[record["layer"]] = LayerRuns(
             record["layer"], record["class_name"], bool(record["trace_aware"]))
     return runs
-
-
-def _typed(fields: dict[str, Any]) -> dict[str, Any]:
-    """The typed values of an event's fields."""
-    changes = tuple(change_from_json(change) for change in fields["changes"])
-    verdict = fields.get("verdict")
-    return {"signature": signature_from_json(fields["signature"]), "changes": changes,
-            "verdict": None if verdict is None else verdict_from_json(verdict, changes),
-            **{name: site_from_json(fields[name]) for name in ("call_site", "definition") if name in fields}}
-
-
-def _trace_event(fields: dict[str, Any]) -> TraceEvent:
-    known = {field.name for field in dataclasses.fields(TraceEvent)}
-    values = {name: value for name, value in fields.items() if name in known}  # Newer optional fields.
-    values.update(_typed(fields), kind=TraceKind(fields["kind"]),
-                  created_variables=tuple(fields["created_variables"]),
-                  messages=tuple(fields.get("messages", ())))
-    return TraceEvent(**values)
-
-
-def _function_event(fields: dict[str, Any]) -> FunctionEvent:
-    known = {field.name for field in dataclasses.fields(FunctionEvent)}
-    values = {name: value for name, value in fields.items() if name in known}
-    values.update(_typed(fields), kind=TraceKind(fields["kind"]),
-                  created_variables=tuple(fields["created_variables"]),
-                  phases={str(phase): float(seconds)
-                          for phase, seconds in (fields.get("phases") or {}).items()})
-    return FunctionEvent(**values)
 
 
 def _shorten(line: str) -> str:
@@ -280,7 +244,8 @@ def merged_explanation(trace_files: Sequence[TraceFile]) -> Explanation:
             first = min((event.timestamp for event in runs.events), default=float("inf"))
             layers.append((number, first, dataclasses.replace(runs, name=prefix + runs.name)))
         for function in trace_file.functions.values():
-            events = [dataclasses.replace(event, function=prefix + event.function)
+            events = [dataclasses.replace(event, trace=dataclasses.replace(event.trace,
+                                                                           name=prefix + event.function))
                       for event in function.events]
             functions[FunctionId(prefix + function.name, function.definition)] = dataclasses.replace(
                 function.copy(), name=prefix + function.name, function=prefix + function.function,

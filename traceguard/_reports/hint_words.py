@@ -30,6 +30,28 @@ HINTS: dict[Hint, str] = {
         "Expected, once per value: a bool mode flag is guarded by its value and the compile of each "
         "mode is kept. Nothing to fix."
     ),
+    Hint.SIZE_ONE_SPECIALISED: (
+        "torch always specialises sizes 0 and 1, whatever `dynamic` says: the next size recompiles once. "
+        "To compile once, `torch._dynamo.decorators.mark_unbacked(tensor, axis)` before the first call, "
+        "or a first size above 1."
+    ),
+    Hint.GLOBAL_MODE: (
+        "Expected, once per value: torch.compile guards the global grad mode and keeps the compile made "
+        "under each. Nothing to fix."
+    ),
+    Hint.STATIC_ATTRIBUTE: (
+        "An int read from an attribute or a global is guarded by its exact value on every compile "
+        "(whatever `dynamic` is set to): keep it in a tensor, pass it as an argument, or, for an "
+        "nn.Module's attribute, set `torch._dynamo.config.allow_unspec_int_on_nn_module = True`."
+    ),
+    Hint.STRING_VALUE: (
+        "A Python string argument is guarded by its value and never made dynamic: do the string work "
+        "(tokenizing) outside the compiled function and compile what runs on the resulting tensors."
+    ),
+    Hint.INFERENCE_TENSOR: (
+        "A tensor made under `torch.inference_mode()` and a normal one compile once each: create the "
+        "inputs one way (all outside inference mode, or use `torch.no_grad()`, which makes normal tensors)."
+    ),
     Hint.REQUIRES_GRAD: (
         "A tensor argument's `requires_grad` changed: one compile for each, both kept. For inference, run "
         "under `torch.no_grad()` or pass the tensor `.detach()`ed."

@@ -18,6 +18,7 @@ from traceguard._core.function_runs import FunctionRuns
 from traceguard._core.functions import FunctionTrace
 from traceguard._core.specs import Site
 from traceguard._core.verdicts import Hint, Reason, Verdict
+from traceguard._reports.torch_guard_words import guarded_value_hint
 
 # The name torch gives the frame it compiles after a graph break, before `<function>_at_<line>`
 # (torch/_dynamo/resume_execution.py, `TORCH_DYNAMO_RESUME_IN_PREFIX`; `_compat.torch.resume`).
@@ -102,7 +103,7 @@ def _torch_hint(verdict: Verdict) -> str | None:
     if verdict.hint is Hint.TRACING_CONTEXT:
         return ("A guard torch.compile put on a value outside the arguments (a global, an attribute, a "
                 "config) failed: keep that value fixed between calls, or read it as a tensor argument.")
-    return None
+    return guarded_value_hint(verdict)
 
 
 def torch_details(record: FunctionTrace) -> str:

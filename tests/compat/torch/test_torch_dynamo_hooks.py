@@ -97,6 +97,12 @@ def test_torch_words_a_size_and_a_value_guard_as_the_parser_reads_them(records):
      "x: device 0 -> 1", Aspect.DEVICE),
     ("1/0: flag == True                 # return x * 2 if flag else x  # t.py:3 in g", {},
      "flag: True -> False", Aspect.VALUE),
+    ("0/1: tensor 'x' dispatch key set mismatch. expected DispatchKeySet(CPU, BackendSelect, "
+     "ADInplaceOrView), "
+     "actual DispatchKeySet(CPU, BackendSelect, ADInplaceOrView, AutogradCPU)", {},
+     "x: an inference tensor -> a normal tensor", Aspect.INFERENCE),
+    ("0/0: GLOBAL_STATE changed: autocast(cpu)_enabled ", {},
+     "autocast(cpu)_enabled: the earlier compile's value -> another value (tracing context)", Aspect.CONTEXT),
     ("0/0: ___check_global_state() against CUDA", {}, "torch guard: ___check_global_state() against CUDA -> "
      "failed (tracing context)", Aspect.CONTEXT),
 ])

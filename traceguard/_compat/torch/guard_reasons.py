@@ -15,6 +15,12 @@ words (never a guess). Measured with torch 2.14.1:
 - `tensor 'x' dispatch key set mismatch. expected DispatchKeySet(CPU, ...), actual
   DispatchKeySet(Meta, ...)` (another device type) and `tensor 'x' Tensor device index mismatch.
   Expected device index to be 0, actual 1` -> `x: device CPU -> Meta`, `x: device 0 -> 1`;
+- the same device's key sets, one without autograd keys (`DispatchKeySet(CPU, BackendSelect,
+  ADInplaceOrView)` against `..., AutogradCPU)`: a tensor made under `torch.inference_mode()`)
+  -> `x: an inference tensor -> a normal tensor`;
+- `GLOBAL_STATE changed: grad_mode` (Dynamo's guard on global state, torch/csrc/dynamo/guards.cpp)
+  -> `grad_mode: False -> True` (the new compile's grad mode, read from torch); another global
+  state (`autocast(cpu)_enabled`, ...) by its name, its values not told;
 - `n == 2` (a Python int specialised into the graph) -> `n: 2 -> 3`, the new value read from
   the frame's arguments when the guard names one of them; `flag == True` -> `flag: True -> False`
   (a bool has one other value);
@@ -28,6 +34,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+import torch
 
 from traceguard._core.changes import Aspect, Change
 from traceguard._core.specs import ArgumentPath, TensorSpec
@@ -48,6 +56,9 @@ NEW_OBJECT = "a new object (the earlier one was deleted)"
 # true in the first step, before any backward pass; false once gradients exist.
 _NO_GRADIENT = re.compile(r"^(?P<name>.+)\.grad is None$")
 NO_GRADIENT = "None (before the first backward pass)"
+_GLOBAL_STATE = re.compile(r"^GLOBAL_STATE changed: (?P<names>.+)$")
+# An inference tensor has none of the `Autograd<Device>` keys a normal tensor has (c10/core/TensorImpl).
+INFERENCE_TENSOR, NORMAL_TENSOR = "an inference tensor", "a normal tensor"
 
 
 def reason_lines(reason: str) -> str:
@@ -77,12 +88,17 @@ def changes_of(reason: str, arguments: dict[str, Any] | None = None) -> tuple[Ch
     if found:  # Keras's step zeroes gradients that the first step's backward pass creates.
         gradient = ArgumentPath(_short(found["name"]) + ".grad")
         return (Change(gradient, Aspect.CONTEXT, NO_GRADIENT, "a gradient"),)
+    found = _GLOBAL_STATE.match(line)
+    if found:
+        return tuple(_global_state_change(name) for name in found["names"].split())
     found = _VALUE.match(line)
     if found:
         name = found["name"]
         old = _literal(found["old"])
         default = (not old) if isinstance(old, bool) else "another value"  # A bool's one other value.
         new = (arguments or {}).get(name, default)
+        if isinstance(old, str) and isinstance(new, str) and name in (arguments or {}):
+            new = repr(new)  # Quoted as torch quotes the old string (`text == 'ab'`).
         return (Change(ArgumentPath(name), Aspect.VALUE, old, _text(new)),)
     return (Change(ArgumentPath("torch guard"), Aspect.CONTEXT, line or reason.strip(), "failed"),)
 
@@ -102,8 +118,21 @@ def _tensor_change(found: re.Match[str], arguments: dict[str, Any]) -> Change:
         keys = [_FIRST_KEY.match(text or "") for text in (old, new)]
         if all(keys) and keys[0]["key"] != keys[1]["key"]:  # type: ignore[index]
             return Change(path, Aspect.DEVICE, keys[0]["key"], keys[1]["key"])  # type: ignore[index]
+        autograd = ["Autograd" in (text or "") for text in (old, new)]
+        if autograd[0] != autograd[1]:
+            kinds = [NORMAL_TENSOR if has else INFERENCE_TENSOR for has in autograd]
+            return Change(path, Aspect.INFERENCE, kinds[0], kinds[1])
         return Change(path, Aspect.VALUE, f"dispatch keys {old}", f"dispatch keys {new}")
     return Change(path, _ASPECTS.get(aspect, Aspect.VALUE), _number(old), _number(new), axis)
+
+
+def _global_state_change(name: str) -> Change:
+    """One global state Dynamo guards, changed since the earlier compile; the grad mode as the new
+    compile saw it (the recompile runs in the calling code's mode)."""
+    if name == "grad_mode":
+        now = torch.is_grad_enabled()
+        return Change(ArgumentPath(name), Aspect.CONTEXT, not now, now)
+    return Change(ArgumentPath(name), Aspect.CONTEXT, "the earlier compile's value", "another value")
 
 
 def _literal(text: str) -> Any:
