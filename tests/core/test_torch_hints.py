@@ -68,13 +68,15 @@ def _compile_event(serial, after=None, breaks=()):
 def test_the_frames_of_a_function_split_at_graph_breaks_are_counted_and_worded():
     from traceguard._core.function_runs import FunctionRuns
     from traceguard._core.specs import Site
+    from traceguard._core.verdicts import GraphBreak
     from traceguard._reports.torch_words import frames_text, graph_break_lines
 
-    backward = ("Unsupported Tensor.backward() call", Site("/site-packages/keras/src/trainer.py", 70))
-    data = ("Data dependent operator", Site("/work/step.py", 9))
+    keras = Site("/site-packages/keras/src/trainer.py", 70)
+    backward = GraphBreak("Unsupported Tensor.backward() call", keras)
+    data = GraphBreak("Data dependent operator", Site("/work/step.py", 9), ("Enable it with `x = True`",))
     runs = FunctionRuns("step", "step", None, False)
     assert runs.frames == 1 and frames_text(runs) is None and graph_break_lines([runs]) == []
-    for event in (_compile_event(1, breaks=(backward,)), _compile_event(2, backward[1], (data,))):
+    for event in (_compile_event(1, breaks=(backward,)), _compile_event(2, backward.site, (data,))):
         runs.add(event)
     assert runs.frames == 2 and runs.graph_breaks == (backward, data)
     # Two breaks, and no frame after the second: the code after it compiled no graph.
@@ -84,3 +86,6 @@ def test_the_frames_of_a_function_split_at_graph_breaks_are_counted_and_worded()
     assert graph_break_lines([runs])[1:3] == [
         "Graph breaks (1 function):",
         "  step: compiled as 2 frames (2 graph breaks: Unsupported Tensor.backward() call at trainer.py:70"]
+    # torch's own fix of a break, when it gives one, under its function.
+    lines = graph_break_lines([runs])
+    assert "    torch's hint for the break at step.py:9: Enable it with `x = True`" in lines

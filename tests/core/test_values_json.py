@@ -29,7 +29,7 @@ from traceguard._core.specs import (
     signature_to_json,
     spec_from_json,
 )
-from traceguard._core.verdicts import Hint, Reason, Verdict
+from traceguard._core.verdicts import GraphBreak, Hint, Reason, Verdict
 
 SIGNATURE = {
     "x": tensor(8, None),
@@ -125,7 +125,8 @@ def function_traces(draw):
         data=draw(names), same_model=draw(st.one_of(st.none(), st.booleans())), miss_cost=draw(costs),
         xla_functions=draw(strings), requested=draw(st.booleans()), restored=draw(st.booleans()),
         traced_for=draw(names), body_of=draw(names), backend_reasons=draw(strings),
-        graph_breaks=draw(st.lists(st.tuples(texts, sites), max_size=2).map(tuple)),
+        graph_breaks=draw(st.lists(st.builds(GraphBreak, texts, sites, strings), max_size=2).map(tuple)),
+        break_hints=draw(strings),
         verdict=draw(st.one_of(st.none(), verdicts(made))))
 
 

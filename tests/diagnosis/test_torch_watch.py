@@ -200,7 +200,7 @@ def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerl
     assert "choose a `batch_size` that divides the number of samples" in text
     # Keras's own `Tensor.backward()` breaks the step's graph (keras-team/keras#18569): named in
     # the step's compile, in Keras's file; the code after it compiles as a frame of its own.
-    breaks = [(r.name, what, where.path) for r in records.records() for what, where in r.graph_breaks]
+    breaks = [(r.name, b.what, b.site.path) for r in records.records() for b in r.graph_breaks]
     assert any(name == "train_step" and what == "Unsupported Tensor.backward() call"
                and path.endswith("keras/src/backend/torch/trainer.py") for name, what, path in breaks)
     # The frame after it is a part of `train_step` (its first compile, not a recompile), in its report.
@@ -247,18 +247,22 @@ def test_a_function_broken_twice_reads_as_three_frames_live_and_from_its_trace_f
     (runs,) = report.functions.values()
     # torch's own count: three frames (one code object each), each compiled twice.
     assert len({m.co_name for m in compiles_with_a_cache_entry()}) == runs.frames == 3
-    assert [(what, where.line) for what, where in runs.graph_breaks] == [
+    assert [(b.what, b.site.line) for b in runs.graph_breaks] == [
         ("Failed to trace builtin operator", line_of("# Break one.")),
         ("Failed to trace builtin operator", line_of("# Break two."))]
     one, two = line_of("# Break one."), line_of("# Break two.")
     expected = (f"Graph breaks (1 function): twice: compiled as 3 frames (2 graph breaks: Failed to trace "
                 f"builtin operator at test_torch_watch.py:{one}; Failed to trace builtin operator at "
-                f"test_torch_watch.py:{two}) Dynamo compiles the code after a graph break as a frame of "
-                "its own")
+                f"test_torch_watch.py:{two}) torch's hint for the break at test_torch_watch.py:{one}: Avoid "
+                "calling builtin `print`")
+    # torch's own hints follow, for each break, then what a break does.
+    after = (f"torch's hint for the break at test_torch_watch.py:{two}: Avoid calling builtin `print`",
+             "Dynamo compiles the code after a graph break as a frame of its own")
     read_back = merged_explanation([read_trace_file(str(path))])
     assert schema_errors(path) == []  # The documented schema, torch's verdicts included.
     for text in (report.summary(), report.summary(full=True), read_back.summary()):
         assert expected in " ".join(text.split())
+        assert all(part in " ".join(text.split()) for part in after)
     assert "1 function traced 6 times: 3 trace, 3 retrace" in report.summary()
     html = report._repr_html_()  # The notebook's display says it too, under the function's name.
     assert "; compiled as 3 frames (2 graph breaks: Failed to trace builtin operator at " in html

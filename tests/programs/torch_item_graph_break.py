@@ -30,7 +30,6 @@ Expected:
   traces: 3
   kinds: ["trace", "trace", "retrace"]
   set: heldout4
-  status: open
   note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `f` with a cache entry, its resume frame `torch_dynamo_resume_in_f_at_N` counted under `f` as traceguard records it, a part of `f`: `f`'s own compile 1, the resume frame's 2), torch 2.14.1
 """
 import torch

@@ -121,10 +121,12 @@ def test_a_graph_break_compiles_the_rest_as_a_frame_of_its_own(records):
     assert (rest.resumed_after.path, rest.resumed_after.line) == (HERE, line_of("# A graph break"))
     assert [r.reason.value for r in (first, rest)] == ["first_trace", "part_of_trace"]
     # The break is named in the compile it ended, where it happened, as torch words its kind.
-    ((what, where),) = first.graph_breaks
+    ((what, where, hints),) = [(b.what, b.site, b.hints) for b in first.graph_breaks]
     assert (where.path, where.line) == (HERE, line_of("# A graph break"))
     assert counters["graph_break"] and any(what in reason for reason in counters["graph_break"])
-    assert rest.graph_breaks == ()
+    # torch's own hints for the break (its "Hint:" lines), the one asking for a PyTorch issue left out.
+    assert hints and "print" in hints[0] and not any("report an issue" in hint for hint in hints)
+    assert rest.graph_breaks == () and rest.break_hints == hints  # The frame after it knows them.
     assert_torch_agrees(records)
 
 

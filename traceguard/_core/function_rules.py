@@ -45,7 +45,7 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None,
     verdict = _classify(record, old, backend, keras_step, keras_call)
     if record.graph_breaks or record.resumed_after is not None:  # torch: the words name the breaks.
         verdict = dataclasses.replace(verdict, resumed_after=record.resumed_after,
-                                      graph_breaks=record.graph_breaks)
+                                      graph_breaks=record.graph_breaks, break_hints=record.break_hints)
     if record.traced_for is None:
         return verdict
     # A body JAX traced below `jax.jit`: the words name what for, and whose body it is.

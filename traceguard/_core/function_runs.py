@@ -15,6 +15,7 @@ from traceguard._core.function_event import FunctionEvent
 from traceguard._core.functions import MissCost
 from traceguard._core.kinds import COUNT_UNITS, FUNCTION_KINDS, TraceKind
 from traceguard._core.specs import Site
+from traceguard._core.verdicts import GraphBreak
 
 _TRACES_PER_FUNCTION = 1000
 
@@ -88,10 +89,10 @@ class FunctionRuns:
         return len({None} | {event.verdict.resumed_after for event in self.events if event.verdict})
 
     @property
-    def graph_breaks(self) -> tuple[tuple[str, Site], ...]:
+    def graph_breaks(self) -> tuple[GraphBreak, ...]:
         """torch: the graph breaks in the function's compiles kept, each once, in the order seen:
         torch's kind of break and where it happened (`Verdict.graph_breaks`)."""
-        seen: dict[tuple[str, Site], None] = {}
+        seen: dict[GraphBreak, None] = {}
         for event in self.events:
             for graph_break in event.verdict.graph_breaks if event.verdict else ():
                 seen.setdefault(graph_break, None)

@@ -16,7 +16,7 @@ from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import RETRACE_KINDS, TraceKind
 from traceguard._core.specs import Site, Spec, signature_from_json, signature_to_json
-from traceguard._core.verdicts import Reason, Verdict
+from traceguard._core.verdicts import GraphBreak, Reason, Verdict
 
 # A function trace's kind and the reason that tells them apart: the function's first
 # trace; a trace by an object that traced before, for a new signature (or the same
@@ -189,10 +189,13 @@ class FunctionTrace:
     backend_reasons: tuple[str, ...] = ()
     # torch: the graph breaks of this compile, each Dynamo's kind of break and where it happened;
     # the code after each one is compiled as a frame of its own (`torch_dynamo_resume_in_...`).
-    graph_breaks: tuple[tuple[str, Site], ...] = ()
+    graph_breaks: tuple[GraphBreak, ...] = ()
     # torch: for a frame Dynamo compiled after a graph break (`torch_dynamo_resume_in_<name>_at_<line>`,
     # a cache of its own), where that break is; the record is its function's (name, `def` site).
     resumed_after: Site | None = None
+    # torch: for such a frame, torch's hints for that break (`GraphBreak.hints`), when its compile
+    # was seen.
+    break_hints: tuple[str, ...] = ()
     # Why it traced and the fix, as codes: classified once, as the record is made
     # (`_core.function_rules.classify_function_trace`); every report and guard reads it.
     verdict: Verdict | None = None
@@ -310,9 +313,8 @@ _CODECS: dict[str, tuple[Any, Any]] = {
     "KerasCall": (KerasCall.to_json, KerasCall.from_json),
     "tuple[OptimizerBuild, ...]": (lambda builds: [build.to_json() for build in builds],
                                    lambda data: tuple(OptimizerBuild.from_json(build) for build in data)),
-    "tuple[tuple[str, Site], ...]": (lambda breaks: [[what, site.to_json()] for what, site in breaks],
-                                     lambda data: tuple((str(what), Site.from_json(site))
-                                                        for what, site in data)),
+    "tuple[GraphBreak, ...]": (lambda breaks: [graph_break.to_json() for graph_break in breaks],
+                               lambda data: tuple(GraphBreak.from_json(graph_break) for graph_break in data)),
     "MissCost": (MissCost.to_json, MissCost.from_json), "Verdict": (Verdict.to_json, None),
 }
 # Every field of `FunctionTrace` with its codec: a field of a type without one fails here, at import.

@@ -21,6 +21,27 @@ from traceguard._core.signature import Signature
 from traceguard._core.specs import Site, spec_from_json
 
 
+@dataclasses.dataclass(frozen=True)
+class GraphBreak:
+    """A graph break torch's Dynamo made in a compile: torch's kind of break (`what`, e.g.
+    "Unsupported Tensor.item() call with capture_scalar_outputs=False"), where it happened, and
+    torch's own hints for it (its `Hint:` lines, e.g. "Set `torch._dynamo.config.capture_scalar_outputs
+    = True` ..."; those that only ask to report an issue left out)."""
+
+    what: str
+    site: Site
+    hints: tuple[str, ...] = ()
+
+    def to_json(self) -> list[Any]:
+        return [self.what, self.site.to_json(), list(self.hints)]
+
+    @classmethod
+    def from_json(cls, data: Any) -> GraphBreak:
+        """What `to_json` wrote; a `[what, site]` pair without hints (written before hints were kept)."""
+        what, site, *rest = data
+        return cls(str(what), Site.from_json(site), tuple(map(str, rest[0])) if rest else ())
+
+
 class RunContext(enum.Enum):
     """Where the body ran, as seen by the recorder."""
 
@@ -211,8 +232,10 @@ class Verdict:
     optimizers: tuple[OptimizerBuild, ...] = ()
     # torch: for a frame Dynamo compiled after a graph break, where the break is (the frame runs
     # the rest of `function`); and the graph breaks of the compile, each torch's kind and its site.
+    # For such a frame, torch's hints for that break (`GraphBreak.hints`), when its compile was seen.
     resumed_after: Site | None = None
-    graph_breaks: tuple[tuple[str, Site], ...] = ()
+    graph_breaks: tuple[GraphBreak, ...] = ()
+    break_hints: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The codes and what their words name; its changes are the event's (`from_json` takes them)."""
@@ -226,7 +249,8 @@ class Verdict:
                 "of_function": self.of_function, "xla_functions": list(self.xla_functions),
                 "body_of": self.body_of, "optimizers": [build.to_json() for build in self.optimizers],
                 "resumed_after": None if self.resumed_after is None else self.resumed_after.to_json(),
-                "graph_breaks": [[what, site.to_json()] for what, site in self.graph_breaks]}
+                "graph_breaks": [graph_break.to_json() for graph_break in self.graph_breaks],
+                "break_hints": list(self.break_hints)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], changes: tuple[Change, ...] = ()) -> Verdict:
@@ -242,7 +266,8 @@ class Verdict:
                    data.get("body_of"),
                    tuple(OptimizerBuild.from_json(build) for build in data.get("optimizers", ())),
                    None if data.get("resumed_after") is None else Site.from_json(data["resumed_after"]),
-                   tuple((str(what), Site.from_json(site)) for what, site in data.get("graph_breaks", ())))
+                   tuple(map(GraphBreak.from_json, data.get("graph_breaks", ()))),
+                   tuple(data.get("break_hints", ())))
 
 
 class EarlierTrace(NamedTuple):
@@ -274,4 +299,5 @@ class EnclosingTrace:
     same_model: bool | None = None  # For a Keras step's new object: the same model as before?
 
 
-__all__ = ["EarlierTrace", "EnclosingTrace", "Hint", "Reason", "RunContext", "SymbolicPass", "Verdict"]
+__all__ = ["EarlierTrace", "EnclosingTrace", "GraphBreak", "Hint", "Reason", "RunContext", "SymbolicPass",
+           "Verdict"]

@@ -13,6 +13,7 @@ from traceguard._core.function_rules import classify_function_trace
 from traceguard._core.functions import Diagnosis, FunctionTrace, MissCost
 from traceguard._core.keras_names import is_keras_step_function
 from traceguard._core.specs import Site, Spec
+from traceguard._core.verdicts import GraphBreak
 from traceguard._record.function_identity import TraceFacts
 
 # A record's facts as the hook read them and as its diagnosis found them: each a field of the record
@@ -52,7 +53,8 @@ def function_trace(index: int, tracing: Any, facts: TraceFacts, diagnosis: Diagn
         relaxed_signature=None if tracing.relaxed_signature is None
         else types.MappingProxyType(tracing.relaxed_signature),
         miss_cost=MissCost(types.MappingProxyType(dict(tracing.phases)), started=_epoch(tracing.start)),
-        graph_breaks=tuple((what, Site(file, line)) for what, file, line in tracing.graph_breaks),
+        graph_breaks=tuple(GraphBreak(what, Site(file, line), hints)
+                           for what, file, line, hints in tracing.graph_breaks),
         resumed_after=None if getattr(tracing, "resumed_after", None) is None
         else Site(*tracing.resumed_after))
     # The verdict reads the record itself; set once, as `__post_init__` would, before anyone holds it

@@ -17,7 +17,7 @@ from traceguard._core.changes import Aspect
 from traceguard._core.function_runs import FunctionRuns
 from traceguard._core.functions import FunctionTrace
 from traceguard._core.specs import Site
-from traceguard._core.verdicts import Hint, Reason, Verdict
+from traceguard._core.verdicts import GraphBreak, Hint, Reason, Verdict
 from traceguard._reports.torch_guard_words import guarded_value_hint
 
 # The name torch gives the frame it compiles after a graph break, before `<function>_at_<line>`
@@ -26,6 +26,9 @@ PREFIX = "torch_dynamo_resume_in"
 _WIDTH = 100  # The report's width (`text`).
 # A reason's compile id ("0/1: "), as Dynamo prefixes it.
 _COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
+# Dynamo's own arguments of a frame after a graph break: the values on Python's stack at the break
+# (`___stack0`, ...; torch/_dynamo/resume_execution.py), not a variable of the user's.
+_STACK_SLOT = re.compile(r"^___stack\d+$")
 
 
 def torch_reason(verdict: Verdict) -> str | None:
@@ -58,9 +61,19 @@ def torch_hint(verdict: Verdict) -> str | None:
     after = verdict.resumed_after
     if fix is None or after is None or not verdict.argument:
         return fix
+    remove = (f"Remove the break and this frame goes with it: torch's hint for it: "
+              f"{' '.join(verdict.break_hints)}" if verdict.break_hints else "")
+    if _STACK_SLOT.match(verdict.argument):
+        # Not the user's variable: what the code at the break left on the stack, often its result.
+        return (f"`{verdict.argument}` is not a variable of `{verdict.function}`: it is a value the code "
+                f"at the graph break at {_short(after)} left on Python's stack (the result of what broke "
+                "the graph), which torch passes to the frame after the break and guards like an argument. "
+                + (remove or "Remove the break (see its words in the compile before), or compute the value "
+                   "as a tensor so that it stays in the graph."))
     # A frame after a graph break takes the function's live values as its arguments.
     return (f"`{verdict.argument}` is a value of `{verdict.function}` live at the graph break at "
-            f"{_short(after)}, which torch passes to the frame after it. {fix}")
+            f"{_short(after)}, which torch passes to the frame after it. {fix}"
+            + (f" Or: {remove}" if remove else ""))
 
 
 def _torch_hint(verdict: Verdict) -> str | None:
@@ -114,15 +127,17 @@ def torch_details(record: FunctionTrace) -> str:
     if record.backend_reasons:
         line = _COMPILE_ID.sub("", record.backend_reasons[0].strip().splitlines()[0]).split("  #", 1)[0]
         parts.append(f"torch's guard failure: `{line.strip()}`.")
-    for what, where in record.graph_breaks:
-        parts.append(f"Graph break: {_break_text(what, where)}; the code after it compiles as a frame of "
-                     "its own.")
+    for graph_break in record.graph_breaks:
+        hints = f" torch's hint: {' '.join(graph_break.hints)}" if graph_break.hints else ""
+        parts.append(f"Graph break: {_break_text(graph_break)}; the code after it compiles as a frame of "
+                     f"its own.{hints}")
     return " ".join(parts)
 
 
-def _break_text(what: str, where: Site) -> str:
+def _break_text(graph_break: GraphBreak) -> str:
+    where = graph_break.site
     whose = " (Keras's code)" if "/keras/" in where.path.replace("\\", "/") else ""
-    return f"{what} at {_short(where)}{whose}"
+    return f"{graph_break.what} at {_short(where)}{whose}"
 
 
 def frames_text(runs: FunctionRuns) -> str | None:
@@ -133,7 +148,7 @@ def frames_text(runs: FunctionRuns) -> str | None:
         return None
     frames = runs.frames
     text = (f"compiled as {frames} frame{'s' if frames != 1 else ''} ({len(breaks)} graph "
-            f"break{'s' if len(breaks) != 1 else ''}: {'; '.join(_break_text(*b) for b in breaks)})")
+            f"break{'s' if len(breaks) != 1 else ''}: {'; '.join(map(_break_text, breaks))})")
     unsplit = len(breaks) + 1 - frames
     if unsplit > 0:
         text += f"; no frame after {'it' if len(breaks) == 1 else f'{unsplit} of them'} compiled a graph"
@@ -150,6 +165,11 @@ def graph_break_lines(functions: Sequence[FunctionRuns]) -> list[str]:
     for runs, text in split:
         lines += textwrap.wrap(f"{runs.function}: {text}", _WIDTH, initial_indent="  ",
                                subsequent_indent="    ")
+        for graph_break in runs.graph_breaks:  # torch's own fix of each break, when it gives one.
+            if graph_break.hints:
+                lines += textwrap.wrap(f"torch's hint for the break at {_short(graph_break.site)}: "
+                                       f"{' '.join(graph_break.hints)}", _WIDTH, initial_indent="    ",
+                                       subsequent_indent="      ")
     return lines + textwrap.wrap(
         "Dynamo compiles the code after a graph break as a frame of its own, with its own guards, "
         "recompiles and compile time, and runs the break itself in Python: a function with N breaks "

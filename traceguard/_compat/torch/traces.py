@@ -39,6 +39,7 @@ Upstream, the files whose internals this module follows:
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/config.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/convert_frame.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/guards.py
+- https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/exc.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/symbolic_convert.py
 - https://github.com/pytorch/pytorch/blob/v2.14.1/torch/_dynamo/utils.py
 """
@@ -53,6 +54,7 @@ from typing import Any
 
 from torch._dynamo import config as _dynamo_config
 from torch._dynamo import convert_frame as _convert_frame
+from torch._dynamo import exc as _dynamo_exc
 from torch._dynamo import guards as _guards
 from torch._dynamo import symbolic_convert as _symbolic_convert
 from torch._dynamo import utils as _dynamo_utils
@@ -73,6 +75,13 @@ _ORIGINAL_REASONS = _convert_frame.__dict__.get("get_and_maybe_log_recompilation
 _TRANSLATOR = _symbolic_convert.InstructionTranslatorBase
 _ORIGINAL_LOG_BREAK = _TRANSLATOR.__dict__.get("log_graph_break")
 _LOG_BREAK_PARAMETERS = ("self", "code_options", "reason", "exc")
+# torch's message of a break (`Unsupported.msg`, torch/_dynamo/exc.py `unimplemented`) lists its
+# hints as "  Hint: ..." lines; one only asks to report an issue to PyTorch, no fix of the user's.
+_HINT = "Hint:"
+_NOT_A_FIX = "report an issue to PyTorch"
+# The hints of the breaks seen, by (file, line): the frame compiled after a break names its line.
+_break_hints: dict[tuple[str, int], tuple[str, ...]] = {}
+_BREAKS_KEPT = 256
 
 
 def _check() -> None:
@@ -99,6 +108,8 @@ def _check() -> None:
     if found != _LOG_BREAK_PARAMETERS:
         raise internal_missing(f"torch._dynamo.symbolic_convert.InstructionTranslatorBase.log_graph_break"
                                f"{_LOG_BREAK_PARAMETERS} (found {found})")
+    if "msg" not in _dynamo_exc.Unsupported.__init__.__code__.co_names:
+        raise internal_missing("torch._dynamo.exc.Unsupported.msg, a graph break's message with its hints")
     if "guard_manager" not in getattr(_convert_frame.GuardedCode, "__dataclass_fields__", {}) or \
             not callable(getattr(_guards.GuardManagerWrapper, "check", None)):
         raise internal_missing("torch._dynamo.types.GuardedCode.guard_manager, a "
@@ -176,7 +187,14 @@ def _hooked_log_break(self: Any, code_options: Any, reason: Any, exc: Any) -> An
     if calls and not getattr(exc, "logged", True):
         try:  # Torch's kind of break (its first line) and where it happened: the translated code's line.
             what = getattr(exc, "gb_type", None) or str(reason).strip().splitlines()[0]
-            calls[-1].graph_breaks += ((what, self.f_code.co_filename, self.lineno),)
+            lines = (line.strip() for line in str(getattr(exc, "msg", "")).splitlines())
+            hints = tuple(line[len(_HINT):].strip() for line in lines
+                          if line.startswith(_HINT) and _NOT_A_FIX not in line)
+            site = (self.f_code.co_filename, self.lineno)
+            calls[-1].graph_breaks += ((what, *site, hints),)
+            if len(_break_hints) >= _BREAKS_KEPT:
+                del _break_hints[next(iter(_break_hints))]
+            _break_hints[site] = hints
         except Exception:  # Not named: the break is still seen as the frame it makes.
             pass
     return _ORIGINAL_LOG_BREAK(self, code_options, reason, exc)
@@ -276,6 +294,7 @@ def _begin(code: Any, frame_locals: Any) -> _function_tracing.FunctionTracing:
     tracing = _function_tracing.begin(ORIGIN, name, compiled, compiled, arguments)
     if resumed is not None:
         tracing.resumed_after = (code.co_filename, resumed[1])
+        tracing.break_hints = _break_hints.get(tracing.resumed_after, ())
         tracing.part_of = weakref.ref(_compiled(resumed[0]))
     frame, tracing.entry = _calling_code.user_frame(sys._getframe(2))
     # A frame after a graph break is called by its function's compiled code: the call site is
