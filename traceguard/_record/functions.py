@@ -100,8 +100,7 @@ class FunctionRecords:
         # records made but not yet completed (`on_complete`), by serial.
         self._compiled: dict[Any, OrderedDict[frozenset, Compared]] = {}
         self._pending: dict[int, tuple[int, Any, Compared]] = {}
-        # Record index -> what its miss cost, once its call returned: beside the record, not in a copy.
-        self._costs: dict[int, MissCost] = {}
+        self._costs: dict[int, MissCost] = {}  # Record index -> its cost as its call returned (`cost_of`).
         # Per JAX body object (`BODY_ORIGIN`): the serial of the trace its last trace ran inside.
         self._body_parents: dict[Any, int | None] = {}
 
@@ -200,10 +199,8 @@ class FunctionRecords:
             return self._records[position], cost
 
     def cost_of(self, record: FunctionTrace) -> MissCost:
-        """What the miss of `record` cost: as its call returned (`on_complete`), else as it ended
-        (`record.miss_cost`, its trace's own phase)."""
-        with self._lock:
-            return self._costs.get(record.index, record.miss_cost)
+        """What the miss of `record` cost: as its call returned (`on_complete`), else as it ended."""
+        return self._costs.get(record.index, record.miss_cost)  # One read of a dict: no lock.
 
     def _position(self, index: int | None) -> int:
         """Where the record of `index` is in `_records`, or -1. Called with the lock held."""
@@ -373,8 +370,7 @@ class FunctionRecords:
         with self._lock:
             for record in self._records:
                 groups.setdefault(self._code_of[record.index], []).append(record)
-            seconds = {record.index: self._costs.get(record.index, record.miss_cost).seconds(record.duration)
-                       for record in self._records}
+            seconds = {r.index: self.cost_of(r).seconds(r.duration) for r in self._records}
         costs = [FunctionCost(
             name=records[-1].name, qualname=records[-1].qualname, definition=records[-1].definition,
             traces=len(records), retraces=sum(r.is_retrace for r in records),
