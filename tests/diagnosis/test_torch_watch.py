@@ -27,6 +27,13 @@ def compiles_with_a_cache_entry():
 HERE = __file__
 
 
+def frame_name(record):
+    """The name torch gives the frame a record compiled (a frame after a graph break is recorded as
+    its function's, with the break's line)."""
+    after = record.resumed_after
+    return record.name if after is None else f"torch_dynamo_resume_in_{record.name}_at_{after.line}"
+
+
 def line_of(text):
     with open(HERE) as source:
         return next(number for number, line in enumerate(source, 1) if text in line)
@@ -182,7 +189,8 @@ def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerl
     text = str(report)
     # Every frame compile torch made a cache entry for, in order, with its reason: the records.
     compiles = [(m.co_name, m.recompile_reason) for m in compiles_with_a_cache_entry()]
-    recorded = [(r.name, r.backend_reasons[0] if r.backend_reasons else None) for r in records.records()]
+    recorded = [(frame_name(r), r.backend_reasons[0] if r.backend_reasons else None)
+                for r in records.records()]
     assert recorded == compiles
     assert sum(runs.kind_counts.get("trace", 0) + runs.kind_counts.get("retrace", 0)
                for runs in report.functions.values()) == len(compiles)
@@ -195,7 +203,21 @@ def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerl
     breaks = [(r.name, what, where.path) for r in records.records() for what, where in r.graph_breaks]
     assert any(name == "train_step" and what == "Unsupported Tensor.backward() call"
                and path.endswith("keras/src/backend/torch/trainer.py") for name, what, path in breaks)
-    assert any(r.name.startswith("torch_dynamo_resume_in_train_step_at_") for r in records.records())
+    # The frame after it is a part of `train_step` (its first compile, not a recompile), in its report.
+    # Measured (Keras 3.15.1, torch 2.14.1): two such frames, after line 70 and after line 77 (a
+    # break in the first of them), both named after `train_step`; the second recompiles for the
+    # last batch.
+    frames = {}
+    for record in records.records():
+        if record.resumed_after is not None and record.name == "train_step":
+            frames.setdefault(record.resumed_after.line, []).append(record.reason.value)
+    assert len(frames) == 2 and all(reasons[0] == "part_of_trace" for reasons in frames.values())
+    assert all(reason == "signature_changed" for reasons in frames.values() for reason in reasons[1:])
+    (step,) = [runs for runs in report.functions.values() if runs.function == "train_step"]
+    assert step.frames == 3 and len(step.graph_breaks) == 2
+    assert ("train_step: compiled as 3 frames (2 graph breaks: Unsupported Tensor.backward() call at "
+            "trainer.py:70 (Keras's code); ") in " ".join(text.split())
+    assert not any(key.startswith("torch_dynamo_resume_in") for key in report.functions)
     first_step = next(event for runs in report.functions.values() for event in runs.events
                       if event.function == "train_step")
     assert "Graph break: Unsupported Tensor.backward() call at trainer.py:" in first_step.reason
@@ -203,6 +225,62 @@ def test_fit_with_jit_compile_names_the_partial_last_batch(keras_compiles_eagerl
     # The first step ran before gradients existed: expected once.
     assert "grad: None (before the first backward pass) -> a gradient" in text
     assert "Expected once per model: the first step ran before any gradient existed" in text
+
+
+def test_a_function_broken_twice_reads_as_three_frames_live_and_from_its_trace_file(tmp_path):
+    from trace_file_parity import schema_errors
+
+    from traceguard._diagnosis.trace_file_reader import merged_explanation, read_trace_file
+
+    @torch.compile(backend="eager")
+    def twice(x):
+        y = x + 1
+        print("one")  # Break one.
+        y = y * 2
+        print("two")  # Break two.
+        return y - 1
+
+    path = tmp_path / "twice.jsonl"
+    with tg.watch(trace_file=str(path)) as report:
+        twice(torch.ones(3))
+        twice(torch.ones(4))
+    (runs,) = report.functions.values()
+    # torch's own count: three frames (one code object each), each compiled twice.
+    assert len({m.co_name for m in compiles_with_a_cache_entry()}) == runs.frames == 3
+    assert [(what, where.line) for what, where in runs.graph_breaks] == [
+        ("Failed to trace builtin operator", line_of("# Break one.")),
+        ("Failed to trace builtin operator", line_of("# Break two."))]
+    one, two = line_of("# Break one."), line_of("# Break two.")
+    expected = (f"Graph breaks (1 function): twice: compiled as 3 frames (2 graph breaks: Failed to trace "
+                f"builtin operator at test_torch_watch.py:{one}; Failed to trace builtin operator at "
+                f"test_torch_watch.py:{two}) Dynamo compiles the code after a graph break as a frame of "
+                "its own")
+    read_back = merged_explanation([read_trace_file(str(path))])
+    assert schema_errors(path) == []  # The documented schema, torch's verdicts included.
+    for text in (report.summary(), report.summary(full=True), read_back.summary()):
+        assert expected in " ".join(text.split())
+    assert "1 function traced 6 times: 3 trace, 3 retrace" in report.summary()
+    html = report._repr_html_()  # The notebook's display says it too, under the function's name.
+    assert "; compiled as 3 frames (2 graph breaks: Failed to trace builtin operator at " in html
+
+
+def test_no_retrace_fails_when_only_the_part_after_a_graph_break_recompiles():
+    @torch.compile(backend="eager")
+    def split(x, n):
+        y = x + 1
+        torch._dynamo.graph_break()  # `n` is used after it only: the next frame guards it.
+        return y * n
+
+    with tg.watch():
+        split(torch.ones(3), 2)
+        with pytest.raises(tg.RetraceError) as failure, tg.no_retrace():
+            split(torch.ones(3), 3)
+    message = " ".join(str(failure.value).split())
+    assert message.startswith("`split` retraced inside the `traceguard.no_retrace()` block.")
+    assert (f"why: torch.compile recompiled the part of `split` after the graph break at "
+            f"test_torch_watch.py:{line_of('# `n` is used after it only')} (torch's frame "
+            f"`torch_dynamo_resume_in_split_at_{line_of('# `n` is used after it only')}`): a guard of its "
+            "earlier compile failed: n: 2 -> 3. torch's guard failure: `n == 2`.") in message
 
 
 def test_a_trace_file_written_on_torch_reads_back_without_torch(tmp_path):

@@ -7,9 +7,11 @@ then `check()` compares:
   outside installed packages, or a Keras step), the traces recorded (every event but a
   `compile`, dropped ones included) equal the backend's count, summed over the function's
   objects; and a recorded function the backend never traced is a disagreement too.
-- `objects`: the recorded traces per function object (`object_number`) equal the backend's
-  per-object counts, as multisets (which object is which is not compared: traceguard numbers
-  objects in the order they first traced, the backend in the order they were made).
+- `objects`: the recorded traces per function object (`object_number`; on torch, per frame: a
+  frame Dynamo compiled after a graph break is recorded as its function's, with the break's
+  line, and is a code object of its own to torch) equal the backend's per-object counts, as
+  multisets (which object is which is not compared: traceguard numbers objects in the order
+  they first traced, the backend in the order they were made).
 - `phantom`: no retrace without a backend miss of the same object: the events of kind
   `retrace`/`variable_retrace` of a function are at most the backend's traces after each
   object's first, and the first event of each recorded object is not a retrace.
@@ -44,6 +46,9 @@ from backend_record import BackendRecord  # noqa: E402
 from traceguard._core.keras_names import is_keras_step_function  # noqa: E402
 
 RETRACE_KINDS = ("retrace", "variable_retrace")
+# The name torch gives a frame it compiles after a graph break, before `<function>_at_<line>`
+# (torch/_dynamo/resume_execution.py, `TORCH_DYNAMO_RESUME_IN_PREFIX`).
+RESUME_PREFIX = "torch_dynamo_resume_in"
 # The checker's limits: what it cannot compare, as rules about the backend.
 CHECKER_LIMITS = {
     "raised": "TensorFlow keeps no concrete function for a trace that raised, so "
@@ -73,7 +78,8 @@ def summary(functions: dict[str, Any], layers: dict[str, Any]) -> dict[str, Any]
             "name": runs.function, "definition": None if runs.definition is None else list(runs.definition),
             "dropped": runs.dropped, "kind_counts": dict(runs.kind_counts),
             "events": [[event.serial, event.kind.value, event.object_number,
-                        [str(change) for change in event.changes]] for event in runs.events],
+                        [str(change) for change in event.changes], _resumed_line(event)]
+                       for event in runs.events],
         } for key, runs in functions.items()},
         "layers": {name: {
             "dropped": runs.dropped, "eager_calls": runs.eager_calls,
@@ -81,6 +87,17 @@ def summary(functions: dict[str, Any], layers: dict[str, Any]) -> dict[str, Any]
                         [str(change) for change in event.changes]] for event in runs.events],
         } for name, runs in layers.items()},
     }
+
+
+def _frame(event: list) -> int | None:
+    """A summary event's frame: the line of the graph break it continues after (torch), else None."""
+    return event[4] if len(event) > 4 else None
+
+
+def _resumed_line(event: Any) -> int | None:
+    """torch: the line of the graph break a frame compiled after continues from, else None."""
+    after = getattr(event.verdict, "resumed_after", None)
+    return None if after is None else after.line
 
 
 @contextlib.contextmanager
@@ -117,8 +134,10 @@ def in_scope(entry: dict[str, Any]) -> bool:
     """Whether traceguard's reports cover a backend function: the user's (defined in a file
     outside installed packages), or a Keras step. JAX also explains misses of functions with
     no source file (the computation of a `lax` reduction, `_variadic_reduction_jaxpr`): no
-    user's."""
-    return (bool(entry["path"]) and not entry["library"]) or is_keras_step_function(entry["name"])
+    user's. On torch, a frame compiled after a graph break is its function's (a Keras step's too)."""
+    resumed = re.match(rf"^{RESUME_PREFIX}_(.+)_at_\d+$", entry["name"] or "")
+    name = resumed.group(1) if resumed else entry["name"]
+    return (bool(entry["path"]) and not entry["library"]) or is_keras_step_function(name)
 
 
 def _site(path: str | None, line: int | None) -> tuple[str, int | None]:
@@ -155,6 +174,16 @@ def check(backend: str, result: dict[str, Any]) -> list[Disagreement]:
                                       "no function object of this definition"))
             continue
         matched.add(site)
+        # torch: the frames compiled after the function's graph breaks, each its own code object that
+        # torch names after the function and the break's line (its `co_firstlineno`).
+        for line in sorted({_frame(event) for event in events if _frame(event) is not None}):
+            frame = (f"{RESUME_PREFIX}_{site[0]}_at_{line}", site[1], line)
+            if frame not in by_site:
+                found.append(Disagreement("count", key, f"a frame after the graph break at line {line} "
+                                          "recorded; the backend compiled no such frame"))
+                continue
+            matched.add(frame)
+            objects = objects + by_site[frame]
         found += _compare_function(key, counted, recorded, function["dropped"], objects)
     for site, objects in by_site.items():
         if site in matched or not any(in_scope(entry) for entry in objects):
@@ -198,9 +227,9 @@ def _compare_function(key: str, events: list, recorded: int, dropped: int,
                                   f"({', '.join(str(entry['traces']) for entry in objects)})"))
     retraces = sum(event[1] in RETRACE_KINDS for event in events)
     allowed = sum(entry["traces"] - 1 for entry in objects)
-    per_object: dict[int, list] = {}
+    per_object: dict[tuple, list] = {}  # By object and, on torch, by frame (its graph break's line).
     for event in events:
-        per_object.setdefault(event[2], []).append(event)
+        per_object.setdefault((event[2], _frame(event)), []).append(event)
     first_retraces = [number for number, own in per_object.items() if own[0][1] in RETRACE_KINDS]
     if not dropped and retraces > allowed:
         found.append(Disagreement("phantom", key, f"{retraces} retraces recorded; the backend missed "

@@ -32,6 +32,26 @@ def test_agreeing_records_have_no_disagreement():
     assert check("tensorflow", _result([_object("step", 2)], functions)) == []
 
 
+def test_torch_frames_after_graph_breaks_are_compared_with_torchs_frames_of_their_own():
+    # torch: `twice` breaks at lines 5 and 7; each frame compiled twice (a new size). The frames are
+    # recorded as `twice`'s, with the break's line; torch names them after it, at that line.
+    events = [[1, "trace", 1, [], None], [2, "trace", 1, [], 5], [3, "trace", 1, [], 7],
+              [4, "retrace", 1, ["x: dim 0 3 -> 4"], None], [5, "retrace", 1, ["y: dim 0 3 -> 4"], 5],
+              [6, "retrace", 1, ["y: dim 0 3 -> 4"], 7]]
+    functions = {"twice (/user/step.py:3)": _function("twice", ["/user/step.py", 3], events)}
+    frames = [_object("twice", 2), _object("torch_dynamo_resume_in_twice_at_5", 2, line=5),
+              _object("torch_dynamo_resume_in_twice_at_7", 2, line=7)]
+    assert check("torch", _result(frames, functions)) == []
+    # A frame's first compile recorded as a retrace is a phantom; a frame torch never made, a count.
+    phantom = [*events[:2], [3, "retrace", 1, [], 7], *events[3:]]
+    functions = {"twice (/user/step.py:3)": _function("twice", ["/user/step.py", 3], phantom)}
+    assert [d.check for d in check("torch", _result(frames, functions))] == ["phantom"]
+    functions = {"twice (/user/step.py:3)": _function("twice", ["/user/step.py", 3], events)}
+    found = check("torch", _result(frames[:2], functions))
+    assert [(d.check, d.detail.split(";")[0]) for d in found][0] == (
+        "count", "a frame after the graph break at line 7 recorded")
+
+
 def test_new_object_recorded_as_retrace_is_a_phantom():
     # Two objects of one `def`, one trace each: the second object's first trace is no retrace.
     functions = {"step (/user/step.py:3)": _function("step", ["/user/step.py", 3], [

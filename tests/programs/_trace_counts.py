@@ -19,7 +19,8 @@ tracing cache, without running the body (measured with jax 0.10.2:
 `jit_same_function_rewrapped_in_loop.py` gets two events, one body run). Used
 torch: `torch._dynamo.utils.get_compilation_metrics()` after the program, one
 entry per frame compile, counted under the frame's `co_name` when the compile
-made a cache entry (`fail_type` is None); nothing is wrapped. Used
+made a cache entry (`fail_type` is None), a frame after a graph break
+(`torch_dynamo_resume_in_<name>_at_<line>`) under its function's; nothing is wrapped. Used
 by `check.py` to confirm each program traces as its `Expected:` block says.
 """
 import collections
@@ -75,13 +76,20 @@ class _JaxMissCounter(logging.Handler):
             COUNTS[(match.group(1) or match.group(2)).rsplit(".", 1)[-1]] += 1
 
 
+# The name torch gives a frame it compiles after a graph break (torch/_dynamo/resume_execution.py).
+TORCH_RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_\d+$")
+
+
 def _count_torch_compiles():
-    """One count per frame compile torch recorded that made a cache entry, under its code's name."""
+    """One count per frame compile torch recorded that made a cache entry, under its code's name;
+    a frame compiled after a graph break under the function it continues."""
     from torch._dynamo.utils import get_compilation_metrics
 
     for metrics in get_compilation_metrics():
-        if getattr(metrics, "fail_type", None) is None and getattr(metrics, "co_name", None):
-            COUNTS[metrics.co_name] += 1
+        name = getattr(metrics, "co_name", None)
+        if getattr(metrics, "fail_type", None) is None and name:
+            resumed = TORCH_RESUME_NAME.match(name)
+            COUNTS[resumed.group(1) if resumed else name] += 1
 
 
 def main():

@@ -27,11 +27,11 @@ Expected:
   changed: "(none - the code after the break compiles as a frame of its own)"
   fix: Tensor.item() breaks the graph - torch._dynamo.config.capture_scalar_outputs = True, or keep the value a tensor
   fix_keywords: ["capture_scalar_outputs = True", "capture_scalar_outputs=True"]
-  traces: 1
-  kinds: ["trace"]
+  traces: 3
+  kinds: ["trace", "trace", "retrace"]
   set: heldout4
   status: open
-  note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `f` with a cache entry; the resume frame `torch_dynamo_resume_in_f_at_N` 2: counted under `f`, as a branch recording resume frames as parts of their function does, `traces: 3` and `kinds: ["trace", "trace", "retrace"]`), torch 2.14.1
+  note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `f` with a cache entry, its resume frame `torch_dynamo_resume_in_f_at_N` counted under `f` as traceguard records it, a part of `f`: `f`'s own compile 1, the resume frame's 2), torch 2.14.1
 """
 import torch
 

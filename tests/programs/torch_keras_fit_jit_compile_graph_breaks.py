@@ -26,9 +26,9 @@ Expected:
   changed: "(none - the frames after graph breaks compile on their own)"
   fix: graph breaks (Tensor.backward() in train_step) split the step into frames compiled separately; jit_compile=False (eager) is the Keras default on torch - compile only what traces as one graph
   fix_keywords: ["graph break", "jit_compile"]
-  traces: 2
-  kinds: ["trace", "retrace"]
-  note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `train_step` with a cache entry: the first, and the recompile for `grad is None` after the first step; `one_step_on_data` 1, a resume frame after `Tensor.backward()` 1, the optimizer's frame 1), torch 2.14.1, keras 3.15.1
+  traces: 3
+  kinds: ["trace", "trace", "retrace"]
+  note: traces counted with torch._dynamo.utils.get_compilation_metrics() (frame compiles of `train_step` with a cache entry: the first, the first compile of its frame after `Tensor.backward()` (torch_dynamo_resume_in_train_step_at_70), and the recompile for `grad is None` after the first step; `one_step_on_data` 1), torch 2.14.1, keras 3.15.1
 """
 import os
 

@@ -36,11 +36,18 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
+def frame_name(record):
+    """The name torch gives the frame a record compiled: a frame after a graph break is recorded as
+    its function's, with the break's line (torch/_dynamo/resume_execution.py names it)."""
+    after = record.resumed_after
+    return record.name if after is None else f"torch_dynamo_resume_in_{record.name}_at_{after.line}"
+
+
 def assert_torch_agrees(records):
     """The records are torch's compiles: one per compilation metric, in order, with its reason."""
     metrics = compiles_with_a_cache_entry()
     kept = records.records()
-    assert [(r.name, r.origin) for r in kept] == [(m.co_name, "torch.compile") for m in metrics]
+    assert [(frame_name(r), r.origin) for r in kept] == [(m.co_name, "torch.compile") for m in metrics]
     assert [r.backend_reasons[0] if r.backend_reasons else None for r in kept] == \
         [m.recompile_reason for m in metrics]
     assert counters["stats"]["unique_graphs"] == len(kept)
@@ -109,7 +116,10 @@ def test_a_graph_break_compiles_the_rest_as_a_frame_of_its_own(records):
 
     noisy(torch.ones(3))
     first, rest = records.records()
-    assert first.name == "noisy" and rest.name.startswith("torch_dynamo_resume_in_noisy_at_")
+    # The frame after the break is recorded as a part of `noisy`: its name and `def`, its break's line.
+    assert first.name == rest.name == "noisy" and first.definition == rest.definition
+    assert (rest.resumed_after.path, rest.resumed_after.line) == (HERE, line_of("# A graph break"))
+    assert [r.reason.value for r in (first, rest)] == ["first_trace", "part_of_trace"]
     # The break is named in the compile it ended, where it happened, as torch words its kind.
     ((what, where),) = first.graph_breaks
     assert (where.path, where.line) == (HERE, line_of("# A graph break"))
@@ -203,3 +213,65 @@ def _guard_reason(record):
     from traceguard._compat.torch.guard_reasons import reason_lines
 
     return reason_lines(record.backend_reasons[0])
+
+
+def test_a_resume_frame_names_the_function_it_continues_and_its_break(records):
+    from traceguard._compat.torch.resume import resumed
+
+    @torch.compile(backend="eager")
+    def twice(x):
+        y = x + 1
+        print("one")  # The first break.
+        y = y * 2
+        print("two")  # The second break.
+        return y - 1
+
+    twice(torch.ones(3))
+    names = [metric.co_name for metric in compiles_with_a_cache_entry()]  # torch's own names.
+    assert resumed(names[0]) is None
+    assert [resumed(name) for name in names[1:]] == [
+        ("twice", line_of("# The first break.")),
+        ("twice", line_of("# The second break.")),  # Named after `twice`, not after a resume.
+    ]
+
+
+def test_a_function_broken_twice_is_one_function_of_three_frames_and_recompiles_each(records):
+    @torch.compile(backend="eager")
+    def twice(x):
+        y = x + 1
+        print("one")  # Its first break.
+        y = y * 2
+        print("two")  # Its second break.
+        return y - 1
+
+    twice(torch.ones(3))
+    twice(torch.ones(4))  # A new size: torch recompiles each of the three frames.
+    kept = records.records()
+    first, second = line_of("# Its first break."), line_of("# Its second break.")
+    assert [(r.name, None if r.resumed_after is None else r.resumed_after.line) for r in kept] == [
+        ("twice", None), ("twice", first), ("twice", second)] * 2
+    assert len({(r.qualname, r.definition) for r in kept}) == 1  # One function, `twice`'s `def`.
+    # Each frame's first compile is part of compiling `twice`; no retrace without torch's recompile.
+    assert [r.reason.value for r in kept[:3]] == ["first_trace", "part_of_trace", "part_of_trace"]
+    assert [record_kind(r) for r in kept[3:]] == ["retrace"] * 3
+    assert [changes(r) for r in kept[3:]] == [["x: dim 0 3 -> 4"], ["y: dim 0 3 -> 4"], ["y: dim 0 3 -> 4"]]
+    assert {r.object_number for r in kept} == {1} and {r.objects for r in kept} == {1}
+    assert_torch_agrees(records)
+    # torch's own key of each frame: a frame id per code, a compile id per recompile of it.
+    assert [str(m.compile_id) for m in compiles_with_a_cache_entry()] == ["0/0", "1/0", "2/0", "0/1", "1/1",
+                                                                           "2/1"]
+
+
+def test_a_wrapper_taking_star_args_has_them_as_its_signature(records):
+    # A decorator's wrapper (Keras's `error_handler` around `Layer.__call__`) takes `*args, **kwargs`;
+    # torch's guards name them (`args[0]`).
+    @torch.compile(backend="eager")
+    def wrapper(*args, **kwargs):
+        return args[0] * kwargs.get("scale", 2)
+
+    wrapper(torch.ones(3))
+    wrapper(torch.ones(4))
+    first, second = records.records()
+    assert list(first.signature) == ["args", "kwargs"]
+    assert changes(second) == ["args[0]: dim 0 3 -> 4"]
+    assert_torch_agrees(records)

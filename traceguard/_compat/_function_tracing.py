@@ -133,6 +133,11 @@ class FunctionTracing:
     backend_changes: tuple[Any, ...] | None = None
     # torch: the graph breaks in this compile, as (torch's kind of break, file, line).
     graph_breaks: tuple[tuple[str, str, int], ...] = ()
+    # torch: a frame Dynamo compiled after a graph break (`torch_dynamo_resume_in_<name>_at_<line>`):
+    # the (file, line) of that break, and a weak reference to the stand-in of the function it is part
+    # of, whose name, `def` site and object number its record takes. None for any other trace.
+    resumed_after: tuple[str, int] | None = None
+    part_of: Any = None
 
     @property
     def duration(self) -> float:

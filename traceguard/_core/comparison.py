@@ -130,6 +130,8 @@ class Step:
         specs: Argument name to its spec (`_core.specs`), as another process's can
             be compared with it (an object's token, which only its process knows, 0):
             what `changes` between two sources are computed from.
+        resumed_after: torch: for a frame Dynamo compiled after a graph break, `"file:line"`
+            of that break (the file's base name); else None.
     """
 
     number: int
@@ -140,11 +142,12 @@ class Step:
     changes: tuple[Any, ...] = ()
     phases: Mapping[str, float] | None = None
     specs: Mapping[Any, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    resumed_after: str | None = None
 
     def same_trace(self, other: Step) -> bool:
-        """Whether `other` is the same trace: kind, signature and graph."""
-        return (self.kind, dict(self.signature), self.same_graph_as) == \
-            (other.kind, dict(other.signature), other.same_graph_as)
+        """Whether `other` is the same trace: kind, signature, graph, and (torch) frame."""
+        return (self.kind, dict(self.signature), self.same_graph_as, self.resumed_after) == \
+            (other.kind, dict(other.signature), other.same_graph_as, other.resumed_after)
 
     def to_dict(self) -> dict[str, Any]:
         result: dict[str, Any] = {
@@ -153,6 +156,8 @@ class Step:
             "changes": [str(change) for change in self.changes]}
         if self.phases is not None:
             result["phases"] = dict(self.phases)
+        if self.resumed_after is not None:
+            result["resumed_after"] = self.resumed_after
         return result
 
 

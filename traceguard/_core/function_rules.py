@@ -43,6 +43,9 @@ def classify_function_trace(record: FunctionTrace, old: Signature | None,
     `old` is the signature its `changes` were computed from, or None for a first trace.
     """
     verdict = _classify(record, old, backend, keras_step, keras_call)
+    if record.graph_breaks or record.resumed_after is not None:  # torch: the words name the breaks.
+        verdict = dataclasses.replace(verdict, resumed_after=record.resumed_after,
+                                      graph_breaks=record.graph_breaks)
     if record.traced_for is None:
         return verdict
     # A body JAX traced below `jax.jit`: the words name what for, and whose body it is.

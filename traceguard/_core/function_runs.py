@@ -80,6 +80,23 @@ class FunctionRuns:
         """Events per kind name, over every event seen."""
         return {kind.value: self.kind_counts.get(kind.value, 0) for kind in FUNCTION_KINDS}
 
+    @property
+    def frames(self) -> int:
+        """torch: how many frames Dynamo compiled the function as, over the events kept: its own,
+        and one per graph break whose code after it compiled as a frame of its own
+        (`Verdict.resumed_after`); 1 on the other backends."""
+        return len({None} | {event.verdict.resumed_after for event in self.events if event.verdict})
+
+    @property
+    def graph_breaks(self) -> tuple[tuple[str, Site], ...]:
+        """torch: the graph breaks in the function's compiles kept, each once, in the order seen:
+        torch's kind of break and where it happened (`Verdict.graph_breaks`)."""
+        seen: dict[tuple[str, Site], None] = {}
+        for event in self.events:
+            for graph_break in event.verdict.graph_breaks if event.verdict else ():
+                seen.setdefault(graph_break, None)
+        return tuple(seen)
+
     def dominant_phase(self) -> str | None:
         """The phase that took the most seconds over all its events, or None."""
         return max(self.phase_seconds, key=self.phase_seconds.__getitem__) if self.phase_seconds else None

@@ -199,6 +199,9 @@ class FunctionTrace:
     # torch: the graph breaks of this compile, each Dynamo's kind of break and where it happened;
     # the code after each one is compiled as a frame of its own (`torch_dynamo_resume_in_...`).
     graph_breaks: tuple[tuple[str, Site], ...] = ()
+    # torch: for a frame Dynamo compiled after a graph break (`torch_dynamo_resume_in_<name>_at_<line>`,
+    # a cache of its own), where that break is; the record is its function's (name, `def` site).
+    resumed_after: Site | None = None
     # Why it traced and the fix, as codes: classified once, as the record is made
     # (`_core.function_rules.classify_function_trace`); every report and guard reads it.
     verdict: Verdict | None = None

@@ -18,7 +18,7 @@ from traceguard._core.changes import Change
 from traceguard._core.keras_names import KerasCall, OptimizerBuild
 from traceguard._core.kinds import TraceKind
 from traceguard._core.signature import Signature
-from traceguard._core.specs import spec_from_json
+from traceguard._core.specs import Site, spec_from_json
 
 
 class RunContext(enum.Enum):
@@ -49,7 +49,8 @@ class Reason(enum.Enum):
     XLA_COMPILE = "xla_compile"
     RECOMPILE = "recompile"
     # A body JAX traced below `jax.jit` (a `lax.scan` body, ...), as part of the trace of the
-    # function it is a body of: that trace's kind says whether it was a retrace.
+    # function it is a body of: that trace's kind says whether it was a retrace. On torch, the first
+    # compile of a frame Dynamo compiles after a graph break, part of compiling its function.
     PART_OF_TRACE = "part_of_trace"
 
 
@@ -208,6 +209,10 @@ class Verdict:
     body_of: str | None = None
     # For a Keras step's variable retrace: the optimizers that own the variables lifted, when found.
     optimizers: tuple[OptimizerBuild, ...] = ()
+    # torch: for a frame Dynamo compiled after a graph break, where the break is (the frame runs
+    # the rest of `function`); and the graph breaks of the compile, each torch's kind and its site.
+    resumed_after: Site | None = None
+    graph_breaks: tuple[tuple[str, Site], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The codes and what their words name; its changes are the event's (`from_json` takes them)."""
@@ -219,7 +224,9 @@ class Verdict:
                 "control_flow": self.control_flow, "objects": self.objects, "created": list(self.created),
                 "data": self.data, "relaxed_to": None if relaxed_to is None else relaxed_to.to_json(),
                 "of_function": self.of_function, "xla_functions": list(self.xla_functions),
-                "body_of": self.body_of, "optimizers": [build.to_json() for build in self.optimizers]}
+                "body_of": self.body_of, "optimizers": [build.to_json() for build in self.optimizers],
+                "resumed_after": None if self.resumed_after is None else self.resumed_after.to_json(),
+                "graph_breaks": [[what, site.to_json()] for what, site in self.graph_breaks]}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], changes: tuple[Change, ...] = ()) -> Verdict:
@@ -233,7 +240,9 @@ class Verdict:
                    None if relaxed_to is None else spec_from_json(relaxed_to),
                    bool(data.get("of_function", False)), tuple(data.get("xla_functions", ())),
                    data.get("body_of"),
-                   tuple(OptimizerBuild.from_json(build) for build in data.get("optimizers", ())))
+                   tuple(OptimizerBuild.from_json(build) for build in data.get("optimizers", ())),
+                   None if data.get("resumed_after") is None else Site.from_json(data["resumed_after"]),
+                   tuple((str(what), Site.from_json(site)) for what, site in data.get("graph_breaks", ())))
 
 
 class EarlierTrace(NamedTuple):

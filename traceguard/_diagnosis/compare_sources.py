@@ -101,7 +101,8 @@ def steps_of(runs: FunctionRuns) -> tuple[Step, ...]:
     return tuple(Step(number, event.kind, {name: str(spec) for name, spec in event.signature.items()},
                       numbers.get(event.same_graph_as),  # type: ignore[arg-type]
                       event.serial, tuple(event.changes), getattr(event, "phases", None) or None,
-                      {name: portable_spec(spec) for name, spec in event.signature.items()})
+                      {name: portable_spec(spec) for name, spec in event.signature.items()},
+                      site(getattr(event.verdict, "resumed_after", None)))
                  for number, event in enumerate(runs.events, start=1))
 
 

@@ -17,7 +17,8 @@ def is_reported(record: FunctionTrace) -> bool:
     """Whether a report shows the record: the user's functions and Keras's steps, not the
     library's own helpers (Keras's data-adapter `tf.data` functions, TensorFlow's). On torch,
     every frame compile: Keras's frames Dynamo compiles after a step's graph break (the optimizer's
-    update, `torch_dynamo_resume_in_train_step_at_70`) are compiles torch counts and pays for."""
+    update; `torch_dynamo_resume_in_train_step_at_70`, a part of `train_step`) are compiles torch
+    counts and pays for."""
     return not record.library_function or is_keras_step_function(record.name) \
         or record.origin == "torch.compile"
 

@@ -109,8 +109,13 @@ def trace_facts(tracing: Any) -> TraceFacts:
     # object, so a function object made where a dead one was is a new object.
     object_key = tracing.function if tracing.function is not None else tracing.function_id
     key = code_key(python_function)
+    # torch: a frame compiled after a graph break has its own code and cache, but is a part of the
+    # function it continues, and is reported at that function's `def`.
+    part_of = getattr(tracing, "part_of", None)
+    whole = part_of() if part_of is not None else None
     if getattr(tracing, "restored", False):
         # Every restored function runs TensorFlow's one dispatcher code; each is its own saved
         # function (its own tracing count), not an object made anew from shared code.
         key = (*key, tracing.function_id)
-    return TraceFacts(key, definition_site(python_function), signature, object_key)
+    return TraceFacts(key, definition_site(whole if whole is not None else python_function), signature,
+                      object_key)

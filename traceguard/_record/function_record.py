@@ -19,7 +19,7 @@ from traceguard._record.function_identity import TraceFacts
 # by the same name, so a new fact is a field of those values (and its words), not a line here.
 _RECORD_FIELDS = frozenset(field.name for field in dataclasses.fields(FunctionTrace))
 _MADE_HERE = frozenset({"call_site", "signature", "relaxed_signature", "graph_breaks", "kind",
-                        "object_number", "objects"})
+                        "object_number", "objects", "resumed_after"})
 _AS_DIAGNOSED = tuple(sorted(
     _RECORD_FIELDS.intersection(field.name for field in dataclasses.fields(Diagnosis)) - _MADE_HERE))
 _as_read: dict[type, tuple[str, ...]] = {}  # The tracing's class -> the record's fields it holds.
@@ -52,7 +52,9 @@ def function_trace(index: int, tracing: Any, facts: TraceFacts, diagnosis: Diagn
         relaxed_signature=None if tracing.relaxed_signature is None
         else types.MappingProxyType(tracing.relaxed_signature),
         miss_cost=MissCost(types.MappingProxyType(dict(tracing.phases)), started=_epoch(tracing.start)),
-        graph_breaks=tuple((what, Site(file, line)) for what, file, line in tracing.graph_breaks))
+        graph_breaks=tuple((what, Site(file, line)) for what, file, line in tracing.graph_breaks),
+        resumed_after=None if getattr(tracing, "resumed_after", None) is None
+        else Site(*tracing.resumed_after))
     # The verdict reads the record itself; set once, as `__post_init__` would, before anyone holds it
     # (a second `__init__` over every field would double what making a record costs).
     keras_step = record.library_function and is_keras_step_function(record.name)

@@ -146,8 +146,9 @@ class FunctionRecords:
                 diagnosis = self._diagnosis(tracing, key, site, signature, object_key)
                 self._register(key, signature, object_key, tracing, diagnosis)
             self._previews.pop(tracing.serial, None)
-            number, objects = self._numbered_by_site(site, object_key, diagnosis.object_number,
-                                                     diagnosis.objects)
+            # A frame after a graph break (torch) is numbered as the function it is part of.
+            number, objects = self._numbered_by_site(site, getattr(tracing, "part_of", None) or object_key,
+                                                     diagnosis.object_number, diagnosis.objects)
             closest = self._record_at(diagnosis.closest)
             record = function_trace(index, tracing, facts, diagnosis, number, objects,
                                     None if closest is None else closest.signature)
@@ -290,6 +291,8 @@ class FunctionRecords:
                 and not (own and self._body_parents.get(object_key) == tracing.parent):
             # Traced as part of the enclosing trace (its first, or its retrace), not again inside it.
             reason = Reason.PART_OF_TRACE
+        if reason is Reason.FIRST_TRACE and getattr(tracing, "resumed_after", None) is not None:
+            reason = Reason.PART_OF_TRACE  # torch: the first compile of the code after a graph break.
         return Diagnosis(reason, tuple(changes), None if closest is None else closest.index, number, objects,
                          lifted, self._same_model(key, object_key, tracing))
 

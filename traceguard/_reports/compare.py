@@ -114,6 +114,8 @@ def step_text(step: Step) -> str:
     text = f"#{step.number} {step.kind.value} {signature_text(step.signature)}"
     if step.same_graph_as is not None:
         text += f" (the same graph as #{step.same_graph_as})"
+    if step.resumed_after is not None:  # torch: a frame compiled after a graph break.
+        text += f" (the part after the graph break at {step.resumed_after})"
     return text
 
 

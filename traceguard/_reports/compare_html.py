@@ -35,6 +35,8 @@ def _step_html(step: Step | None, missing: str = "no trace") -> str:
         return f"<i>{escape(missing)}</i>"
     badge = _badge(step)
     graph = f" (the same graph as #{step.same_graph_as})" if step.same_graph_as is not None else ""
+    if step.resumed_after is not None:  # torch: a frame compiled after a graph break.
+        graph += f" (the part after the graph break at {step.resumed_after})"
     return f"{badge} <code>{escape(signature_text(step.signature))}</code>{escape(graph)}"
 
 

@@ -18,6 +18,7 @@ from traceguard._core.function_runs import FunctionEvent, FunctionRuns
 from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import backend_of, same_graph_changes, same_graph_text
 from traceguard._reports.headline import function_counts, layer_runs_phrase
+from traceguard._reports.torch_words import frames_text
 
 # The Okabe-Ito palette, readable with every common colour-vision deficiency: cool colours
 # for the expected runs, warm ones for the retraces worth fixing.
@@ -292,6 +293,9 @@ def functions_table(functions: Sequence[FunctionRuns]) -> str:
         dropped = (f"<div><small>{runs.dropped:,} older events dropped; the counts and seconds cover "
                    "them</small></div>") if runs.dropped else ""
         summary = escape(costs.function_phrase(runs))
+        frames = frames_text(runs)  # torch: the frames its graph breaks split it into.
+        if frames:
+            summary += f"; {escape(frames)}"
         numeric = "".join(f'<td class="num">{"&ndash;" if cell == "-" else escape(cell)}</td>'
                           for cell in cells[2:])
         inside = costs.enclosers(runs, functions)  # Its seconds are in that function's total too.

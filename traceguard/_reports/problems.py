@@ -24,6 +24,7 @@ from traceguard._core.specs import Site
 from traceguard._reports import function_costs as costs
 from traceguard._reports.headline import headline
 from traceguard._reports.text import format_layer_table, format_uncached
+from traceguard._reports.torch_words import graph_break_lines
 
 _WIDTH = 100
 _NAMES_SHOWN = 4  # Layer names listed in a folded line before "... N in all".
@@ -193,6 +194,7 @@ def format_problems(title: str, layers: Sequence[LayerRuns], functions: Sequence
         lines += ["  " + "  ".join(cell.ljust(width) if column < 2 else cell.rjust(width)
                                    for column, (cell, width) in enumerate(zip(row, widths))).rstrip()
                   for row in rows]
+        lines += graph_break_lines(costs.ranked(functions))
     if layers:
         lines += ["", f"Layers ({len(layers)}; runs by kind, one row per class with the same counts):",
                   *("  " + line for line in format_layer_table(layers, merge=True).splitlines())]

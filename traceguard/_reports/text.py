@@ -19,6 +19,7 @@ from traceguard._core.verdicts import Reason
 from traceguard._reports import function_costs as costs
 from traceguard._reports.fixes import backend_of, same_graph_changes, same_graph_text
 from traceguard._reports.headline import headline
+from traceguard._reports.torch_words import graph_break_lines
 
 _WIDTH = 100
 
@@ -209,6 +210,7 @@ def _format_functions(functions: Sequence[FunctionRuns], summary: bool) -> list[
     cache = costs.cache_phrase(order)
     if cache:
         lines.append(cache)
+    lines += graph_break_lines(order)
     if summary:
         later = [(runs, runs.dropped + number, event) for runs in order
                  for number, event in enumerate(runs.events, 1)

@@ -10,12 +10,20 @@ Python int with the int dynamic: later sizes and values reuse that compile.
 from __future__ import annotations
 
 import re
+import textwrap
+from collections.abc import Sequence
 
 from traceguard._core.changes import Aspect
+from traceguard._core.function_runs import FunctionRuns
 from traceguard._core.functions import FunctionTrace
+from traceguard._core.specs import Site
 from traceguard._core.verdicts import Hint, Reason, Verdict
 from traceguard._reports.torch_guard_words import guarded_value_hint
 
+# The name torch gives the frame it compiles after a graph break, before `<function>_at_<line>`
+# (torch/_dynamo/resume_execution.py, `TORCH_DYNAMO_RESUME_IN_PREFIX`; `_compat.torch.resume`).
+PREFIX = "torch_dynamo_resume_in"
+_WIDTH = 100  # The report's width (`text`).
 # A reason's compile id ("0/1: "), as Dynamo prefixes it.
 _COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
 
@@ -23,17 +31,39 @@ _COMPILE_ID = re.compile(r"^\s*\d+/\d+:\s*")
 def torch_reason(verdict: Verdict) -> str | None:
     """Why torch compiled, or None to take the general sentence."""
     name = f"`{verdict.function}`" if verdict.function else "the frame"
+    after = verdict.resumed_after
+    if after is not None:  # A frame Dynamo compiled after a graph break: a part of the function.
+        frame = f"{PREFIX}_{verdict.function}_at_{after.line}"
+        name = f"the part of {name} after the graph break at {_short(after)} (torch's frame `{frame}`)"
     if verdict.reason is Reason.FIRST_TRACE and verdict.of_function:
         return (f"First compile of {name} by torch.compile: Dynamo traced its Python body into a graph "
                 "and the backend compiled it.")
+    if verdict.reason is Reason.PART_OF_TRACE and verdict.of_function and after is not None:
+        return (f"First compile of {name}: Dynamo compiles the code after a graph break as a frame of "
+                "its own, with its own guards, the first time it runs; part of compiling the function, "
+                "not a recompile.")
     if verdict.reason is Reason.SIGNATURE_CHANGED and verdict.of_function:
         return (f"torch.compile recompiled {name}: a guard of its earlier compile failed: "
                 f"{'; '.join(map(str, verdict.changes))}.")
     return None
 
 
+def _short(site: Site) -> str:
+    return f"{site.path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{site.line}"
+
+
 def torch_hint(verdict: Verdict) -> str | None:
     """The fix of a recompile, or None to take the general one."""
+    fix = _torch_hint(verdict)
+    after = verdict.resumed_after
+    if fix is None or after is None or not verdict.argument:
+        return fix
+    # A frame after a graph break takes the function's live values as its arguments.
+    return (f"`{verdict.argument}` is a value of `{verdict.function}` live at the graph break at "
+            f"{_short(after)}, which torch passes to the frame after it. {fix}")
+
+
+def _torch_hint(verdict: Verdict) -> str | None:
     argument = verdict.argument
     if verdict.hint is Hint.DYNAMIC_DIMENSION:
         change = next((c for c in verdict.changes if c.aspect is Aspect.DIM), None)
@@ -85,7 +115,42 @@ def torch_details(record: FunctionTrace) -> str:
         line = _COMPILE_ID.sub("", record.backend_reasons[0].strip().splitlines()[0]).split("  #", 1)[0]
         parts.append(f"torch's guard failure: `{line.strip()}`.")
     for what, where in record.graph_breaks:
-        whose = " (Keras's code)" if "/keras/" in where.path.replace("\\", "/") else ""
-        parts.append(f"Graph break: {what} at {where.path.rsplit('/', 1)[-1]}:{where.line}{whose}; "
-                     "the code after it compiles as a frame of its own.")
+        parts.append(f"Graph break: {_break_text(what, where)}; the code after it compiles as a frame of "
+                     "its own.")
     return " ".join(parts)
+
+
+def _break_text(what: str, where: Site) -> str:
+    whose = " (Keras's code)" if "/keras/" in where.path.replace("\\", "/") else ""
+    return f"{what} at {_short(where)}{whose}"
+
+
+def frames_text(runs: FunctionRuns) -> str | None:
+    """How many frames Dynamo split a function into at its graph breaks, and the breaks: "compiled
+    as 3 frames (2 graph breaks: ...)"; None for a function without a graph break."""
+    breaks = runs.graph_breaks
+    if not breaks:
+        return None
+    frames = runs.frames
+    text = (f"compiled as {frames} frame{'s' if frames != 1 else ''} ({len(breaks)} graph "
+            f"break{'s' if len(breaks) != 1 else ''}: {'; '.join(_break_text(*b) for b in breaks)})")
+    unsplit = len(breaks) + 1 - frames
+    if unsplit > 0:
+        text += f"; no frame after {'it' if len(breaks) == 1 else f'{unsplit} of them'} compiled a graph"
+    return text
+
+
+def graph_break_lines(functions: Sequence[FunctionRuns]) -> list[str]:
+    """The report's section on the functions Dynamo split at graph breaks; [] when none was."""
+    split = [(runs, frames_text(runs)) for runs in functions]
+    split = [(runs, text) for runs, text in split if text]
+    if not split:
+        return []
+    lines = ["", f"Graph breaks ({len(split)} function{'s' if len(split) != 1 else ''}):"]
+    for runs, text in split:
+        lines += textwrap.wrap(f"{runs.function}: {text}", _WIDTH, initial_indent="  ",
+                               subsequent_indent="    ")
+    return lines + textwrap.wrap(
+        "Dynamo compiles the code after a graph break as a frame of its own, with its own guards, "
+        "recompiles and compile time, and runs the break itself in Python: a function with N breaks "
+        "is up to N + 1 graphs, not one.", _WIDTH, initial_indent="  ", subsequent_indent="  ")

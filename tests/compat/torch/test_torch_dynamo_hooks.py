@@ -119,3 +119,28 @@ def test_the_torch_backend_answers_every_question_of_the_interface():
     assert sorted(_torch.__all__) == sorted(BACKEND_NAMES)
     assert all(hasattr(_torch, name) for name in BACKEND_NAMES)
     assert (_compat.BACKEND, _compat.TRACER, _compat.executing_eagerly()) == ("torch", "torch.compile", True)
+
+
+def test_a_resume_frame_maps_to_its_functions_code_as_torch_keeps_it():
+    # torch/_dynamo/resume_execution.py: `ContinueExecutionCache` generates each resume frame's code
+    # from the function's own code, and keeps its metadata (`code`) per generated code object.
+    from torch._dynamo.resume_execution import ContinueExecutionCache
+
+    from traceguard._compat.torch import resume
+    from traceguard._reports import torch_words
+
+    def noisy(x):
+        y = x + 1
+        print("between")
+        return y * 2
+
+    torch.compile(noisy, backend="eager")(torch.ones(3))
+    (generated,) = ContinueExecutionCache.cache.get(noisy.__code__).values()
+    line = noisy.__code__.co_firstlineno + 2
+    assert generated.co_name == f"torch_dynamo_resume_in_noisy_at_{line}"
+    assert resume.original_code(generated) == (noisy.__code__, line)
+    assert resume.original_code(noisy.__code__) is None
+    assert resume.runs_part_of(generated, noisy.__code__)
+    assert resume.runs_part_of(noisy.__code__, noisy.__code__)
+    # The words name torch's frame with the prefix `_reports` keeps (it imports no torch).
+    assert torch_words.PREFIX == resume.PREFIX

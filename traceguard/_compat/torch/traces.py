@@ -19,10 +19,12 @@ Each compile that made a cache entry is a `FunctionTracing` of origin
 code is a trace, the next ones recompiles. Its `backend_reasons` are torch's words,
 verbatim, most recent cache entry first; its `backend_changes`, the first of them
 in the user's terms (`guard_reasons`). A graph break makes Dynamo compile the rest of
-the function as a new frame (`torch_dynamo_resume_in_<function>_at_<line>`), seen here
-as a compile of its own; the break itself is in the compile it ended, `graph_breaks`: torch's
-kind of break and the file and line it happened at. Its `trace` phase is the whole frame compile, Dynamo's
-tracing and the backend's compile together, as `_compile` runs both.
+the function as a new frame (`torch_dynamo_resume_in_<function>_at_<line>`, with a cache of
+its own), seen here as a compile of that function (`resumed_after`: the break's file and line;
+`part_of`: the function, see `resume`); the break itself is in the compile it ended,
+`graph_breaks`: torch's kind of break and the file and line it happened at. Its `trace` phase
+is the whole frame compile, Dynamo's tracing and the backend's compile together, as `_compile`
+runs both.
 
 Whether torch relaxed a Python value it recompiled for is read from the new cache entry
 itself: its guards (`GuardedCode.guard_manager.check(f_locals)`, torch/_dynamo/guards.py)
@@ -59,6 +61,7 @@ from traceguard._compat import _calling_code, _function_tracing
 from traceguard._compat._flavors import internal_missing
 from traceguard._compat.torch import guard_reasons as _guard_reasons
 from traceguard._compat.torch import layers as _layers
+from traceguard._compat.torch import resume as _resume
 from traceguard._core.changes import Aspect
 
 ORIGIN = "torch.compile"
@@ -250,16 +253,36 @@ def _relaxed(changes: Any, guarded_code: Any, frame_locals: Any) -> bool | None:
         return None
 
 
-def _begin(code: Any, frame_locals: Any) -> _function_tracing.FunctionTracing:
+def _compiled(code: Any) -> _CompiledCode:
     compiled = _compiled_codes.get(code)
     if compiled is None:
         compiled = _compiled_codes[code] = _CompiledCode(code)
-    count = code.co_argcount + code.co_kwonlyargcount
+    return compiled
+
+
+def _begin(code: Any, frame_locals: Any) -> _function_tracing.FunctionTracing:
+    compiled = _compiled(code)
+    # The parameters, `*args` and `**kwargs` included: a decorator's wrapper (Keras's `error_handler`
+    # around `Layer.__call__`) takes its arguments that way, and torch's guards name them (`args[1]`).
+    count = code.co_argcount + code.co_kwonlyargcount + \
+        bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
     names = code.co_varnames[:count]
+    # A resume frame keeps its own cache (its code), but is a part of the function it continues.
+    resumed = _resume.original_code(code)
     arguments = {name: frame_locals[name] for name in names
-                 if name != "self" and name in (frame_locals or {})}
-    tracing = _function_tracing.begin(ORIGIN, code.co_name, compiled, compiled, arguments)
+                 if name != "self" and name in (frame_locals or {})
+                 and not (resumed is not None and _resume.is_torch_argument(name))}
+    name = code.co_name if resumed is None else resumed[0].co_name
+    tracing = _function_tracing.begin(ORIGIN, name, compiled, compiled, arguments)
+    if resumed is not None:
+        tracing.resumed_after = (code.co_filename, resumed[1])
+        tracing.part_of = weakref.ref(_compiled(resumed[0]))
     frame, tracing.entry = _calling_code.user_frame(sys._getframe(2))
+    # A frame after a graph break is called by its function's compiled code: the call site is
+    # where the function was called.
+    while resumed is not None and frame is not None and _resume.runs_part_of(frame.f_code, resumed[0]):
+        frame, entry = _calling_code.user_frame(frame.f_back)
+        tracing.entry = entry or tracing.entry
     if frame is not None:
         tracing.call_site = (frame.f_code.co_filename, frame.f_lineno)
         tracing.caller = frame.f_code.co_name
