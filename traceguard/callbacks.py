@@ -65,10 +65,10 @@ class _Observer:
             monitor._filler.record_function(record)
             monitor._guard.record_function(record)
 
-    def record_function_cost(self, record: Any) -> None:
+    def record_function_cost(self, record: Any, cost: Any) -> None:
         monitor = self._monitor()
         if monitor is not None:
-            monitor._filler.record_function_cost(record)
+            monitor._filler.record_function_cost(record, cost)
 
 
 class TraceMonitorMixin:

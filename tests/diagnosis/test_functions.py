@@ -229,3 +229,7 @@ def test_a_library_function_is_reported_once_its_code_traces_as_often_as_tensorf
     assert "call that API inside one tf.function of yours, defined once outside the loop" \
         in runs.events[-1].hint.replace("\n", " ")
     assert all(event.phases.get("trace", 0) > 0 for event in runs.events)  # Held, then completed.
+    # A held trace's call returned before it was reported: its event holds the one record, as it ended,
+    # and the cost held beside it (no completed copy of the record).
+    held = runs.events[:threshold - 1]
+    assert all(event.miss_s is not None and event.trace.miss_cost.miss is None for event in held)

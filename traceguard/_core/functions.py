@@ -119,6 +119,13 @@ class MissCost:
         return {"phases": dict(self.phases), "miss_s": self.miss, "persistent_cache": self.persistent_cache,
                 "cache_saved_s": self.cache_saved, "started": self.started, "call_started": self.call_started}
 
+    def seconds(self, traced: float) -> float:
+        """What the miss cost, in seconds: `miss` when measured, else its phases, else `traced` (the
+        seconds its trace took)."""
+        if self.miss is not None:
+            return self.miss
+        return sum(self.phases.values()) or traced
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MissCost:
         phases = {str(phase): float(seconds) for phase, seconds in (data.get("phases") or {}).items()}
@@ -172,7 +179,9 @@ class FunctionTrace:
     # For a new function object of a Keras step: whether it steps the same model as the object
     # before it (`compile()` dropped the step function), or another model; None when not known.
     same_model: bool | None = None
-    # What the miss cost: until the call that traced returns, the trace's own phase only.
+    # What the miss cost as the trace ended: its own phase only. The whole miss, known when the call
+    # that traced returns, is a `MissCost` of its own held beside the record (`FunctionRecords.cost_of`,
+    # the observers' `record_function_cost(record, cost)`): the record is never copied.
     miss_cost: MissCost = dataclasses.field(default_factory=lambda: MissCost(types.MappingProxyType({})))
     xla_functions: tuple[str, ...] = ()  # The `jit_compile=True` functions its graph runs.
     # Traced because `get_concrete_function` asked for it (the user, or a library such as
@@ -210,10 +219,8 @@ class FunctionTrace:
 
     @property
     def cost(self) -> float:
-        """What its miss cost, in seconds: `miss` when measured, else its phases, else its trace."""
-        if self.miss is not None:
-            return self.miss
-        return sum(self.phases.values()) or self.duration
+        """What its miss cost as it ended, in seconds (`miss_cost.seconds`)."""
+        return self.miss_cost.seconds(self.duration)
 
     @property
     def is_first(self) -> bool:
@@ -228,7 +235,7 @@ class FunctionTrace:
 
     @property
     def phases(self) -> Mapping[str, float]:
-        """Seconds per phase of the miss (`MissCost.phases`)."""
+        """Seconds per phase of the miss as the trace ended (`MissCost.phases`)."""
         return self.miss_cost.phases
 
     @property
@@ -270,14 +277,6 @@ class FunctionTrace:
         if verdict is not None:
             values["verdict"] = Verdict.from_json(verdict, values.get("changes", ()))
         return cls(**values)
-
-    def with_cost(self, miss_cost: MissCost) -> FunctionTrace:
-        """The record completed with `miss_cost`, every other field shared: what `dataclasses.replace`
-        gives, without running `__init__` over every field again (half of what completing a trace
-        cost)."""
-        copy = object.__new__(FunctionTrace)
-        copy.__dict__.update(self.__dict__, miss_cost=miss_cost)
-        return copy
 
 
 @dataclasses.dataclass(frozen=True)

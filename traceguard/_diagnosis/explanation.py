@@ -37,7 +37,7 @@ from traceguard._reports.problems import explanation_repr, format_problems
 from traceguard._reports.text import format_explanation, format_layer_table
 
 if TYPE_CHECKING:
-    from traceguard._core.functions import FunctionTrace
+    from traceguard._core.functions import FunctionTrace, MissCost
     from traceguard._diagnosis.fix_checks import FixChecks
     from traceguard._diagnosis.trace_file import TraceFileWriter
 
@@ -174,8 +174,8 @@ class Explanation:
         """Adds a whole-function trace to `functions` if reported (`LibraryTraces`); `function`:
         a weak reference to the function object it traced, for checking fix-its."""
         with self._lock:
-            for shown in self._library.reported(record):
-                key, runs, event = add_record(self._functions, shown)
+            for shown, cost in self._library.reported(record):
+                key, runs, event = add_record(self._functions, shown, cost)
                 if self._trace_file is not None:
                     # Written now, its costs when the call returns: a call that never returns (a
                     # collective waiting for a diverged worker, a kill) keeps its trace in the file.
@@ -187,13 +187,13 @@ class Explanation:
                 del kept[:-EVENTS_PER_LAYER]
                 self._fix_functions[key] = function or self._fix_functions.get(key)
 
-    def _add_function_cost(self, record: FunctionTrace) -> None:
-        """Completes a function trace's event with its phases and whole miss, as the call that
+    def _add_function_cost(self, record: FunctionTrace, cost: MissCost) -> None:
+        """Completes a function trace's event with `cost`, its phases and whole miss, as the call that
         made it returns; a trace file gets them as a record of their own."""
         with self._lock:
-            found = add_cost(self._functions, record) if self._library.completed(record) else None
+            found = add_cost(self._functions, record, cost) if self._library.completed(record, cost) else None
             if found is not None and self._trace_file is not None:
-                self._trace_file.function_cost(record, found[2])
+                self._trace_file.function_cost(cost, found[2])
 
     def _restore(self, layers: list[LayerRuns], functions: dict[FunctionId, FunctionRuns]) -> None:
         """Fills an empty report with runs read back from trace files, layers in the given order."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from traceguard import _compat
 from traceguard._core.events import TraceEvent
-from traceguard._core.functions import FunctionTrace
+from traceguard._core.functions import FunctionTrace, MissCost
 from traceguard._diagnosis.explanation import Explanation
 from traceguard._record.observers import traced_function
 from traceguard._reports.text import format_retracing_note
@@ -54,8 +54,8 @@ class Filler:
     def record_function(self, record: FunctionTrace) -> None:
         self.report._add_function_trace(record, traced_function(record))
 
-    def record_function_cost(self, record: FunctionTrace) -> None:
-        self.report._add_function_cost(record)
+    def record_function_cost(self, record: FunctionTrace, cost: MissCost) -> None:
+        self.report._add_function_cost(record, cost)
 
     @staticmethod
     def retracing_note(records: list[FunctionTrace]) -> str | None:

@@ -13,18 +13,18 @@ from traceguard._reports.messages import hint_text, reason_text
 from traceguard._reports.torch_words import torch_details
 
 if TYPE_CHECKING:
-    from traceguard._core.functions import FunctionTrace
+    from traceguard._core.functions import FunctionTrace, MissCost
 
 
-def function_event(record: FunctionTrace) -> FunctionEvent:
-    """The record, worded: a view of it and its cost, with the words of its verdict (classified
-    once, as the record was made)."""
+def function_event(record: FunctionTrace, cost: MissCost | None = None) -> FunctionEvent:
+    """The record, worded: a view of it and its cost (`cost`, else its cost as it ended), with the
+    words of its verdict (classified once, as the record was made)."""
     verdict = record.verdict
     if verdict is None:  # `FunctionRecords` classifies each record as it makes it.
         raise ValueError(f"A function trace without its verdict. Received: record of {record.name!r}")
     # The event holds the record itself, and its cost beside it: nothing copied.
     return FunctionEvent(record, _with_backend_words(reason_text(verdict), record), hint_text(verdict),
-                         record.miss_cost)
+                         record.miss_cost if cost is None else cost)
 
 
 def _with_backend_words(reason: str, record: FunctionTrace) -> str:
@@ -38,9 +38,10 @@ def function_key(record: FunctionTrace) -> FunctionId:
     return FunctionId(record.qualname, record.definition)
 
 
-def add_record(functions: dict[FunctionId, FunctionRuns],
-               record: FunctionTrace) -> tuple[FunctionId, FunctionRuns, FunctionEvent]:
-    """Adds the record's event to its function's runs in `functions` (keyed by name and site).
+def add_record(functions: dict[FunctionId, FunctionRuns], record: FunctionTrace,
+               cost: MissCost | None = None) -> tuple[FunctionId, FunctionRuns, FunctionEvent]:
+    """Adds the record's event to its function's runs in `functions` (keyed by name and site), with
+    `cost` if its call returned already (a held library trace, `LibraryTraces`).
 
     Returns the key, the function's runs and the event added.
     """
@@ -49,15 +50,15 @@ def add_record(functions: dict[FunctionId, FunctionRuns],
     if runs is None:
         keras_step = record.library_function and is_keras_step_function(record.name)
         runs = functions[key] = FunctionRuns(record.qualname, record.name, record.definition, keras_step)
-    event = function_event(record)
+    event = function_event(record, cost)
     runs.add(event)
     runs.objects = max(runs.objects, record.objects)
     return key, runs, event
 
 
-def add_cost(functions: dict[FunctionId, FunctionRuns],
-             record: FunctionTrace) -> tuple[FunctionId, FunctionRuns, FunctionEvent] | None:
-    """The record's event in `functions`, its costs final (`FunctionRecords.on_complete`).
+def add_cost(functions: dict[FunctionId, FunctionRuns], record: FunctionTrace,
+             cost: MissCost) -> tuple[FunctionId, FunctionRuns, FunctionEvent] | None:
+    """The record's event in `functions`, its costs final: `cost` (`FunctionRecords.on_complete`).
 
     Returns the key, the function's runs and the event, or None when the event is not
     kept (a helper function, or dropped).
@@ -66,5 +67,5 @@ def add_cost(functions: dict[FunctionId, FunctionRuns],
     runs = functions.get(key)
     if runs is None:
         return None
-    event = runs.set_cost(record.serial, record.miss_cost)  # Set once on the event, not copied.
+    event = runs.set_cost(record.serial, cost)  # Set once on the event; the record is not copied.
     return None if event is None else (key, runs, event)

@@ -10,7 +10,7 @@ from traceguard._core.keras_names import is_keras_step_function
 from traceguard._diagnosis.function_runs import function_key
 
 if TYPE_CHECKING:
-    from traceguard._core.functions import FunctionTrace
+    from traceguard._core.functions import FunctionTrace, MissCost
 
 
 def is_reported(record: FunctionTrace) -> bool:
@@ -36,13 +36,15 @@ class LibraryTraces:
     """
 
     def __init__(self) -> None:
-        self._held: dict[str, list[FunctionTrace]] = {}
+        # Per function: its traces held, each with its cost (its own until its call returns).
+        self._held: dict[str, list[tuple[FunctionTrace, MissCost]]] = {}
         self._reported: set[str] = set()
 
-    def reported(self, record: FunctionTrace) -> list[FunctionTrace]:
-        """The records a report shows now that `record` ended: it, the ones held with it, or none."""
+    def reported(self, record: FunctionTrace) -> list[tuple[FunctionTrace, MissCost]]:
+        """The records a report shows now that `record` ended, each with its cost: it, the ones held
+        with it, or none."""
         if is_reported(record):
-            return [record]
+            return [(record, record.miss_cost)]
         # TensorFlow's warning counts the traces of eager `__call__`s only: not a nested function's,
         # nor one `get_concrete_function` asked for (`tf.data`'s multi-device iterator builds its
         # functions that way each time a distributed dataset is iterated, as documented).
@@ -51,7 +53,7 @@ class LibraryTraces:
             return []
         key = function_key(record)
         if key in self._reported:
-            return [record]
+            return [(record, record.miss_cost)]
         # Only a recording asks, and recording runs on the backend: its import is done.
         from traceguard import _compat
 
@@ -59,19 +61,19 @@ class LibraryTraces:
         if threshold is None:
             return []
         held = self._held.setdefault(key, [])
-        held.append(record)
+        held.append((record, record.miss_cost))
         if len(held) < threshold:
             return []
         self._reported.add(key)
         return self._held.pop(key)
 
-    def completed(self, record: FunctionTrace) -> bool:
-        """Whether `record`, completed with its costs, is reported; a held one is kept completed."""
+    def completed(self, record: FunctionTrace, cost: MissCost) -> bool:
+        """Whether `record`, its call returned with `cost`, is reported; a held one keeps `cost` beside it."""
         key = function_key(record)
         if is_reported(record) or key in self._reported:
             return True
         held = self._held.get(key, [])
-        for number, earlier in enumerate(held):
+        for number, (earlier, _) in enumerate(held):
             if earlier.index == record.index:
-                held[number] = record
+                held[number] = (earlier, cost)
         return False

@@ -43,8 +43,9 @@ _PACKAGES = ("tensorflow", "keras", "tf_keras", "jax", "torch")
 _COSTS_KEPT = 1024  # Costs of traces whose calls have not returned, kept to compare.
 
 
-def _costs_of(event: Any, call_started: float | None) -> tuple[Any, ...]:
-    return (dict(event.phases), event.miss_s, event.persistent_cache, event.cache_saved_s, call_started)
+def _costs_of(event: Any) -> tuple[Any, ...]:
+    return (dict(event.phases), event.miss_s, event.persistent_cache, event.cache_saved_s,
+            event.cost.call_started)
 
 
 def check_trace_file_path(path: object, label: object, caller: str | None,
@@ -173,22 +174,22 @@ class TraceFileWriter:
         with self._lock:
             if len(self._costs) >= _COSTS_KEPT:  # Calls that never returned: forgotten, oldest first.
                 self._costs.pop(next(iter(self._costs)))
-            self._costs[event.serial] = _costs_of(event, record.call_started)
+            self._costs[event.serial] = _costs_of(event)
         self._write(line)
 
     @staticmethod
     def _function_trace_line(key: str, runs: Any, record: Any, event: Any) -> dict[str, Any]:
         # The event's `to_json()`: its attributes (`event`), the trace's other facts (`trace`) and
         # `call_started`; a reader rebuilds the very `FunctionTrace` from them.
-        started = record.started if record.started is not None else time.time() - record.duration
+        started = event.cost.started if event.cost.started is not None else time.time() - record.duration
         return {"type": "function_trace", "key": key, "qualname": runs.name, "keras_step": runs.keras_step,
                 "objects": runs.objects, "started": started, **event.to_json()}
 
-    def function_cost(self, record: Any, event: Any) -> None:
-        """Writes what a function trace's miss cost (its `FunctionEvent` with `phases` and `miss_s`
-        final), when the call that traced returns; nothing when that is what its trace's line says
-        already (a call the hooks did not see: the trace was the whole miss)."""
-        costs = _costs_of(event, record.call_started)
+    def function_cost(self, cost: Any, event: Any) -> None:
+        """Writes what a function trace's miss cost (`cost`, its `FunctionEvent`'s now, `phases` and
+        `miss_s` final), when the call that traced returns; nothing when that is what its trace's
+        line says already (a call the hooks did not see: the trace was the whole miss)."""
+        costs = _costs_of(event)
         with self._lock:
             if self._costs.pop(event.serial, None) == costs:
                 return
@@ -196,7 +197,7 @@ class TraceFileWriter:
                 self._unwritten_serials.discard(event.serial)
                 return
         try:
-            line = {"type": "function_cost", "serial": event.serial, **record.miss_cost.to_json()}
+            line = {"type": "function_cost", "serial": event.serial, **cost.to_json()}
         except Exception:  # noqa: BLE001 (recording never fails the user's call)
             self._unwritten("a function's costs")
             return

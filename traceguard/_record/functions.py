@@ -100,6 +100,7 @@ class FunctionRecords:
         # records made but not yet completed (`on_complete`), by serial.
         self._compiled: dict[Any, OrderedDict[frozenset, Compared]] = {}
         self._pending: dict[int, tuple[int, Any, Compared]] = {}
+        self._costs: dict[int, MissCost] = {}  # Record index -> its cost as its call returned (`cost_of`).
         # Per JAX body object (`BODY_ORIGIN`): the serial of the trace its last trace ran inside.
         self._body_parents: dict[Any, int | None] = {}
 
@@ -164,13 +165,14 @@ class FunctionRecords:
                 old = self._records.popleft()
                 self._code_of.pop(old.index, None)
                 self._owner_of.pop(old.index, None)
+                self._costs.pop(old.index, None)
                 self.dropped += 1
         return record
 
-    def on_complete(self, tracing: Any) -> FunctionTrace | None:
-        """The record of `tracing`, completed: its phases and whole miss (see
-        `_compat._function_calls`), or None when it was not recorded. The signature it
-        compiled is kept, to compare later compilations with."""
+    def on_complete(self, tracing: Any) -> tuple[FunctionTrace, MissCost] | None:
+        """The record of `tracing` and what its miss cost: its phases and whole miss (see
+        `_compat._function_calls`), kept beside the record (`cost_of`); None when it was not
+        recorded. The signature it compiled is kept, to compare later compilations with."""
         compiled = getattr(tracing, "compiled_arguments", None)
         specs = None if compiled is None else {name: argument_spec(value) for name, value in compiled.items()}
         with self._lock:
@@ -190,12 +192,16 @@ class FunctionRecords:
             position = self._position(index)
             if position < 0:  # Dropped already.
                 return None
-            record = self._records[position] = self._records[position].with_cost(MissCost(
+            cost = self._costs[index] = MissCost(
                 types.MappingProxyType(dict(tracing.phases)), miss=tracing.miss,
                 persistent_cache=tracing.persistent_cache, cache_saved=tracing.cache_saved,
                 started=offset + tracing.start,
-                call_started=None if tracing.call_start is None else offset + tracing.call_start))
-        return record
+                call_started=None if tracing.call_start is None else offset + tracing.call_start)
+            return self._records[position], cost
+
+    def cost_of(self, record: FunctionTrace) -> MissCost:
+        """What the miss of `record` cost: as its call returned (`on_complete`), else as it ended."""
+        return self._costs.get(record.index, record.miss_cost)  # One read of a dict: no lock.
 
     def _position(self, index: int | None) -> int:
         """Where the record of `index` is in `_records`, or -1. Called with the lock held."""
@@ -367,11 +373,12 @@ class FunctionRecords:
         with self._lock:
             for record in self._records:
                 groups.setdefault(self._code_of[record.index], []).append(record)
+            seconds = {r.index: self.cost_of(r).seconds(r.duration) for r in self._records}
         costs = [FunctionCost(
             name=records[-1].name, qualname=records[-1].qualname, definition=records[-1].definition,
             traces=len(records), retraces=sum(r.is_retrace for r in records),
             objects=records[-1].objects, seconds=sum(r.duration for r in records),
-            cost_seconds=sum(r.cost for r in records))
+            cost_seconds=sum(seconds[r.index] for r in records))
             for records in groups.values()]
         return sorted(costs, key=lambda cost: (cost.cost_seconds, cost.seconds), reverse=True)
 

@@ -30,8 +30,9 @@ class Observer(Protocol):
 
     An observer may also define `record_function(record)`, which receives each
     `FunctionTrace` while it is registered (as its trace ends, with the trace's
-    phase only), `record_function_cost(record)`, which receives it again when the
-    call that traced returns, its `phases` and `miss` final, and `record_run(layer, run)`, which
+    phase only), `record_function_cost(record, cost)`, which receives the same record and its
+    `MissCost` when the call that traced returns (`phases` and `miss` final; the record is not
+    copied, its `miss_cost` stays the trace's own), and `record_run(layer, run)`, which
     receives the finished run instead of its event: the event's words are then made
     when it first calls `log.event_of(run)`, not at once. One with a
     `retracing_note(records, function_text)` method words traceguard's note on
@@ -217,18 +218,22 @@ def _on_function_trace(tracing: Any) -> None:
 
 
 def _on_function_complete(tracing: Any) -> None:
+    """The call that traced returned: its listeners, then its record and the record's `MissCost` to
+    every function observer that takes costs (`record_function_cost(record, cost)`)."""
     records = function_records
-    record = None
+    completed = None
     if records is not None and not getattr(_unrecorded, "active", False):
         try:
-            record = records.on_complete(tracing)
+            completed = records.on_complete(tracing)
         except Exception:
             log_internal_error("recording the cost of a function trace", "its phases go unrecorded")
     completions = [on_complete for _, on_complete in trace_listeners if on_complete is not None]
     _tell_each(completions, lambda on_complete: on_complete(tracing), _listener_failed(tracing, "costs"))
-    if record is not None:
+    if completed is not None:
+        record, cost = completed
         _tell_each([observer.record_function_cost for observer in function_observers
-                    if hasattr(observer, "record_function_cost")], lambda record_cost: record_cost(record),
+                    if hasattr(observer, "record_function_cost")],
+                   lambda record_cost: record_cost(record, cost),
                    _logged("reporting the cost of a function trace"))
 
 

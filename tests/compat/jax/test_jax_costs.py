@@ -36,10 +36,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))  # The checkout.
 def completed():
     records, done = FunctionRecords(), []
 
-    def on_complete(tracing):
-        record = records.on_complete(tracing)
-        if record is not None and not record.library_function:
-            done.append(record)
+    def on_complete(tracing):  # Each record with its cost, beside it.
+        completed = records.on_complete(tracing)
+        if completed is not None and not completed[0].library_function:
+            done.append(completed)
 
     with _observers.listening_to_traces(records.on_trace, on_complete):
         yield done
@@ -97,20 +97,20 @@ def test_phases_come_from_jax_monitoring_with_the_compilations_jax_reports(compl
             step(x)
     finally:
         jax.monitoring.unregister_event_duration_listener(on_duration)
-    first, retrace = completed
+    (first, first_cost), (retrace, retrace_cost) = completed
     assert [record_kind(first), record_kind(retrace)] == ["first", "retrace"]
-    assert [record.phases["compile"] for record in (first, retrace)] == pytest.approx(reported)
-    for record in (first, retrace):
-        assert set(record.phases) == {"trace", "lower", "compile", "first_call"}
-        assert record.miss >= sum(record.phases.values())
-        assert record.persistent_cache is None
+    assert [cost.phases["compile"] for cost in (first_cost, retrace_cost)] == pytest.approx(reported)
+    for cost in (first_cost, retrace_cost):
+        assert set(cost.phases) == {"trace", "lower", "compile", "first_call"}
+        assert cost.miss >= sum(cost.phases.values())
+        assert cost.persistent_cache is None
 
 
 def test_lower_ends_the_call_at_the_trace(completed):
     fresh().lower(jnp.ones((3, 3)))
-    (record,) = completed
-    assert set(record.phases) == {"trace"}
-    assert record.miss is not None and record.miss >= record.phases["trace"]
+    ((_, cost),) = completed
+    assert set(cost.phases) == {"trace"}
+    assert cost.miss is not None and cost.miss >= cost.phases["trace"]
 
 
 _CACHED_RUN = textwrap.dedent("""

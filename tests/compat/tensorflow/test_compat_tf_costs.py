@@ -31,8 +31,10 @@ def records():
     completed = []
 
     def on_complete(tracing):
-        record = records.on_complete(tracing)
-        if record is not None:
+        done = records.on_complete(tracing)
+        if done is not None:
+            record, cost = done
+            assert records.cost_of(record) is cost  # Held beside the record, not in a copy of it.
             completed.append(record)
 
     records.completed = completed
@@ -82,11 +84,13 @@ def test_a_plain_tf_function_s_first_call_is_its_lower_phase_and_only_it_is_time
     assert "_call_flat" not in concrete.__dict__  # The shadow left after the first call.
     step(tf.ones((8, 8)))
     (record,) = records.completed
-    assert set(record.phases) == {"trace", "lower"}
-    assert record.phases["trace"] == record.duration
-    assert record.phases["lower"] > 0
-    assert record.miss >= record.phases["trace"] + record.phases["lower"]
-    assert record.call_started <= record.started
+    assert records.records() == [record] and set(record.phases) == {"trace"}  # The one record, as it ended.
+    cost = records.cost_of(record)
+    assert set(cost.phases) == {"trace", "lower"}
+    assert cost.phases["trace"] == record.duration
+    assert cost.phases["lower"] > 0
+    assert cost.miss >= cost.phases["trace"] + cost.phases["lower"]
+    assert cost.call_started <= cost.started
 
 
 def test_jit_compile_with_reduce_retracing_compiles_each_new_shape_without_a_retrace(records):
@@ -101,10 +105,11 @@ def test_jit_compile_with_reduce_retracing_compiles_each_new_shape_without_a_ret
         ["x: dim 0 5 -> 6", "x: dim 1 5 -> 6"], ["x: dim 0 6 -> 7", "x: dim 1 6 -> 7"],
         ["x: dim 0 7 -> 8", "x: dim 1 7 -> 8"]]
     first, retrace, compile_6, *_ = records.completed
-    assert set(first.phases) == {"trace", "compile"}  # The first call of XLA's function compiles.
-    assert set(compile_6.phases) == {"compile"}
+    assert set(records.cost_of(first).phases) == {"trace", "compile"}  # XLA's first call compiles.
+    cost_6 = records.cost_of(compile_6)
+    assert set(cost_6.phases) == {"compile"}
     assert format_signature(compile_6.signature) == {"x": "float32[6,6]"}
-    assert compile_6.miss >= compile_6.phases["compile"] > 0
+    assert cost_6.miss >= cost_6.phases["compile"] > 0
     assert str(compile_6.call_site) == f"{__file__}:{call_line}"
 
 
